@@ -1,0 +1,270 @@
+package capability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind is the kind of a capability request.
+type Kind uint8
+
+const (
+	KindInvalid Kind = iota
+	FSRead
+	FSWrite
+	NetRequest
+	SecretUse
+	ProcessSpawn
+	ExternalWrite
+)
+
+var kindNames = [...]string{
+	KindInvalid:   "invalid",
+	FSRead:        "fs.read",
+	FSWrite:       "fs.write",
+	NetRequest:    "net.request",
+	SecretUse:     "secret.use",
+	ProcessSpawn:  "process.spawn",
+	ExternalWrite: "external.write",
+}
+
+// String returns the kind as written in manifests and on the command line.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "invalid"
+}
+
+// ParseKind parses "fs.read", "net.request", ….
+func ParseKind(s string) (Kind, error) {
+	for i, n := range kindNames {
+		if i != 0 && n == s {
+			return Kind(i), nil
+		}
+	}
+	return KindInvalid, fmt.Errorf("capability: unknown kind %q (want one of fs.read, fs.write, net.request, secret.use, process.spawn, external.write)", s)
+}
+
+// Mode is what a layer answers for a request. Modes are ordered
+// Deny < ApprovalRequired < Allow; combining layers takes the minimum.
+// The zero value is Deny.
+type Mode uint8
+
+const (
+	Deny Mode = iota
+	ApprovalRequired
+	Allow
+)
+
+// String returns "deny", "approval_required" or "allow".
+func (m Mode) String() string {
+	switch m {
+	case ApprovalRequired:
+		return "approval_required"
+	case Allow:
+		return "allow"
+	default:
+		return "deny"
+	}
+}
+
+// ParseMode parses the manifest spelling of a mode.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "deny":
+		return Deny, nil
+	case "approval_required":
+		return ApprovalRequired, nil
+	case "allow":
+		return Allow, nil
+	}
+	return Deny, fmt.Errorf("capability: unknown mode %q (want deny, approval_required or allow)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// Min returns the more restrictive of two modes.
+func Min(a, b Mode) Mode {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+// Request is one capability request, already normalized by the guard that
+// makes it: Path is a clean slash-separated path relative to the workspace
+// root (no leading "/", no ".."), Origin is scheme://host:port, Path for
+// net.request is the decoded, dot-segment-free URL path.
+type Request struct {
+	Kind Kind
+
+	// Path: fs.read / fs.write, workspace-relative; net.request, URL path
+	// (escaped form: a segment that held an encoded "/" keeps it as %2F so
+	// that no {name} template can match it as two segments).
+	Path string
+	// Method and Origin for net.request; Origin alone for secret.use.
+	Method string
+	Origin string
+	// Secret name for secret.use.
+	Secret string
+	// Argv for process.spawn.
+	Argv []string
+	// Tool and Target for external.write.
+	Tool   string
+	Target string
+}
+
+// String renders the request the way `norma policy explain --op` takes it.
+func (r Request) String() string {
+	switch r.Kind {
+	case FSRead, FSWrite:
+		return r.Kind.String() + " workspace://" + r.Path
+	case NetRequest:
+		return r.Kind.String() + " " + r.Method + " " + r.Origin + r.Path
+	case SecretUse:
+		return r.Kind.String() + " " + r.Secret + " " + r.Origin
+	case ProcessSpawn:
+		return r.Kind.String() + " " + strings.Join(r.Argv, " ")
+	case ExternalWrite:
+		return r.Kind.String() + " " + r.Tool + " " + r.Target
+	}
+	return "invalid request"
+}
+
+// Reason is a stable, upper-case reason code. Messages may change; codes do not.
+type Reason string
+
+// Reason codes. Add new ones at the end of their group; never rename one.
+const (
+	ReasonAllowed                  Reason = "ALLOWED"
+	ReasonApprovalRequired         Reason = "APPROVAL_REQUIRED"
+	ReasonInvalidRequest           Reason = "INVALID_REQUEST"
+	ReasonPolicyError              Reason = "POLICY_ERROR"
+	ReasonFilesystemReadDenied     Reason = "FILESYSTEM_READ_DENIED"
+	ReasonFilesystemWriteDenied    Reason = "FILESYSTEM_WRITE_DENIED"
+	ReasonFilesystemDenyRule       Reason = "FILESYSTEM_DENY_RULE"
+	ReasonPathEscape               Reason = "PATH_ESCAPE"
+	ReasonNetworkDestinationDenied Reason = "NETWORK_DESTINATION_DENIED"
+	ReasonNetworkMethodDenied      Reason = "NETWORK_METHOD_DENIED"
+	ReasonNetworkPathDenied        Reason = "NETWORK_PATH_DENIED"
+	ReasonNetworkPrivateAddress    Reason = "NETWORK_PRIVATE_ADDRESS"
+	ReasonNetworkInvalidURL        Reason = "NETWORK_INVALID_URL"
+	ReasonNetworkRedirectDenied    Reason = "NETWORK_REDIRECT_DENIED"
+	ReasonSecretUndeclared         Reason = "SECRET_UNDECLARED"
+	ReasonSecretOriginMismatch     Reason = "SECRET_ORIGIN_MISMATCH"
+	ReasonProcessSpawnDenied       Reason = "PROCESS_SPAWN_DENIED"
+	ReasonExternalWriteDenied      Reason = "EXTERNAL_WRITE_DENIED"
+	ReasonToolUndeclared           Reason = "TOOL_UNDECLARED"
+	ReasonToolUnknown              Reason = "TOOL_UNKNOWN"
+	ReasonSchemaInvalid            Reason = "SCHEMA_INVALID"
+	ReasonRuleDenied               Reason = "RULE_DENIED"
+	ReasonModeDenied               Reason = "MODE_DENIED"
+	ReasonHookBlocked              Reason = "HOOK_BLOCKED"
+	ReasonHookFailed               Reason = "HOOK_FAILED"
+	ReasonSandboxUnavailable       Reason = "SANDBOX_UNAVAILABLE"
+	ReasonApprovalDenied           Reason = "APPROVAL_DENIED"
+	ReasonApprovalStoreUnavailable Reason = "APPROVAL_STORE_UNAVAILABLE"
+	ReasonApprovalExpired          Reason = "APPROVAL_EXPIRED"
+	ReasonApprovalOtherRun         Reason = "APPROVAL_OTHER_RUN"
+	ReasonApprovalMismatch         Reason = "APPROVAL_MISMATCH"
+	ReasonApprovalConsumed         Reason = "APPROVAL_CONSUMED"
+	ReasonTimeout                  Reason = "TIMEOUT"
+	ReasonCanceled                 Reason = "CANCELED"
+	ReasonPanic                    Reason = "TOOL_PANIC"
+)
+
+// LayerResult is one entry of a decision trace.
+type LayerResult struct {
+	Layer  string `json:"layer"`
+	Mode   Mode   `json:"decision"`
+	Reason Reason `json:"reason"`
+	Rule   string `json:"rule,omitempty"`
+}
+
+// Decision is the outcome of a capability check. The zero value denies.
+type Decision struct {
+	Mode             Mode          `json:"decision"`
+	Reason           Reason        `json:"reason"`
+	Layer            string        `json:"layer,omitempty"`
+	Rule             string        `json:"rule,omitempty"`
+	Request          string        `json:"request"`
+	ManifestDigest   string        `json:"manifestDigest,omitempty"`
+	PolicyGeneration uint64        `json:"policyGeneration"`
+	Trace            []LayerResult `json:"trace,omitempty"`
+}
+
+// Allowed reports whether the decision lets the request proceed without approval.
+func (d Decision) Allowed() bool { return d.Mode == Allow }
+
+// Error is returned by guards when a request is refused. It carries the
+// whole decision so callers can audit and explain it.
+type Error struct {
+	Decision Decision
+	// Detail is a short human message; never a secret or file content.
+	Detail string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(string(e.Decision.Reason))
+	if e.Decision.Layer != "" {
+		b.WriteString(" (layer ")
+		b.WriteString(e.Decision.Layer)
+		if e.Decision.Rule != "" {
+			b.WriteString(", rule ")
+			b.WriteString(e.Decision.Rule)
+		}
+		b.WriteString(")")
+	}
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	return b.String()
+}
+
+// Denied builds an *Error for a request refused before any policy layer ran
+// (a malformed path, an escape, a private address).
+func Denied(reason Reason, req string, detail string) *Error {
+	return &Error{Decision: Decision{Mode: Deny, Reason: reason, Layer: "guard", Request: req}, Detail: detail}
+}
+
+// ReasonOf returns the reason code of err when it is (or wraps) an *Error,
+// and "" otherwise.
+func ReasonOf(err error) Reason {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Decision.Reason
+	}
+	return ""
+}
+
+// Checker decides capability requests. Implementations must be safe for
+// concurrent use, must not do I/O, and must deny on any internal error.
+type Checker interface {
+	Check(ctx context.Context, req Request) Decision
+}
+
+// CheckerFunc adapts a function to Checker.
+type CheckerFunc func(ctx context.Context, req Request) Decision
+
+// Check calls f.
+func (f CheckerFunc) Check(ctx context.Context, req Request) Decision { return f(ctx, req) }
+
+// AllowAll is a Checker for tests and for explicitly unconfined tools.
+var AllowAll Checker = CheckerFunc(func(_ context.Context, r Request) Decision {
+	return Decision{Mode: Allow, Reason: ReasonAllowed, Request: r.String()}
+})

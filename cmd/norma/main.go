@@ -1,0 +1,92 @@
+// Command norma is the Norma runtime: manifests, policy, plugins, approvals,
+// audit, the sandbox and the agent, behind one binary. This package is wiring
+// only; every behaviour lives in a library package.
+//
+// Exit codes (a stable contract):
+//
+//	0  success / decided / valid
+//	1  invalid input, a failed check, or a policy test mismatch
+//	2  usage error (unknown command or flag)
+//	3  re-consent required (manifest diff, plugin update)
+//	4  internal error (state directory, store)
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitConsent  = 3
+	exitInternal = 4
+)
+
+// exitError carries an exit code through cobra's error return. A nil Err
+// means the command already printed what it had to say.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitWith returns an error that makes norma exit with code, printing err
+// (when non-nil) on stderr.
+func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// commands are added by init functions in the other files of this package,
+// one file per command group, so that each group stays self-contained.
+var commands []*cobra.Command
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "norma",
+		Short:         "Run AI-agent tools and plugins with exactly the power they were granted",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().String("home", "", "state directory (default $NORMA_HOME, else the user's state directory)")
+	for _, c := range commands {
+		root.AddCommand(c)
+	}
+	return root
+}
+
+func main() {
+	if maybeSandboxInit() {
+		return
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the CLI with args and returns the exit code; tests call it.
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "norma:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "norma:", err)
+	return exitUsage
+}
