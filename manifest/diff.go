@@ -1,0 +1,382 @@
+package manifest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Change is one entry of a permission delta.
+type Change struct {
+	Kind string `json:"kind"` // filesystem.read, network, secret, tool, …
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+func (c Change) String() string {
+	switch {
+	case c.From == "":
+		return c.Kind + " " + c.To
+	case c.To == "":
+		return c.Kind + " " + c.From
+	}
+	return c.Kind + " " + c.From + " → " + c.To
+}
+
+// Delta is the permission difference between two manifests or permission
+// sections. Added and Widened grant more than before and need re-consent;
+// Removed and Narrowed grant less and apply at once.
+type Delta struct {
+	Added    []Change `json:"added"`
+	Removed  []Change `json:"removed"`
+	Widened  []Change `json:"widened"`
+	Narrowed []Change `json:"narrowed"`
+}
+
+// NeedsConsent reports whether the delta grants anything new.
+func (d Delta) NeedsConsent() bool { return len(d.Added) > 0 || len(d.Widened) > 0 }
+
+// Empty reports whether nothing changed.
+func (d Delta) Empty() bool {
+	return len(d.Added)+len(d.Removed)+len(d.Widened)+len(d.Narrowed) == 0
+}
+
+// Diff compares two normalized manifests: their permissions and their tools.
+// A new tool, a tool that now writes external state or no longer needs
+// approval, all count as widening.
+func Diff(old, new *Manifest) Delta {
+	d := DiffPermissions(old.Permissions, new.Permissions)
+	for _, nt := range new.Tools {
+		ot, ok := old.Tool(nt.Name)
+		if !ok {
+			d.Added = append(d.Added, Change{Kind: "tool", To: toolSummary(nt)})
+			continue
+		}
+		if rank(effectRank, effectString(ot)) < rank(effectRank, effectString(nt)) {
+			d.Widened = append(d.Widened, Change{Kind: "tool.effects", From: nt.Name + " " + effectString(ot), To: nt.Name + " " + effectString(nt)})
+		} else if effectString(ot) != effectString(nt) {
+			d.Narrowed = append(d.Narrowed, Change{Kind: "tool.effects", From: nt.Name + " " + effectString(ot), To: nt.Name + " " + effectString(nt)})
+		}
+		switch {
+		case ot.NeedsApproval() && !nt.NeedsApproval():
+			d.Widened = append(d.Widened, Change{Kind: "tool.approval", From: nt.Name + " per_action", To: nt.Name + " never"})
+		case !ot.NeedsApproval() && nt.NeedsApproval():
+			d.Narrowed = append(d.Narrowed, Change{Kind: "tool.approval", From: nt.Name + " never", To: nt.Name + " per_action"})
+		}
+	}
+	for _, ot := range old.Tools {
+		if _, ok := new.Tool(ot.Name); !ok {
+			d.Removed = append(d.Removed, Change{Kind: "tool", From: toolSummary(ot)})
+		}
+	}
+	return d
+}
+
+func toolSummary(t Tool) string { return t.Name + " (" + effectString(t) + ", approval " + t.Approval + ")" }
+
+func effectString(t Tool) string {
+	if t.Effects == nil {
+		return "data send, external_state write"
+	}
+	return "data " + t.Effects.Data + ", external_state " + t.Effects.ExternalState
+}
+
+// effectRank orders effects by power: more data flow or an external write is wider.
+var effectRank = []string{
+	"data none, external_state none", "data read, external_state none", "data send, external_state none",
+	"data none, external_state write", "data read, external_state write", "data send, external_state write",
+}
+
+var modeRank = []string{"deny", "approval_required", "allow"}
+
+func rank(order []string, s string) int { return slices.Index(order, s) }
+
+// DiffPermissions compares two normalized permission sections. Globs are
+// compared by coverage (docs/** → ** widens, ** → docs/** narrows), network
+// rules per (origin, method, path template), secrets by name, scopes and
+// purpose; modes by deny < approval_required < allow. Reordering changes nothing.
+func DiffPermissions(old, new Permissions) Delta {
+	var d Delta
+	ofs, nfs := old.Filesystem, new.Filesystem
+	if ofs == nil {
+		ofs = &Filesystem{}
+	}
+	if nfs == nil {
+		nfs = &Filesystem{}
+	}
+	diffGlobs(&d, "filesystem.read", ofs.Read, nfs.Read, false)
+	diffGlobs(&d, "filesystem.write", ofs.Write, nfs.Write, false)
+	diffGlobs(&d, "filesystem.deny", ofs.Deny, nfs.Deny, true)
+	diffNetwork(&d, old.Network, new.Network)
+	diffSecrets(&d, old.Secrets, new.Secrets)
+	diffMode(&d, "process.spawn", ProcessMode(old), ProcessMode(new))
+	diffMode(&d, "external_writes.default", ExternalWriteMode(old), ExternalWriteMode(new))
+	return d
+}
+
+// ProcessMode is the declared spawn mode; absent means deny.
+func ProcessMode(p Permissions) string {
+	if p.Process == nil || p.Process.Spawn == "" {
+		return "deny"
+	}
+	return p.Process.Spawn
+}
+
+// ExternalWriteMode is the declared external-write mode; absent means
+// approval_required (external writes are never silent by default).
+func ExternalWriteMode(p Permissions) string {
+	if p.ExternalWrites == nil || p.ExternalWrites.Default == "" {
+		return "approval_required"
+	}
+	return p.ExternalWrites.Default
+}
+
+func diffMode(d *Delta, kind, o, n string) {
+	switch ro, rn := rank(modeRank, o), rank(modeRank, n); {
+	case rn > ro:
+		d.Widened = append(d.Widened, Change{Kind: kind, From: o, To: n})
+	case rn < ro:
+		d.Narrowed = append(d.Narrowed, Change{Kind: kind, From: o, To: n})
+	}
+}
+
+// diffGlobs classifies glob changes. For deny lists the direction flips:
+// a new deny narrows, a dropped deny widens.
+func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
+	wider, narrower := &d.Widened, &d.Narrowed
+	added, removed := &d.Added, &d.Removed
+	if deny {
+		wider, narrower = narrower, wider
+		added, removed = narrower, wider
+	}
+	for _, n := range new {
+		if coveredByAny(n, old) {
+			continue
+		}
+		if o, ok := findCovered(n, old, new); ok {
+			*wider = append(*wider, Change{Kind: kind, From: o, To: n})
+		} else {
+			*added = append(*added, Change{Kind: kind, To: n})
+		}
+	}
+	for _, o := range old {
+		if coveredByAny(o, new) {
+			continue
+		}
+		if n, ok := findCovered(o, new, old); ok {
+			*narrower = append(*narrower, Change{Kind: kind, From: o, To: n})
+		} else {
+			*removed = append(*removed, Change{Kind: kind, From: o})
+		}
+	}
+}
+
+// findCovered returns an element of from that g covers and that is not
+// itself in keep (so the pair describes a replacement).
+func findCovered(g string, from, keep []string) (string, bool) {
+	for _, x := range from {
+		if !slices.Contains(keep, x) && GlobCovers(g, x) {
+			return x, true
+		}
+	}
+	return "", false
+}
+
+func coveredByAny(g string, set []string) bool {
+	for _, s := range set {
+		if GlobCovers(s, g) {
+			return true
+		}
+	}
+	return false
+}
+
+const globMeta = "*?[{\\"
+
+// GlobCovers reports whether every path matched by glob a is also matched by
+// glob b. It is exact for the common shapes (literals, prefix/** and equal
+// patterns) and otherwise answers false, which callers treat as "wider":
+// a judgement that errs toward asking for consent.
+func GlobCovers(b, a string) bool {
+	b, a = WorkspaceGlob(b), WorkspaceGlob(a)
+	if a == b || b == "**" {
+		return true
+	}
+	if p, ok := strings.CutSuffix(b, "/**"); ok && !strings.ContainsAny(p, globMeta) {
+		lit := a
+		if i := strings.IndexAny(a, globMeta); i >= 0 {
+			lit = a[:i]
+			if !strings.HasSuffix(lit, "/") {
+				if j := strings.LastIndexByte(lit, '/'); j >= 0 {
+					lit = lit[:j+1]
+				} else {
+					lit = ""
+				}
+			}
+		}
+		if a == p || strings.HasPrefix(lit, p+"/") {
+			return true
+		}
+	}
+	if !strings.ContainsAny(a, globMeta) {
+		ok, err := doublestar.Match(b, a)
+		return err == nil && ok
+	}
+	return false
+}
+
+type netKey struct{ origin, method, path string }
+
+// netTriples flattens rules to (origin, method, template shape) → mode, and
+// remembers one original spelling of each template for display.
+func netTriples(n *Network, spell map[string]string) map[netKey]string {
+	out := map[netKey]string{}
+	if n == nil {
+		return out
+	}
+	for _, r := range n.Requests {
+		mode := "allow"
+		if r.Approval == "per_action" {
+			mode = "approval_required"
+		}
+		for _, m := range r.Methods {
+			for _, p := range r.Paths {
+				k := netKey{r.Origin, m, templateShape(p)}
+				spell[k.path] = p
+				if prev, ok := out[k]; !ok || rank(modeRank, mode) > rank(modeRank, prev) {
+					out[k] = mode
+				}
+			}
+		}
+	}
+	return out
+}
+
+// templateShape makes parameter names irrelevant: /a/{x} and /a/{y} are the same.
+func templateShape(p string) string {
+	segs, err := ParseTemplate(p)
+	if err != nil {
+		return p
+	}
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		if s.Param != "" {
+			b.WriteString("{}")
+		} else {
+			b.WriteString(s.Literal)
+		}
+	}
+	if b.Len() == 0 {
+		return "/"
+	}
+	return b.String()
+}
+
+func diffNetwork(d *Delta, old, new *Network) {
+	spell := map[string]string{}
+	o, n := netTriples(old, spell), netTriples(new, spell)
+	keys := make([]netKey, 0, len(n)+len(o))
+	for k := range n {
+		keys = append(keys, k)
+	}
+	for k := range o {
+		if _, ok := n[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b netKey) int {
+		return strings.Compare(a.origin+" "+a.path+" "+a.method, b.origin+" "+b.path+" "+b.method)
+	})
+	for _, k := range keys {
+		desc := k.method + " " + k.origin + spell[k.path]
+		om, inOld := o[k]
+		nm, inNew := n[k]
+		switch {
+		case !inOld:
+			d.Added = append(d.Added, Change{Kind: "network", To: desc + modeSuffix(nm)})
+		case !inNew:
+			d.Removed = append(d.Removed, Change{Kind: "network", From: desc + modeSuffix(om)})
+		case rank(modeRank, nm) > rank(modeRank, om):
+			d.Widened = append(d.Widened, Change{Kind: "network", From: desc + modeSuffix(om), To: desc + modeSuffix(nm)})
+		case rank(modeRank, nm) < rank(modeRank, om):
+			d.Narrowed = append(d.Narrowed, Change{Kind: "network", From: desc + modeSuffix(om), To: desc + modeSuffix(nm)})
+		}
+	}
+	var op, np []string
+	if old != nil {
+		op = old.AllowPrivate
+	}
+	if new != nil {
+		np = new.AllowPrivate
+	}
+	for _, p := range np {
+		if !slices.Contains(op, p) {
+			d.Added = append(d.Added, Change{Kind: "network.allow_private", To: p})
+		}
+	}
+	for _, p := range op {
+		if !slices.Contains(np, p) {
+			d.Removed = append(d.Removed, Change{Kind: "network.allow_private", From: p})
+		}
+	}
+}
+
+func modeSuffix(m string) string {
+	if m == "approval_required" {
+		return " (approval per action)"
+	}
+	return ""
+}
+
+func diffSecrets(d *Delta, old, new []Secret) {
+	find := func(list []Secret, name string) (Secret, bool) {
+		i := slices.IndexFunc(list, func(s Secret) bool { return s.Name == name })
+		if i < 0 {
+			return Secret{}, false
+		}
+		return list[i], true
+	}
+	for _, ns := range new {
+		os, ok := find(old, ns.Name)
+		if !ok {
+			d.Added = append(d.Added, Change{Kind: "secret", To: fmt.Sprintf("%s for %s scopes [%s]", ns.Name, ns.Purpose, strings.Join(ns.Scopes, " "))})
+			continue
+		}
+		if os.Purpose != ns.Purpose {
+			d.Widened = append(d.Widened, Change{Kind: "secret.purpose", From: os.Name + " " + os.Purpose, To: ns.Name + " " + ns.Purpose})
+		}
+		if os.Header != ns.Header || os.Env != ns.Env || os.InjectAs != ns.InjectAs {
+			d.Widened = append(d.Widened, Change{Kind: "secret.injection", From: os.Name + " " + injection(os), To: ns.Name + " " + injection(ns)})
+		}
+		for _, sc := range ns.Scopes {
+			if !slices.Contains(os.Scopes, sc) {
+				d.Widened = append(d.Widened, Change{Kind: "secret.scope", To: ns.Name + " " + sc})
+			}
+		}
+		for _, sc := range os.Scopes {
+			if !slices.Contains(ns.Scopes, sc) {
+				d.Narrowed = append(d.Narrowed, Change{Kind: "secret.scope", From: os.Name + " " + sc})
+			}
+		}
+	}
+	for _, os := range old {
+		if _, ok := find(new, os.Name); !ok {
+			d.Removed = append(d.Removed, Change{Kind: "secret", From: os.Name + " for " + os.Purpose})
+		}
+	}
+}
+
+func injection(s Secret) string {
+	h := s.Header
+	if h == "" {
+		h = "Authorization"
+	}
+	out := s.InjectAs + " " + h
+	if s.Env != "" {
+		out += " env " + s.Env
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package manifest
+
+import (
+	"github.com/goccy/go-yaml"
+)
+
+// Layer kinds.
+const (
+	KindGrant     = "grant"
+	KindWorkspace = "workspace"
+	KindRun       = "run"
+)
+
+// Layer is a policy layer file: a user grant, a workspace policy or a run
+// policy. In a grant what is not listed is not granted; in a workspace or run
+// policy an absent section does not constrain and a present one is a ceiling.
+type Layer struct {
+	SchemaVersion int         `json:"schema_version" yaml:"schema_version"`
+	Kind          string      `json:"kind" yaml:"kind"`
+	Description   string      `json:"description,omitempty" yaml:"description,omitempty"`
+	Permissions   Permissions `json:"permissions" yaml:"permissions"`
+}
+
+// ParseLayer parses and validates a layer file. The error, when not nil, is Errors.
+func ParseLayer(filename string, data []byte) (*Layer, error) {
+	t, err := loadTree(filename, data)
+	if err != nil {
+		return nil, err
+	}
+	probs := precheck(t)
+	probs = append(probs, validateSchema(t, layerSchemaURL)...)
+	var l Layer
+	if len(probs) > 0 {
+		if yaml.NodeToValue(t.doc, &l) == nil {
+			c := &checker{t: t}
+			c.permissions(&l.Permissions, "/permissions", l.Kind != KindGrant)
+			probs = mergeProblems(probs, c.probs)
+		}
+		sortProblems(probs)
+		return nil, Errors(probs)
+	}
+	if err := yaml.NodeToValue(t.doc, &l, yaml.Strict()); err != nil {
+		return nil, Errors{yamlProblem(filename, err)}
+	}
+	c := &checker{t: t}
+	c.permissions(&l.Permissions, "/permissions", l.Kind != KindGrant)
+	if len(c.probs) > 0 {
+		sortProblems(c.probs)
+		return nil, Errors(c.probs)
+	}
+	return &l, nil
+}
+
+// ParseLayerFile reads and parses a layer file.
+func ParseLayerFile(path string) (*Layer, error) {
+	data, err := readLimited(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLayer(path, data)
+}
+
+// Marshal renders the layer as YAML that ParseLayer accepts.
+func (l *Layer) Marshal() ([]byte, error) {
+	if l.SchemaVersion == 0 {
+		l.SchemaVersion = 2
+	}
+	return yaml.MarshalWithOptions(l, yaml.IndentSequence(true))
+}
+
+// Digest is the digest of the layer's canonical JSON.
+func (l *Layer) Digest() string { return digestOf(l) }
