@@ -74,7 +74,9 @@ func Diff(old, new *Manifest) Delta {
 	return d
 }
 
-func toolSummary(t Tool) string { return t.Name + " (" + effectString(t) + ", approval " + t.Approval + ")" }
+func toolSummary(t Tool) string {
+	return t.Name + " (" + effectString(t) + ", approval " + t.Approval + ")"
+}
 
 func effectString(t Tool) string {
 	if t.Effects == nil {
@@ -149,7 +151,7 @@ func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
 	added, removed := &d.Added, &d.Removed
 	if deny {
 		wider, narrower = narrower, wider
-		added, removed = narrower, wider
+		added, removed = wider, narrower
 	}
 	for _, n := range new {
 		if coveredByAny(n, old) {
