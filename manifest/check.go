@@ -57,6 +57,7 @@ func (c *checker) manifest(m *Manifest) {
 	}
 
 	c.permissions(&m.Permissions, "/permissions", false)
+	fillAllowList(&m.Permissions)
 
 	if ew := m.Permissions.ExternalWrites; ew != nil && ew.Default == "deny" {
 		for i, tl := range m.Tools {
@@ -173,6 +174,9 @@ func errDetail(err error) string {
 
 // globs validates and normalizes workspace:// globs.
 func (c *checker) globs(gs []string, ptr string) []string {
+	if gs == nil {
+		return nil // absent stays absent: in a ceiling layer it means "no constraint"
+	}
 	out := make([]string, 0, len(gs))
 	for i, g := range gs {
 		n, err := NormalizeGlob(g)
@@ -280,4 +284,32 @@ func validParam(s string) bool {
 		}
 	}
 	return true
+}
+
+// fillAllowList makes every section of an allow-list (manifest or grant)
+// explicit, so that absent and empty have one spelling and one digest.
+func fillAllowList(p *Permissions) {
+	if p.Filesystem == nil {
+		p.Filesystem = &Filesystem{}
+	}
+	for _, l := range []*[]string{&p.Filesystem.Read, &p.Filesystem.Write, &p.Filesystem.Deny} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	if p.Network == nil {
+		p.Network = &Network{}
+	}
+	if p.Network.Requests == nil {
+		p.Network.Requests = []NetRule{}
+	}
+	if p.Secrets == nil {
+		p.Secrets = []Secret{}
+	}
+	if p.Process == nil {
+		p.Process = &Process{Spawn: "deny"}
+	}
+	if p.ExternalWrites == nil {
+		p.ExternalWrites = &ExternalWrites{Default: "approval_required"}
+	}
 }

@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"encoding/json"
+
 	"github.com/goccy/go-yaml"
 )
 
@@ -44,6 +46,9 @@ func ParseLayer(filename string, data []byte) (*Layer, error) {
 	}
 	c := &checker{t: t}
 	c.permissions(&l.Permissions, "/permissions", l.Kind != KindGrant)
+	if l.Kind == KindGrant {
+		fillAllowList(&l.Permissions)
+	}
 	if len(c.probs) > 0 {
 		sortProblems(c.probs)
 		return nil, Errors(c.probs)
@@ -60,12 +65,41 @@ func ParseLayerFile(path string) (*Layer, error) {
 	return ParseLayer(path, data)
 }
 
-// Marshal renders the layer as YAML that ParseLayer accepts.
+// Marshal renders the layer as YAML that ParseLayer reads back to the same
+// layer: absent lists stay absent and empty ones stay empty.
 func (l *Layer) Marshal() ([]byte, error) {
 	if l.SchemaVersion == 0 {
 		l.SchemaVersion = 2
 	}
-	return yaml.MarshalWithOptions(l, yaml.IndentSequence(true))
+	// Go through JSON, whose tags keep nil (null) apart from empty ([]),
+	// then drop the nulls: YAML then has no key where the list was absent.
+	b, err := json.Marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	return yaml.MarshalWithOptions(dropNulls(v), yaml.IndentSequence(true))
+}
+
+func dropNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e == nil || (k == "description" && e == "") {
+				delete(x, k)
+				continue
+			}
+			x[k] = dropNulls(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = dropNulls(e)
+		}
+	}
+	return v
 }
 
 // Digest is the digest of the layer's canonical JSON.

@@ -56,21 +56,26 @@ func (t Tool) NeedsApproval() bool { return t.Approval != "never" }
 type Permissions struct {
 	Filesystem     *Filesystem     `json:"filesystem,omitempty" yaml:"filesystem,omitempty"`
 	Network        *Network        `json:"network,omitempty" yaml:"network,omitempty"`
-	Secrets        []Secret        `json:"secrets,omitempty" yaml:"secrets,omitempty"`
+	Secrets        []Secret        `json:"secrets" yaml:"secrets,omitempty"`
 	Process        *Process        `json:"process,omitempty" yaml:"process,omitempty"`
 	ExternalWrites *ExternalWrites `json:"external_writes,omitempty" yaml:"external_writes,omitempty"`
 }
 
 // Filesystem holds workspace:// globs (doublestar semantics).
+//
+// In a manifest or grant a nil list and an empty one mean the same (nothing
+// granted) and Parse makes every list non-nil. In a workspace or run layer a
+// nil list does not constrain and a present one (even empty) is a ceiling, so
+// the difference is kept, and shows in the digest as null versus [].
 type Filesystem struct {
-	Read  []string `json:"read,omitempty" yaml:"read,omitempty"`
-	Write []string `json:"write,omitempty" yaml:"write,omitempty"`
-	Deny  []string `json:"deny,omitempty" yaml:"deny,omitempty"`
+	Read  []string `json:"read" yaml:"read,omitempty"`
+	Write []string `json:"write" yaml:"write,omitempty"`
+	Deny  []string `json:"deny" yaml:"deny,omitempty"`
 }
 
 // Network lists the requests a plugin may make.
 type Network struct {
-	Requests []NetRule `json:"requests,omitempty" yaml:"requests,omitempty"`
+	Requests []NetRule `json:"requests" yaml:"requests,omitempty"`
 	// AllowPrivate admits private address ranges (workspace and run layers only).
 	AllowPrivate []string `json:"allow_private,omitempty" yaml:"allow_private,omitempty"`
 }

@@ -1,0 +1,51 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+var globPatterns = []string{
+	"**", "docs/**", "docs", "docs/*.md", "**/.env*", "**/.git/**", "**/*.pem", "src/**/test_*.go",
+	"a/{b,c}/**", "**/x", "*", "*.md", "a/*/c", "**/[ab].txt", "**/.env", "tmp/*.json", "x/**/y/**",
+}
+
+var globPaths = []string{
+	".", "docs", "docs/a.md", "docs/a/b.md", "docsx", ".env", "a/.env", "a/.env.local", "a/.envrc/x",
+	".git", ".git/config", "a/.git/HEAD", "a/.gitignore", "k.pem", "a/b/k.pem", "src/x/test_a.go",
+	"a/b/z", "a/c", "a/d/z", "x", "q/x", "README.md", "a/b/c", "a.txt", "z/b.txt", "tmp/a.json", "tmp/a/b.json", "x/1/y/2",
+}
+
+// TestGlobMatchesDoublestar: every compiled kind answers exactly as
+// doublestar.Match does.
+func TestGlobMatchesDoublestar(t *testing.T) {
+	for _, p := range globPatterns {
+		g := compileGlob(p, "")
+		for _, path := range globPaths {
+			want, _ := doublestar.Match(p, path)
+			if got := g.match(path); got != want {
+				t.Errorf("pattern %q (kind %d) on %q = %v, doublestar says %v", p, g.kind, path, got, want)
+			}
+		}
+	}
+}
+
+func FuzzGlobMatch(f *testing.F) {
+	for i, p := range globPatterns {
+		f.Add(p, globPaths[i%len(globPaths)])
+	}
+	f.Fuzz(func(t *testing.T, pattern, path string) {
+		if !doublestar.ValidatePattern(pattern) || len(pattern) == 0 || pattern[0] == '/' {
+			return
+		}
+		want, err := doublestar.Match(pattern, path)
+		if err != nil {
+			return
+		}
+		g := compileGlob(pattern, "")
+		if got := g.match(path); got != want {
+			t.Fatalf("pattern %q on %q = %v, doublestar says %v", pattern, path, got, want)
+		}
+	})
+}
