@@ -67,7 +67,9 @@ func BenchmarkDecide10kRules(b *testing.B) {
 	perm := manifest.Permissions{Network: &manifest.Network{Requests: rules}}
 	m := &manifest.Manifest{SchemaVersion: 2, ID: "org.acme.big", Version: "1.0.0", Entrypoint: "x",
 		Tools: []manifest.Tool{{Name: "t", Effects: &manifest.Effects{Data: "read", ExternalState: "none"}, Approval: "never"}}, Permissions: perm}
-	layer := func(kind string) *manifest.Layer { return &manifest.Layer{SchemaVersion: 2, Kind: kind, Permissions: perm} }
+	layer := func(kind string) *manifest.Layer {
+		return &manifest.Layer{SchemaVersion: 2, Kind: kind, Permissions: perm}
+	}
 	s, err := Compile(Inputs{Manifest: m, Grant: layer("grant"), Workspace: layer("workspace"), Run: layer("run"), Host: Host{Sandbox: true}})
 	if err != nil {
 		b.Fatal(err)

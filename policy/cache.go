@@ -10,8 +10,8 @@ import (
 // it holds the digests of every layer, so a changed file can never be
 // answered by an old compile even if a generation was not bumped.
 type Key struct {
-	PluginID, Version, ManifestDigest string
-	ConsentGeneration, PolicyGeneration uint64
+	PluginID, Version, ManifestDigest       string
+	ConsentGeneration, PolicyGeneration     uint64
 	GrantDigest, WorkspaceDigest, RunDigest string
 	Host                                    Host
 }

@@ -9,12 +9,12 @@ import (
 type globKind uint8
 
 const (
-	globAll        globKind = iota // **
-	globLiteral                    // a/b.md
-	globPrefix                     // a/b/** : a/b and everything below
-	globLastSeg                    // **/SEG : the last segment matches SEG (no '/')
-	globAnySegDir                  // **/LIT/** : some segment equals LIT
-	globGeneric                    // anything else: doublestar.Match
+	globAll       globKind = iota // **
+	globLiteral                   // a/b.md
+	globPrefix                    // a/b/** : a/b and everything below
+	globLastSeg                   // **/SEG : the last segment matches SEG (no '/')
+	globAnySegDir                 // **/LIT/** : some segment equals LIT
+	globGeneric                   // anything else: doublestar.Match
 )
 
 // glob is a compiled workspace glob. The pattern is relative (no
