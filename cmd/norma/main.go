@@ -14,6 +14,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -48,9 +49,10 @@ func (e *exitError) Unwrap() error { return e.err }
 // (when non-nil) on stderr.
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
 
-// commands are added by init functions in the other files of this package,
-// one file per command group, so that each group stays self-contained.
-var commands []*cobra.Command
+// commands are constructors added by init functions in the other files of
+// this package, one file per command group, so that each group stays
+// self-contained. Every run builds fresh commands (no flag state survives).
+var commands []func() *cobra.Command
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
@@ -60,8 +62,8 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("home", "", "state directory (default $NORMA_HOME, else the user's state directory)")
-	for _, c := range commands {
-		root.AddCommand(c)
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd())
 	}
 	return root
 }
@@ -73,20 +75,26 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-// run executes the CLI with args and returns the exit code; tests call it.
-func run(args []string) int {
+// run executes the CLI with args and returns the exit code.
+func run(args []string) int { return runWith(args, os.Stdin, os.Stdout, os.Stderr) }
+
+// runWith is run with explicit streams; tests call it.
+func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
 		return exitOK
 	}
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "norma:", ee.err)
+			fmt.Fprintln(stderr, "norma:", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "norma:", err)
+	fmt.Fprintln(stderr, "norma:", err)
 	return exitUsage
 }

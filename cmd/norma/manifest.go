@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newManifestCmd()) }
+func init() { commands = append(commands, newManifestCmd) }
 
 func newManifestCmd() *cobra.Command {
 	c := &cobra.Command{
