@@ -1,0 +1,813 @@
+package plugin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/manifest"
+)
+
+// Stopper stops the running processes of a plugin (package plugin/host
+// implements it). Nil means no process is running.
+type Stopper interface {
+	Stop(ctx context.Context, id string) error
+}
+
+// Options configures a [Manager]. Home is required; a nil Trust opens
+// HOME/trust; a nil Audit fails every operation that must be audited.
+type Options struct {
+	Home      string
+	Trust     *TrustStore
+	Audit     audit.Sink
+	Consenter Consenter
+	// Workspace is the workspace policy; nil means none.
+	Workspace *manifest.Layer
+	// Out receives the install and consent screens (default io.Discard).
+	Out      io.Writer
+	Now      func() time.Time
+	Progress Progress
+	Limits   *Limits
+	Stopper  Stopper
+}
+
+// Manager installs, updates, consents to and removes plugins. State lives
+// under HOME/plugins:
+//
+//	plugins/<id>/<version>/  the verified files, read-only (0444/0555)
+//	plugins/<id>/state.json  the active version, a held version, and per
+//	                         version its digests, signer and trust
+//	plugins/<id>/grant.yaml  the user grant (a policy layer of kind grant)
+//	plugins/<id>/grant.json  what the grant is bound to: plugin id,
+//	                         version range, permission digest
+//	plugins/.staging/        work directories; renamed into place
+//
+// Operations on one HOME are serialized with a flock on plugins/.lock.
+type Manager struct {
+	o    Options
+	root string
+}
+
+// NewManager validates o and returns a Manager.
+func NewManager(o Options) (*Manager, error) {
+	if o.Home == "" {
+		return nil, errors.New("plugin: NewManager: Home is required")
+	}
+	if o.Trust == nil {
+		ts, err := OpenTrustStore(filepath.Join(o.Home, "trust"))
+		if err != nil {
+			return nil, err
+		}
+		o.Trust = ts
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	root := filepath.Join(o.Home, "plugins")
+	if err := os.MkdirAll(filepath.Join(root, ".staging"), 0o700); err != nil {
+		return nil, newErr(capability.ReasonPluginState, "init", root, "", err)
+	}
+	f, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, newErr(capability.ReasonPluginState, "init", root, "", err)
+	}
+	f.Close()
+	return &Manager{o: o, root: root}, nil
+}
+
+// VersionState describes one installed version.
+type VersionState struct {
+	ManifestDigest   string `json:"manifestDigest"`
+	PermissionDigest string `json:"permissionDigest"`
+	MerkleRoot       Digest `json:"merkleRoot"`
+	Signer           string `json:"signer,omitempty"`
+	Publisher        string `json:"publisher,omitempty"`
+	// Untrusted marks an unsigned --dev install: it runs with the strict
+	// sandbox profile (no network, read-only workspace) unless the user
+	// granted more explicitly.
+	Untrusted   bool      `json:"untrusted,omitempty"`
+	InstalledAt time.Time `json:"installedAt"`
+}
+
+// State is plugins/<id>/state.json.
+type State struct {
+	ID       string                   `json:"id"`
+	Active   string                   `json:"active"`
+	Held     string                   `json:"held,omitempty"`
+	Versions map[string]*VersionState `json:"versions"`
+}
+
+// Binding is plugins/<id>/grant.json: the grant applies to plugin ID, to
+// versions MinVersion..MaxVersion (inclusive), and only while the active
+// version's permission digest is PermissionDigest.
+type Binding struct {
+	ID               string    `json:"id"`
+	MinVersion       string    `json:"minVersion"`
+	MaxVersion       string    `json:"maxVersion"`
+	PermissionDigest string    `json:"permissionDigest"`
+	GrantDigest      string    `json:"grantDigest"`
+	Generation       uint64    `json:"generation"`
+	ConsentedAt      time.Time `json:"consentedAt"`
+}
+
+// InstallOptions configures Install and Update.
+type InstallOptions struct {
+	// Dev admits an unsigned package, flagged untrusted.
+	Dev bool
+	// AllowDowngrade admits a lower version than installed before (audited).
+	AllowDowngrade bool
+	// Grant, when set, is the consent (headless --yes --grant FILE); no
+	// question is asked. It may not exceed what the manifest requests.
+	Grant *manifest.Layer
+}
+
+// Result reports what Install, Update or Consent did.
+type Result struct {
+	ID      string
+	Version string
+	// Held is set when an update widened permissions: the new version is
+	// installed but inactive until [Manager.Consent].
+	Held  bool
+	Delta manifest.Delta
+	// Widened lists, per group, what a held update adds.
+	Widened map[Group][]string
+	Grant   *manifest.Layer
+}
+
+func (m *Manager) lock() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(m.root, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, newErr(capability.ReasonPluginState, "lock", m.root, "", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, newErr(capability.ReasonPluginState, "lock", m.root, "", err)
+	}
+	return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// staged is a verified package in a staging directory.
+type staged struct {
+	dir      string
+	manifest *manifest.Manifest
+	tree     *Tree
+	v        *Verified // nil for an unsigned --dev package
+}
+
+func (s *staged) cleanup() { removeTree(s.dir) }
+
+func (m *Manager) stage(ctx context.Context, src string, o InstallOptions) (*staged, error) {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	dir := filepath.Join(m.root, ".staging", hex.EncodeToString(rnd[:]))
+	tree, err := Stage(ctx, src, dir, &UnpackOptions{Limits: m.o.Limits, Progress: m.o.Progress})
+	if err != nil {
+		return nil, err
+	}
+	s := &staged{dir: dir, tree: tree}
+	v, err := Verify(ctx, dir, &VerifyOptions{Trust: m.o.Trust, Tree: tree, Limits: m.o.Limits})
+	switch {
+	case err == nil:
+		s.v, s.manifest = v, v.Manifest
+		if err := m.o.Trust.CheckRollback(v.Statement.ID, v.Statement.Version, v.Statement.MerkleRoot, o.AllowDowngrade); err != nil {
+			s.cleanup()
+			return nil, err
+		}
+	case CodeOf(err) == capability.ReasonPluginUnsigned && o.Dev:
+		mf, err := readManifest(dir, tree)
+		if err == nil {
+			err = checkEntrypoint(mf, tree)
+		}
+		if err != nil {
+			s.cleanup()
+			return nil, err
+		}
+		s.manifest = mf
+	case CodeOf(err) == capability.ReasonPluginUnsigned:
+		s.cleanup()
+		return nil, newErr(capability.ReasonPluginUnsigned, "install", src, "the package is not signed; pass --dev to install it as untrusted", nil)
+	default:
+		s.cleanup()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (m *Manager) record(ctx context.Context, e audit.Event) error {
+	if m.o.Audit == nil {
+		return newErr(capability.ReasonPluginState, "audit", e.Plugin, "no audit sink configured", nil)
+	}
+	e.Time = m.o.Now()
+	// The audit record must survive a cancelled request.
+	if err := m.o.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		return newErr(capability.ReasonPluginState, "audit", e.Plugin, "audit record failed; nothing changed", err)
+	}
+	return nil
+}
+
+// Install verifies the package at src (directory or .tar.gz), pins its
+// digest, writes the install screen, asks consent per capability group (or
+// takes o.Grant), stores the grant bound to plugin id + version + permission
+// digest, audits consent_granted and plugin_installed, and moves the files
+// into place. A workspace policy that forbids a requested capability
+// rejects the install before any question. Refusals are *Error.
+func (m *Manager) Install(ctx context.Context, src string, o InstallOptions) (*Result, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	s, err := m.stage(ctx, src, o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.cleanup()
+	mf := s.manifest
+	if _, ok, err := m.state(mf.ID); err != nil {
+		return nil, err
+	} else if ok {
+		return nil, newErr(capability.ReasonPluginState, "install", mf.ID, "already installed; use `norma plugin update`", nil)
+	}
+	if err := checkWorkspace(mf, m.o.Workspace); err != nil {
+		return nil, err
+	}
+	m.screen(mf, s.v)
+	granted, err := m.consent(ctx, mf, Items(mf.Permissions), s.v == nil, o.Grant)
+	if err != nil {
+		return nil, err
+	}
+	grant := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: permissionsFrom(mf, granted)}
+	st := &State{ID: mf.ID, Active: mf.Version, Versions: map[string]*VersionState{}}
+	st.Versions[mf.Version] = m.versionState(s)
+	b := &Binding{ID: mf.ID, MinVersion: mf.Version, MaxVersion: mf.Version, PermissionDigest: mf.Permissions.Digest(), Generation: 1, ConsentedAt: m.o.Now().UTC()}
+	if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {
+		return nil, err
+	}
+	if err := m.commit(ctx, s, st, grant, b); err != nil {
+		return nil, err
+	}
+	return &Result{ID: mf.ID, Version: mf.Version, Grant: grant}, m.record(ctx, m.event(audit.TypePluginInstalled, mf, s))
+}
+
+func (m *Manager) auditConsent(ctx context.Context, mf *manifest.Manifest, s *staged, o InstallOptions, grant *manifest.Layer) error {
+	e := m.event(audit.TypeConsentGranted, mf, s)
+	e.Detail["grantDigest"] = grant.Digest()
+	e.Detail["permissionDigest"] = mf.Permissions.Digest()
+	if o.Grant != nil {
+		e.Detail["source"] = "grant-file"
+	} else {
+		e.Detail["source"] = "interactive"
+	}
+	if o.AllowDowngrade {
+		e.Detail["allowDowngrade"] = "true"
+	}
+	return m.record(ctx, e)
+}
+
+func (m *Manager) event(typ string, mf *manifest.Manifest, s *staged) audit.Event {
+	e := audit.Event{Type: typ, Plugin: mf.ID, PluginVersion: mf.Version, ManifestDigest: mf.Digest(), Detail: map[string]string{}}
+	if s != nil {
+		e.Detail["merkleRoot"] = s.tree.Root().String()
+		if s.v != nil {
+			e.Detail["signer"] = s.v.Signer
+		} else {
+			e.Detail["trust"] = "untrusted"
+		}
+	}
+	return e
+}
+
+func (m *Manager) versionState(s *staged) *VersionState {
+	vs := &VersionState{ManifestDigest: s.manifest.Digest(), PermissionDigest: s.manifest.Permissions.Digest(), MerkleRoot: s.tree.Root(), InstalledAt: m.o.Now().UTC(), Untrusted: s.v == nil}
+	if s.v != nil {
+		vs.Signer, vs.Publisher = s.v.Signer, s.v.Publisher
+	}
+	return vs
+}
+
+// screen writes the install screen.
+func (m *Manager) screen(mf *manifest.Manifest, v *Verified) {
+	w := m.o.Out
+	switch {
+	case v == nil:
+		fmt.Fprintf(w, "UNTRUSTED: unsigned development package; it runs with the strict sandbox profile (no network, read-only workspace) unless you grant more below.\n\n")
+	case v.Publisher != "":
+		fmt.Fprintf(w, "Signed by %s (%s)%s\n\n", v.Publisher, v.Signer, rotatedNote(v))
+	default:
+		fmt.Fprintf(w, "Signed by %s%s\n\n", v.Signer, rotatedNote(v))
+	}
+	manifest.Show(w, mf)
+	fmt.Fprintln(w)
+}
+
+func rotatedNote(v *Verified) string {
+	if v.Rotated {
+		return ", a new key co-signed by the previous one"
+	}
+	return ""
+}
+
+// consent returns the granted items: from the grant file, or asked.
+func (m *Manager) consent(ctx context.Context, mf *manifest.Manifest, items map[Group][]string, untrusted bool, grant *manifest.Layer) (map[Group][]string, error) {
+	if grant != nil {
+		if grant.Kind != manifest.KindGrant {
+			return nil, newErr(capability.ReasonPluginGrantMismatch, "consent", mf.ID, "grant file has kind "+grant.Kind+", want grant", nil)
+		}
+		g := GrantItems(grant.Permissions)
+		if err := checkGrant(mf, g); err != nil {
+			return nil, err
+		}
+		// Only what this step asks about is taken from the file.
+		out := map[Group][]string{}
+		for k := range items {
+			if len(g[k]) > 0 {
+				out[k] = g[k]
+			}
+		}
+		return out, nil
+	}
+	if m.o.Consenter == nil {
+		return nil, newErr(capability.ReasonPluginConsentRequired, "consent", mf.ID, "consent needed: run interactively, or pass --yes with --grant FILE", nil)
+	}
+	return ask(ctx, m.o.Consenter, mf, items, untrusted)
+}
+
+// commit moves the staged files into plugins/<id>/<version> (read-only),
+// then writes grant and state; state.json last, as the commit point.
+func (m *Manager) commit(ctx context.Context, s *staged, st *State, grant *manifest.Layer, b *Binding) error {
+	pdir := filepath.Join(m.root, st.ID)
+	if err := os.MkdirAll(pdir, 0o700); err != nil {
+		return newErr(capability.ReasonPluginState, "install", pdir, "", err)
+	}
+	version := s.manifest.Version
+	dst := filepath.Join(pdir, version)
+	if _, err := os.Lstat(dst); err == nil {
+		removeTree(dst) // a leftover of an interrupted or replaced install
+	}
+	os.Remove(filepath.Join(s.dir, SignatureName+".tmp"))
+	if err := makeReadOnly(s.dir); err != nil {
+		return newErr(capability.ReasonPluginState, "install", s.dir, "", err)
+	}
+	if err := os.Rename(s.dir, dst); err != nil {
+		return newErr(capability.ReasonPluginState, "install", dst, "", err)
+	}
+	if grant != nil {
+		if err := m.writeGrant(st.ID, grant, b); err != nil {
+			return err
+		}
+	}
+	if err := m.writeState(st); err != nil {
+		return err
+	}
+	if s.v != nil {
+		return m.o.Trust.Record(s.v.Statement.ID, s.v.Statement.Key, s.v.Statement.Version, s.v.Statement.MerkleRoot)
+	}
+	return nil
+}
+
+func (m *Manager) writeGrant(id string, grant *manifest.Layer, b *Binding) error {
+	data, err := grant.Marshal()
+	if err != nil {
+		return err
+	}
+	// Bind to the digest of what a reader will parse back, and refuse to
+	// store a grant that would not parse.
+	parsed, err := manifest.ParseLayer("grant.yaml", data)
+	if err != nil {
+		return newErr(capability.ReasonPluginState, "consent", id, "grant does not round-trip", err)
+	}
+	b.GrantDigest = parsed.Digest()
+	if err := writeAtomic(filepath.Join(m.root, id, "grant.yaml"), data, 0o600); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(m.root, id, "grant.json"), b)
+}
+
+func (m *Manager) writeState(st *State) error {
+	return writeJSON(filepath.Join(m.root, st.ID, "state.json"), st)
+}
+
+func (m *Manager) state(id string) (*State, bool, error) {
+	if !idPattern.MatchString(id) {
+		return nil, false, newErr(capability.ReasonPluginNotInstalled, "state", id, "malformed plugin id", nil)
+	}
+	var st State
+	data, err := os.ReadFile(filepath.Join(m.root, id, "state.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, newErr(capability.ReasonPluginState, "state", id, "", err)
+	}
+	if err := decodeStrict(data, &st); err != nil || st.ID != id || st.Versions[st.Active] == nil {
+		return nil, false, newErr(capability.ReasonPluginState, "state", id, "corrupt state.json", err)
+	}
+	return &st, true, nil
+}
+
+// Grant returns the user grant of plugin id for its active version. It
+// fails closed (PLUGIN_GRANT_MISMATCH) when the binding names another
+// plugin, a version outside its range or another permission digest, or
+// when grant.yaml does not hash to the bound digest: a consent recorded for
+// one permission digest is never applied to another.
+func (m *Manager) Grant(id string) (*manifest.Layer, *Binding, error) {
+	st, ok, err := m.state(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, newErr(capability.ReasonPluginNotInstalled, "grant", id, "not installed", nil)
+	}
+	return m.grantFor(st, st.Active)
+}
+
+func (m *Manager) grantFor(st *State, version string) (*manifest.Layer, *Binding, error) {
+	var b Binding
+	data, err := os.ReadFile(filepath.Join(m.root, st.ID, "grant.json"))
+	if err == nil {
+		err = decodeStrict(data, &b)
+	}
+	if err != nil {
+		return nil, nil, newErr(capability.ReasonPluginGrantMismatch, "grant", st.ID, "no valid grant binding", err)
+	}
+	l, err := manifest.ParseLayerFile(filepath.Join(m.root, st.ID, "grant.yaml"))
+	if err != nil {
+		return nil, nil, newErr(capability.ReasonPluginGrantMismatch, "grant", st.ID, "grant.yaml does not parse", err)
+	}
+	vs := st.Versions[version]
+	lo, err1 := CompareVersions(b.MinVersion, version)
+	hi, err2 := CompareVersions(version, b.MaxVersion)
+	switch {
+	case b.ID != st.ID || l.Kind != manifest.KindGrant:
+		return nil, nil, newErr(capability.ReasonPluginGrantMismatch, "grant", st.ID, "grant is bound to "+b.ID, nil)
+	case vs == nil || err1 != nil || err2 != nil || lo > 0 || hi > 0:
+		return nil, nil, newErr(capability.ReasonPluginGrantMismatch, "grant", st.ID, fmt.Sprintf("grant covers versions %s..%s, not %s", b.MinVersion, b.MaxVersion, version), nil)
+	case vs.PermissionDigest != b.PermissionDigest:
+		return nil, nil, newErr(capability.ReasonPluginGrantMismatch, "grant", st.ID, fmt.Sprintf("grant was given for permission digest %s, %s has %s", b.PermissionDigest, version, vs.PermissionDigest), nil)
+	case l.Digest() != b.GrantDigest:
+		return nil, nil, newErr(capability.ReasonPluginGrantMismatch, "grant", st.ID, "grant.yaml changed since consent", nil)
+	}
+	return l, &b, nil
+}
+
+// Update installs a newer (or, with AllowDowngrade, older) version of an
+// installed plugin. The permission delta is computed against the active
+// version; the user's grant is carried over, restricted to what the new
+// version still requests, so user restrictions survive. When nothing
+// widened the new version becomes active at once, without a question.
+// When something widened the new version is installed as held (the old one
+// keeps running), the result lists exactly what widened, and
+// [Manager.Consent] activates it after the user accepts.
+func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Result, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	s, err := m.stage(ctx, src, o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.cleanup()
+	mf := s.manifest
+	st, ok, err := m.state(mf.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, newErr(capability.ReasonPluginNotInstalled, "update", mf.ID, "not installed; use `norma plugin install`", nil)
+	}
+	if err := checkWorkspace(mf, m.o.Workspace); err != nil {
+		return nil, err
+	}
+	old, err := m.manifestOf(st.ID, st.Active)
+	if err != nil {
+		return nil, err
+	}
+	oldGrant, b, err := m.grantFor(st, st.Active)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{ID: mf.ID, Version: mf.Version, Delta: manifest.Diff(old, mf)}
+	newItems := Items(mf.Permissions)
+	widened := uncovered(Items(old.Permissions), newItems)
+	carried := restrict(GrantItems(oldGrant.Permissions), newItems)
+	vs := m.versionState(s)
+	if st.Held != "" && st.Held != mf.Version {
+		m.dropVersion(st, st.Held)
+	}
+	st.Versions[mf.Version] = vs
+
+	if len(widened) == 0 && o.Grant == nil {
+		grant := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: permissionsFrom(mf, carried)}
+		prev := st.Active
+		st.Active, st.Held = mf.Version, ""
+		nb := m.rebind(b, mf)
+		e := m.event(audit.TypePluginUpdated, mf, s)
+		e.Detail["from"] = prev
+		if o.AllowDowngrade {
+			e.Detail["allowDowngrade"] = "true"
+		}
+		if err := m.record(ctx, e); err != nil {
+			return nil, err
+		}
+		if err := m.commit(ctx, s, st, grant, nb); err != nil {
+			return nil, err
+		}
+		m.dropVersion(st, prev)
+		res.Grant = grant
+		return res, m.writeState(st)
+	}
+	if o.Grant != nil {
+		// Headless: the grant file is the consent for what widened.
+		granted, err := m.consent(ctx, mf, widened, s.v == nil, o.Grant)
+		if err != nil {
+			return nil, err
+		}
+		grant := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: permissionsFrom(mf, mergeItems(carried, granted))}
+		prev := st.Active
+		st.Active, st.Held = mf.Version, ""
+		if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {
+			return nil, err
+		}
+		if err := m.commit(ctx, s, st, grant, m.rebind(b, mf)); err != nil {
+			return nil, err
+		}
+		m.dropVersion(st, prev)
+		res.Grant = grant
+		return res, m.writeState(st)
+	}
+	st.Held = mf.Version
+	e := m.event(audit.TypePluginHeld, mf, s)
+	e.Detail["active"] = st.Active
+	if err := m.record(ctx, e); err != nil {
+		return nil, err
+	}
+	if err := m.commit(ctx, s, st, nil, nil); err != nil {
+		return nil, err
+	}
+	res.Held, res.Widened = true, widened
+	return res, nil
+}
+
+func (m *Manager) rebind(b *Binding, mf *manifest.Manifest) *Binding {
+	nb := *b
+	if c, err := CompareVersions(mf.Version, nb.MinVersion); err == nil && c < 0 {
+		nb.MinVersion = mf.Version
+	}
+	if c, err := CompareVersions(mf.Version, nb.MaxVersion); err == nil && c > 0 {
+		nb.MaxVersion = mf.Version
+	}
+	nb.PermissionDigest = mf.Permissions.Digest()
+	nb.Generation++
+	nb.ConsentedAt = m.o.Now().UTC()
+	return &nb
+}
+
+func mergeItems(a, b map[Group][]string) map[Group][]string {
+	out := maps.Clone(a)
+	for g, v := range b {
+		if g == GroupProcess || g == GroupExternalWrites {
+			out[g] = v
+			continue
+		}
+		out[g] = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(out[g]), v...))))
+	}
+	return out
+}
+
+// Pending returns what a held update of plugin id widens, per group, with
+// the held manifest; ok is false when nothing is held.
+func (m *Manager) Pending(id string) (widened map[Group][]string, held *manifest.Manifest, ok bool, err error) {
+	st, found, err := m.state(id)
+	if err != nil || !found {
+		if err == nil {
+			err = newErr(capability.ReasonPluginNotInstalled, "consent", id, "not installed", nil)
+		}
+		return nil, nil, false, err
+	}
+	if st.Held == "" {
+		return nil, nil, false, nil
+	}
+	old, err := m.manifestOf(id, st.Active)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	held, err = m.manifestOf(id, st.Held)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return uncovered(Items(old.Permissions), Items(held.Permissions)), held, true, nil
+}
+
+// Consent shows only what the held update of plugin id widens, asks the
+// user about those items (or takes grant), and activates the held version
+// with the old grant (restricted to what it still requests) plus what the
+// user accepted. Declining keeps the old version active and the update held.
+func (m *Manager) Consent(ctx context.Context, id string, grant *manifest.Layer) (*Result, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	widened, held, ok, err := m.Pending(id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, newErr(capability.ReasonPluginNotInstalled, "consent", id, "no held update", nil)
+	}
+	st, _, err := m.state(id)
+	if err != nil {
+		return nil, err
+	}
+	oldGrant, b, err := m.grantFor(st, st.Active)
+	if err != nil {
+		return nil, err
+	}
+	w := m.o.Out
+	fmt.Fprintf(w, "%s %s → %s asks for more than you granted:\n", id, st.Active, held.Version)
+	for _, g := range Groups {
+		for _, it := range widened[g] {
+			fmt.Fprintf(w, "  + %s %s\n", g, it)
+		}
+	}
+	fmt.Fprintln(w)
+	vs := st.Versions[held.Version]
+	granted, err := m.consent(ctx, held, widened, vs.Untrusted, grant)
+	if err != nil {
+		return nil, err
+	}
+	items := mergeItems(restrict(GrantItems(oldGrant.Permissions), Items(held.Permissions)), granted)
+	ng := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: permissionsFrom(held, items)}
+	e := m.event(audit.TypeConsentGranted, held, nil)
+	e.Detail["grantDigest"] = ng.Digest()
+	e.Detail["permissionDigest"] = held.Permissions.Digest()
+	if err := m.record(ctx, e); err != nil {
+		return nil, err
+	}
+	prev := st.Active
+	st.Active, st.Held = held.Version, ""
+	if err := m.writeGrant(id, ng, m.rebind(b, held)); err != nil {
+		return nil, err
+	}
+	if err := m.writeState(st); err != nil {
+		return nil, err
+	}
+	m.dropVersion(st, prev)
+	if err := m.writeState(st); err != nil {
+		return nil, err
+	}
+	if err := m.record(ctx, m.event(audit.TypePluginUpdated, held, nil)); err != nil {
+		return nil, err
+	}
+	return &Result{ID: id, Version: held.Version, Grant: ng, Widened: widened}, nil
+}
+
+func (m *Manager) manifestOf(id, version string) (*manifest.Manifest, error) {
+	data, err := readPackageFile(filepath.Join(m.root, id, version), ManifestName, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	return parseManifest(data)
+}
+
+// dropVersion deletes the files of a version that is neither active nor held.
+func (m *Manager) dropVersion(st *State, version string) {
+	if version == st.Active || version == st.Held {
+		return
+	}
+	delete(st.Versions, version)
+	removeTree(filepath.Join(m.root, st.ID, version))
+}
+
+// Info returns the state of plugin id.
+func (m *Manager) Info(id string) (*State, error) {
+	st, ok, err := m.state(id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, newErr(capability.ReasonPluginNotInstalled, "info", id, "not installed", nil)
+	}
+	return st, nil
+}
+
+// List returns the states of all installed plugins, sorted by id.
+func (m *Manager) List() ([]*State, error) {
+	ents, err := os.ReadDir(m.root)
+	if err != nil {
+		return nil, newErr(capability.ReasonPluginState, "list", m.root, "", err)
+	}
+	var out []*State
+	for _, e := range ents {
+		if !e.IsDir() || !idPattern.MatchString(e.Name()) {
+			continue
+		}
+		st, ok, err := m.state(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// Remove stops the plugin's processes, deletes its files and grant, and
+// audits plugin_removed. The audit trail and the rollback table are kept:
+// reinstalling an older version later is still a downgrade.
+func (m *Manager) Remove(ctx context.Context, id string) error {
+	unlock, err := m.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, ok, err := m.state(id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return newErr(capability.ReasonPluginNotInstalled, "remove", id, "not installed", nil)
+	}
+	if m.o.Stopper != nil {
+		if err := m.o.Stopper.Stop(ctx, id); err != nil {
+			return newErr(capability.ReasonPluginState, "remove", id, "cannot stop running processes", err)
+		}
+	}
+	e := audit.Event{Type: audit.TypePluginRemoved, Plugin: id, PluginVersion: st.Active, ManifestDigest: st.Versions[st.Active].ManifestDigest}
+	if err := m.record(ctx, e); err != nil {
+		return err
+	}
+	// state.json goes first: from then on the plugin is not installed even
+	// if deleting the files is interrupted.
+	if err := os.Remove(filepath.Join(m.root, id, "state.json")); err != nil {
+		return newErr(capability.ReasonPluginState, "remove", id, "", err)
+	}
+	return removeTree(filepath.Join(m.root, id))
+}
+
+// Dir returns the directory of an installed version's files.
+func (m *Manager) Dir(id, version string) string { return filepath.Join(m.root, id, version) }
+
+func makeReadOnly(dir string) error {
+	var dirs []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+			return nil
+		}
+		if d.Type()&fs.ModeType != 0 {
+			return fmt.Errorf("unexpected %s", d.Type())
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o444)
+		if info.Mode()&0o111 != 0 {
+			mode = 0o555
+		}
+		return os.Chmod(p, mode)
+	})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(dirs)
+	for _, d := range dirs {
+		if err := os.Chmod(d, 0o555); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeTree deletes a tree whose directories may be read-only.
+func removeTree(dir string) error {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
