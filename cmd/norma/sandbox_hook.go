@@ -1,6 +1,13 @@
 package main
 
-// maybeSandboxInit runs the sandbox init when this process was re-executed as
-// one, and reports whether it did. The sandbox issue replaces this stub with a
-// call into package sandbox.
-func maybeSandboxInit() bool { return false }
+import "github.com/norma-run/norma/sandbox"
+
+// maybeSandboxInit runs the sandbox init when this process was re-executed
+// as one (it never returns then), and reports false otherwise.
+func maybeSandboxInit() bool {
+	if sandbox.IsInit() {
+		sandbox.InitMain()
+		return true
+	}
+	return false
+}

@@ -1,0 +1,52 @@
+package sandbox_test
+
+import (
+	"io"
+	"os/exec"
+	"testing"
+
+	"github.com/norma-run/norma/sandbox"
+)
+
+// BenchmarkLaunchTrue measures a complete sandboxed run of /bin/true from a
+// long-running parent: namespaces, minimal root, Landlock, seccomp, exec,
+// wait.
+func BenchmarkLaunchTrue(b *testing.B) {
+	requireSandbox(b)
+	b.ReportAllocs()
+	s := sandbox.Spec{Argv: []string{"/bin/true"}}
+	for b.Loop() {
+		res, err := sandbox.Run(b.Context(), s)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("Run(true) = %+v, %v", res, err)
+		}
+	}
+}
+
+// BenchmarkBwrapTrue is the reference: bubblewrap with all namespaces
+// unshared and a comparable minimal root. It is skipped when bwrap is not
+// installed (sandbox/bench.sh installs it).
+func BenchmarkBwrapTrue(b *testing.B) {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("bwrap not installed (run sandbox/bench.sh)")
+	}
+	args := []string{"--unshare-all", "--die-with-parent",
+		"--ro-bind", "/usr", "/usr",
+		"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+		"--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"--new-session", "--clearenv",
+		"/bin/true"}
+	if err := exec.Command(bwrap, args...).Run(); err != nil {
+		b.Skipf("bwrap cannot run here: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		cmd := exec.Command(bwrap, args...)
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("bwrap: %v", err)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/norma-run/norma/capability"
+)
+
+// initConfig is what the host sends to the sandbox init over the inherited
+// spec pipe, as JSON. Every path is canonical (symlinks resolved on the
+// host) and validated.
+type initConfig struct {
+	Argv    []string   `json:"argv"`
+	Dir     string     `json:"dir"`
+	RO      []string   `json:"ro,omitempty"`
+	RW      []string   `json:"rw,omitempty"`
+	Deny    []denyPath `json:"deny,omitempty"`
+	Env     []string   `json:"env,omitempty"`
+	Network string     `json:"network"`
+	Limits  Limits     `json:"limits"`
+	// NProcByCgroup: the host enforces Limits.NProc with a pids cgroup, so
+	// the init must not rely on RLIMIT_NPROC alone (uid 0 is exempt).
+	NProcByCgroup bool `json:"nprocByCgroup,omitempty"`
+	UID           int  `json:"uid"`
+	GID           int  `json:"gid"`
+}
+
+type denyPath struct {
+	Path string `json:"path"`
+	Dir  bool   `json:"dir"`
+}
+
+// forbiddenGrant reports paths that must never be granted: the root (never
+// bind /) and the trees the sandbox synthesizes itself.
+func forbiddenGrant(p string) bool {
+	if p == "/" {
+		return true
+	}
+	for _, synth := range []string{"/proc", "/dev", "/sys"} {
+		if within(p, synth) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is base or below it (both clean and absolute).
+func within(p, base string) bool {
+	if base == "/" {
+		return true
+	}
+	return p == base || strings.HasPrefix(p, base+"/")
+}
+
+// canonical resolves symlinks in an existing absolute path.
+func canonical(p string) (string, error) {
+	r, err := filepath.EvalSymlinks(filepath.Clean(p))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(r)
+}
+
+// buildConfig validates s against the host file system and produces the
+// canonical init configuration.
+func buildConfig(s *Spec) (*initConfig, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	c := &initConfig{
+		Argv:    slices.Clone(s.Argv),
+		Env:     slices.Clone(s.Env),
+		Network: s.Network.String(),
+		Limits:  s.Limits,
+		UID:     os.Geteuid(),
+		GID:     os.Getegid(),
+	}
+	seen := map[string]bool{}
+	grant := func(p string, rw bool) error {
+		cp, err := canonical(p)
+		if err != nil {
+			return &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "grant", Path: p, Err: err}
+		}
+		if forbiddenGrant(cp) {
+			return specErr("grant", p, "refused: %s is never granted (the sandbox builds /, /proc, /dev and /sys itself)", cp)
+		}
+		if seen[cp] {
+			return nil
+		}
+		seen[cp] = true
+		if rw {
+			c.RW = append(c.RW, cp)
+		} else {
+			c.RO = append(c.RO, cp)
+		}
+		return nil
+	}
+	// Read-write first so that a path granted both ways is read-write.
+	for _, p := range s.ReadWrite {
+		if err := grant(p, true); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range s.ReadOnly {
+		if err := grant(p, false); err != nil {
+			return nil, err
+		}
+	}
+	granted := func(p string) bool {
+		for _, g := range slices.Concat(c.RO, c.RW) {
+			if within(p, g) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range s.Deny {
+		fi, err := os.Lstat(filepath.Clean(p))
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // nothing to hide
+			}
+			return nil, &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "deny", Path: p, Err: err}
+		}
+		cp, err := canonical(p)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // dangling symlink: nothing behind it to hide
+			}
+			return nil, &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "deny", Path: p, Err: err}
+		}
+		if !granted(cp) {
+			continue // not visible inside the sandbox at all
+		}
+		for _, g := range slices.Concat(c.RO, c.RW) {
+			if g == cp {
+				return nil, specErr("deny", p, "denies a granted path as a whole; remove the grant instead")
+			}
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if fi, err = os.Stat(cp); err != nil {
+				return nil, &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "deny", Path: p, Err: err}
+			}
+		}
+		if !fi.IsDir() {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+				return nil, specErr("deny", p, "file has %d hard links; the other names cannot be hidden", st.Nlink)
+			}
+		}
+		c.Deny = append(c.Deny, denyPath{Path: cp, Dir: fi.IsDir()})
+	}
+	dir := s.Dir
+	if dir == "" {
+		dir = "/tmp"
+	}
+	if cd, err := canonical(dir); err == nil {
+		dir = cd
+	}
+	if dir != "/tmp" && !granted(dir) {
+		return nil, specErr("dir", s.Dir, "working directory is not inside a granted path")
+	}
+	c.Dir = dir
+	return c, nil
+}

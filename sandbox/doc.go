@@ -1,0 +1,90 @@
+// Package sandbox runs a process confined to its effective capabilities:
+// the OS layer that bounds the damage when a guard, a tool or a plugin
+// misbehaves ("enforce twice").
+//
+// # How a run is built
+//
+// [Runner.Start] re-executes the current binary (or [Runner.Executable]) as
+// the sandbox init, in new user, mount, pid, network, IPC, UTS and cgroup
+// namespaces, with uid/gid maps of the caller to uid/gid 0 inside. The
+// configuration travels over an inherited pipe as JSON (never argv or the
+// environment); setup errors come back over an inherited SOCK_SEQPACKET
+// socket that is close-on-exec, so EOF means the target was executed.
+// Programs that can serve as the init call, before anything else:
+//
+//	if sandbox.IsInit() { sandbox.InitMain() }
+//
+// The init, pid 1 of the new pid namespace:
+//
+//  1. captures every host path it needs as a detached, recursively
+//     read-only (or nosuid/nodev read-write) mount clone (open_tree +
+//     mount_setattr): /usr, /lib*, /bin, /sbin (symlinks of a merged /usr
+//     are recreated as symlinks), a few non-secret /etc files (TLS roots in
+//     broker mode only; never resolv.conf), /dev/{null,zero,full,random,
+//     urandom,tty}, and the granted paths;
+//  2. builds a minimal root on a tmpfs: a fresh /proc (with /proc/sys
+//     read-only), a read-only tmpfs /dev with the bound nodes, a private
+//     tmpfs /tmp and /dev/shm, a synthetic /etc/passwd and /etc/group, the
+//     grants at their absolute host paths, and the denied paths covered by
+//     empty mode-000 objects; then remounts that root read-only and
+//     pivot_roots into it, detaching the host tree. "/" is never bound;
+//  3. in broker mode brings lo up, listens on 127.0.0.1:0 and passes the
+//     listening socket to the host (SCM_RIGHTS): the host accepts
+//     connections from inside the sandbox and hands them to
+//     [Spec.Broker], while nothing inside can reach any host address;
+//     HTTP_PROXY and HTTPS_PROXY name the endpoint;
+//  4. applies rlimits, setsid (no controlling terminal, so no TIOCSTI into
+//     the caller's), drops every capability (locked securebits, empty
+//     bounding, ambient and inheritable sets), PR_SET_NO_NEW_PRIVS, a
+//     Landlock ruleset (read/execute on the system and read-only paths,
+//     read-write on the read-write grants and /tmp, TCP bind/connect denied
+//     except the broker port on ABI >= 4, signals and abstract unix sockets
+//     scoped on ABI >= 6), and a seccomp filter (see below);
+//  5. execs the target directly. The target is pid 1: when it exits, or is
+//     killed on timeout, cancellation or [Process.Kill], the kernel kills
+//     everything else in the pid namespace. PR_SET_PDEATHSIG (SIGKILL)
+//     survives the exec, so the tree also dies with the host process. A
+//     pid-1 target ignores signals it has no handler for from inside its
+//     namespace and inherits orphans; nothing reaps them but the namespace
+//     teardown (the price of one exec less per launch).
+//
+// The seccomp filter kills any syscall made through a non-native ABI (the
+// i386 int $0x80 path and x32) before anything else, then denies ptrace,
+// process_vm_*, io_uring_*, bpf, perf_event_open, userfaultfd, the keyring,
+// mount and the new mount API, pivot_root, chroot, unshare, setns, clone
+// with namespace flags, kexec, module loading, open_by_handle_at, ioctl
+// TIOCSTI/TIOCLINUX, and every socket family but AF_UNIX (plus AF_INET and
+// AF_INET6 in broker mode; MPTCP never, since Landlock does not cover it).
+// clone3 fails with ENOSYS so that libc falls back to clone(2), whose flags
+// a filter can read.
+//
+// # Limits
+//
+// RLIMIT_NPROC, RLIMIT_NOFILE, RLIMIT_AS, RLIMIT_CPU and RLIMIT_FSIZE come
+// from [Limits]. The kernel exempts uid 0 from RLIMIT_NPROC, so when the
+// caller is host root and NProc is set, a per-run pids cgroup (cgroup v2
+// when delegated, else the v1 pids hierarchy) enforces it, and the run is
+// refused when none is writable. A pids cgroup counts threads.
+//
+// # Failing closed
+//
+// Every layer is required: no user namespaces, no Landlock, no seccomp, a
+// failed mount or rule all make Start return an *[Error] with code
+// SANDBOX_UNAVAILABLE or SANDBOX_SETUP_FAILED, and the command never runs.
+// The only way around is [Spec.Unsafe], which runs without any sandbox and
+// which callers must record in the audit log. [Probe] reports what a host
+// supports and which guarantees follow, for `norma sandbox doctor`.
+//
+// # What it does not protect against
+//
+// Kernel bugs reachable through the allowed syscalls; reading what the
+// grants expose (including other hard links to a denied file that were
+// created before the run — a denied file with more than one link is
+// refused, but a denied directory's contents may have links elsewhere in a
+// grant); CPU and memory exhaustion beyond the rlimits when no delegated
+// cgroup v2 exists; covert channels. Deny paths that do not exist when the
+// run starts are not hidden if the process creates them.
+//
+// Runner, Start and Run are safe for concurrent use. The filter is written
+// for linux/amd64; other platforms fail closed.
+package sandbox

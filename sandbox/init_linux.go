@@ -1,0 +1,576 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/norma-run/norma/capability"
+)
+
+// IsInit reports whether this process was started by [Runner.Start] as the
+// sandbox init. Programs that may be used as the init (the norma binary,
+// test binaries) call it first thing in main or TestMain:
+//
+//	if sandbox.IsInit() { sandbox.InitMain() }
+func IsInit() bool { return os.Getenv(initEnv) == "1" }
+
+// InitMain runs the sandbox init and never returns. It reads its
+// configuration from the inherited spec pipe, builds the sandbox (mounts,
+// pivot_root, limits, session, capabilities, no_new_privs, Landlock,
+// seccomp) and execs the target, which then is pid 1 of the sandbox's pid
+// namespace: when it exits, the kernel kills everything else in the
+// namespace. On failure it reports an *Error to the host over the status
+// socket and exits with status 125.
+func InitMain() {
+	// Everything from here to execve runs on this one OS thread, so that
+	// Landlock and seccomp, which apply per thread, cover the exec'd
+	// program.
+	runtime.LockOSThread()
+	err := initRun()
+	reportInit(err)
+	os.Exit(initFailExit)
+}
+
+// initError is what initRun returns on failure.
+func initError(code capability.Reason, op, path string, err error) *Error {
+	return &Error{Code: code, Op: op, Path: path, Err: err}
+}
+
+func setupFail(op, path string, err error) *Error {
+	return initError(capability.ReasonSandboxSetupFailed, op, path, err)
+}
+
+func reportInit(err error) {
+	m := statusMsg{Kind: "error", Code: capability.ReasonSandboxSetupFailed, Msg: fmt.Sprint(err)}
+	if e, ok := errors.AsType[*Error](err); ok {
+		m.Code, m.Op, m.Path = e.Code, e.Op, e.Path
+		m.Msg = ""
+		if e.Err != nil {
+			m.Msg = e.Err.Error()
+		}
+	}
+	b, _ := json.Marshal(m)
+	if _, werr := unix.Write(statusFD, b); werr != nil {
+		fmt.Fprintln(os.Stderr, "norma sandbox init:", err)
+	}
+}
+
+func initRun() error {
+	unix.CloseOnExec(specFD)
+	unix.CloseOnExec(statusFD)
+	raw, err := io.ReadAll(os.NewFile(specFD, "spec"))
+	if err != nil {
+		return setupFail("read spec", "", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var cfg initConfig
+	if err := dec.Decode(&cfg); err != nil {
+		return initError(capability.ReasonSandboxSpecInvalid, "decode spec", "", err)
+	}
+	unix.Close(specFD)
+	// Die with the host process even if the runtime's fork path raced.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return setupFail("pdeathsig", "", err)
+	}
+	// Not dumpable: nothing in the sandbox can read our memory or environ
+	// through /proc.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return setupFail("dumpable", "", err)
+	}
+	broker := cfg.Network == NetBroker.String()
+	if !broker && cfg.Network != NetNone.String() {
+		return initError(capability.ReasonSandboxSpecInvalid, "network", "", fmt.Errorf("unknown mode %q", cfg.Network))
+	}
+	lp, err := buildRoot(&cfg)
+	if err != nil {
+		return err
+	}
+	_ = unix.Sethostname([]byte("norma-sandbox"))
+	env := slices.Clone(cfg.Env)
+	if broker {
+		port, err := brokerListener()
+		if err != nil {
+			return err
+		}
+		lp.tcpPort = port
+		proxy := "http://127.0.0.1:" + strconv.Itoa(port)
+		env = append(env, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "https_proxy="+proxy)
+	}
+	if err := unix.Chdir(cfg.Dir); err != nil {
+		return initError(capability.ReasonSandboxExecFailed, "chdir", cfg.Dir, err)
+	}
+	path, err := lookPath(cfg.Argv[0], env, func(p string) bool {
+		var st unix.Stat_t
+		return unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && unix.Access(p, unix.X_OK) == nil
+	})
+	if err != nil {
+		return initError(capability.ReasonSandboxExecFailed, "exec", cfg.Argv[0], err)
+	}
+	if err := setLimits(cfg.Limits); err != nil {
+		return err
+	}
+	if _, err := unix.Setsid(); err != nil {
+		return setupFail("setsid", "", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return setupFail("no_new_privs", "", err)
+	}
+	if err := lp.restrictSelf(); err != nil {
+		return setupFail("landlock", "", err)
+	}
+	if err := loadSeccomp(broker); err != nil {
+		return setupFail("seccomp", "", err)
+	}
+	err = syscall.Exec(path, cfg.Argv, env)
+	return initError(capability.ReasonSandboxExecFailed, "exec", path, err)
+}
+
+// stage is where the new root is assembled before pivot_root. Mounting a
+// tmpfs over it only hides the host directory inside our own mount
+// namespace; every host path we need was captured as a detached mount
+// before that.
+const stage = "/tmp"
+
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcFiles are the non-secret /etc entries programs need to start. TLS
+// roots are added in broker mode. resolv.conf is never bound: nothing in
+// the sandbox can reach a DNS server; the broker resolves names.
+var etcFiles = []string{"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/localtime", "/etc/nsswitch.conf", "/etc/hosts"}
+
+var etcTLS = []string{"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki"}
+
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// detached is a host path captured with open_tree(OPEN_TREE_CLONE).
+type detached struct {
+	fd  int
+	dst string
+	dir bool
+}
+
+// capture clones the mount tree at src as a detached mount with attrs set
+// recursively. missingOK ignores a source that does not exist.
+func capture(src, dst string, attrs uint64, missingOK bool) (*detached, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		if missingOK && errors.Is(err, unix.ENOENT) {
+			return nil, nil
+		}
+		return nil, setupFail("open_tree", src, err)
+	}
+	if attrs != 0 {
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attrs}); err != nil {
+			unix.Close(fd)
+			return nil, setupFail("mount_setattr", src, err)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, setupFail("stat", src, err)
+	}
+	return &detached{fd: fd, dst: dst, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}, nil
+}
+
+// attach creates the mount point under the stage and moves d onto it.
+func (d *detached) attach() error {
+	defer unix.Close(d.fd)
+	target := stage + d.dst
+	if err := mountPoint(target, d.dir); err != nil {
+		return setupFail("mountpoint", d.dst, err)
+	}
+	if err := unix.MoveMount(d.fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return setupFail("move_mount", d.dst, err)
+	}
+	return nil
+}
+
+// mountPoint makes sure target exists as a directory or an empty file.
+func mountPoint(target string, dir bool) error {
+	if dir {
+		return os.MkdirAll(target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	fd, err := unix.Open(target, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.EROFS) || errors.Is(err, unix.EISDIR) {
+			var st unix.Stat_t
+			if unix.Stat(target, &st) == nil {
+				return nil
+			}
+		}
+		return err
+	}
+	return unix.Close(fd)
+}
+
+const (
+	roAttrs  = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	rwAttrs  = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	devAttrs = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
+)
+
+// buildRoot assembles the minimal root and pivots into it. It returns the
+// Landlock policy matching what is mounted.
+func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return nil, setupFail("make mounts private", "/", err)
+	}
+	lp := &landlockPolicy{abi: landlockABI()}
+	if lp.abi < 1 {
+		return nil, initError(capability.ReasonSandboxUnavailable, "landlock", "", errors.New("Landlock not available"))
+	}
+	// 1. Capture everything we need from the host tree.
+	var binds []*detached
+	type link struct{ name, target string }
+	var links []link
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			t, err := os.Readlink(d)
+			if err != nil {
+				return nil, setupFail("readlink", d, err)
+			}
+			links = append(links, link{d, t})
+			continue
+		}
+		b, err := capture(d, d, roAttrs, true)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			binds = append(binds, b)
+			lp.roDirs = append(lp.roDirs, d)
+		}
+	}
+	etc := etcFiles
+	if cfg.Network == NetBroker.String() {
+		etc = slices.Concat(etcFiles, etcTLS)
+	}
+	for _, e := range etc {
+		b, err := capture(e, e, roAttrs, true)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			binds = append(binds, b)
+		}
+	}
+	var devs []*detached
+	for _, n := range devNodes {
+		b, err := capture("/dev/"+n, "/dev/"+n, devAttrs, true)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			devs = append(devs, b)
+			lp.rwFiles = append(lp.rwFiles, "/dev/"+n)
+		}
+	}
+	// Granted paths, parents before children so that nested grants land on
+	// top of their parent's bind.
+	type grant struct {
+		path string
+		rw   bool
+	}
+	var grants []grant
+	for _, p := range cfg.RO {
+		grants = append(grants, grant{p, false})
+	}
+	for _, p := range cfg.RW {
+		grants = append(grants, grant{p, true})
+	}
+	slices.SortStableFunc(grants, func(a, b grant) int {
+		return strings.Count(a.path, "/") - strings.Count(b.path, "/")
+	})
+	var grantBinds []*detached
+	for _, g := range grants {
+		attrs := uint64(roAttrs)
+		if g.rw {
+			attrs = rwAttrs
+		}
+		b, err := capture(g.path, g.path, attrs, false)
+		if err != nil {
+			return nil, err
+		}
+		grantBinds = append(grantBinds, b)
+		if g.rw {
+			lp.rwDirs = append(lp.rwDirs, g.path)
+		} else {
+			lp.roDirs = append(lp.roDirs, g.path)
+		}
+	}
+
+	// 2. The new root: a tmpfs over the stage (only in this namespace).
+	if err := unix.Mount("tmpfs", stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+		return nil, setupFail("mount root tmpfs", stage, err)
+	}
+	for _, l := range links {
+		if err := os.Symlink(l.target, stage+l.name); err != nil {
+			return nil, setupFail("symlink", l.name, err)
+		}
+	}
+	for _, d := range []string{"/proc", "/dev", "/tmp", "/etc"} {
+		if err := os.Mkdir(stage+d, 0o755); err != nil {
+			return nil, setupFail("mkdir", d, err)
+		}
+	}
+	for _, b := range binds {
+		if err := b.attach(); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeIdentity(); err != nil {
+		return nil, err
+	}
+	lp.roDirs = append(lp.roDirs, "/etc")
+
+	// /proc: a fresh procfs for our pid namespace; /proc/sys read-only.
+	if err := unix.Mount("proc", stage+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return nil, setupFail("mount proc", "/proc", err)
+	}
+	if err := unix.Mount(stage+"/proc/sys", stage+"/proc/sys", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return nil, setupFail("bind /proc/sys", "/proc/sys", err)
+	}
+	if err := unix.Mount("", stage+"/proc/sys", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return nil, setupFail("remount /proc/sys", "/proc/sys", err)
+	}
+	lp.roDirs = append(lp.roDirs, "/proc")
+
+	// /dev: tmpfs with bind-mounted nodes, read-only once populated.
+	if err := unix.Mount("tmpfs", stage+"/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
+		return nil, setupFail("mount /dev", "/dev", err)
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, stage+"/dev/"+name); err != nil {
+			return nil, setupFail("symlink", "/dev/"+name, err)
+		}
+	}
+	if err := os.Mkdir(stage+"/dev/shm", 0o755); err != nil {
+		return nil, setupFail("mkdir", "/dev/shm", err)
+	}
+	for _, b := range devs {
+		if err := b.attach(); err != nil {
+			return nil, err
+		}
+	}
+	if err := unix.Mount("tmpfs", stage+"/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=64m"); err != nil {
+		return nil, setupFail("mount /dev/shm", "/dev/shm", err)
+	}
+	if err := unix.Mount("", stage+"/dev", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+		return nil, setupFail("remount /dev", "/dev", err)
+	}
+	lp.roDirs = append(lp.roDirs, "/dev")
+	lp.rwDirs = append(lp.rwDirs, "/dev/shm")
+
+	// /tmp: private tmpfs.
+	if err := unix.Mount("tmpfs", stage+"/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=256m"); err != nil {
+		return nil, setupFail("mount /tmp", "/tmp", err)
+	}
+	lp.rwDirs = append(lp.rwDirs, "/tmp")
+	lp.unixOK = append(lp.unixOK, "/tmp")
+
+	// Granted paths.
+	for _, b := range grantBinds {
+		if err := b.attach(); err != nil {
+			return nil, err
+		}
+	}
+	// Denied paths: cover each with an empty, mode-000, read-only object.
+	if err := maskDenied(cfg.Deny); err != nil {
+		return nil, err
+	}
+	// The root itself is read-only: nothing can be created outside the
+	// read-write grants and the tmpfs mounts.
+	if err := unix.Mount("", stage, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return nil, setupFail("remount root read-only", "/", err)
+	}
+	// 3. pivot_root into the stage and drop the host tree.
+	if err := unix.Chdir(stage); err != nil {
+		return nil, setupFail("chdir", stage, err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return nil, setupFail("pivot_root", stage, err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return nil, setupFail("detach old root", "/", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return nil, setupFail("chdir", "/", err)
+	}
+	return lp, nil
+}
+
+// writeIdentity writes a minimal passwd and group so that programs which
+// look up the current user work. Inside, the caller is uid 0.
+func writeIdentity() error {
+	files := map[string]string{
+		"/etc/passwd": "root:x:0:0:norma sandbox:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"/etc/group":  "root:x:0:\nnogroup:x:65534:\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(stage+name, []byte(body), 0o644); err != nil {
+			return setupFail("write", name, err)
+		}
+	}
+	return nil
+}
+
+// maskDenied hides each denied path behind an empty object nobody in the
+// sandbox can open (mode 000, no capabilities left to override it).
+func maskDenied(deny []denyPath) error {
+	if len(deny) == 0 {
+		return nil
+	}
+	const maskFile = stage + "/.norma-mask"
+	if err := os.WriteFile(maskFile, nil, 0); err != nil {
+		return setupFail("create mask", "", err)
+	}
+	defer os.Remove(maskFile)
+	if err := os.Chmod(maskFile, 0); err != nil {
+		return setupFail("chmod mask", "", err)
+	}
+	for _, d := range deny {
+		target := stage + d.Path
+		if d.Dir {
+			if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=000,size=4k,nr_inodes=1"); err != nil {
+				return setupFail("mask dir", d.Path, err)
+			}
+			continue
+		}
+		if err := unix.Mount(maskFile, target, "", unix.MS_BIND, ""); err != nil {
+			return setupFail("mask file", d.Path, err)
+		}
+		if err := unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return setupFail("mask file", d.Path, err)
+		}
+	}
+	return nil
+}
+
+// brokerListener brings lo up, listens on 127.0.0.1:0 inside the sandbox's
+// network namespace and hands the listening socket to the host over the
+// status socket. The socket's namespace is fixed at creation, so the host
+// accepts connections from inside the sandbox while nothing inside can
+// reach the host's network. It returns the port.
+func brokerListener() (int, error) {
+	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, setupFail("broker", "lo", err)
+	}
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		unix.Close(s)
+		return 0, setupFail("broker", "lo", err)
+	}
+	ifr.SetUint16(unix.IFF_UP | unix.IFF_LOOPBACK | unix.IFF_RUNNING)
+	err = unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr)
+	unix.Close(s)
+	if err != nil {
+		return 0, setupFail("broker: bring lo up", "lo", err)
+	}
+	ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, setupFail("broker: socket", "", err)
+	}
+	defer unix.Close(ln)
+	if err := unix.Bind(ln, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return 0, setupFail("broker: bind", "127.0.0.1", err)
+	}
+	if err := unix.Listen(ln, 128); err != nil {
+		return 0, setupFail("broker: listen", "", err)
+	}
+	sa, err := unix.Getsockname(ln)
+	if err != nil {
+		return 0, setupFail("broker: getsockname", "", err)
+	}
+	port := sa.(*unix.SockaddrInet4).Port
+	b, _ := json.Marshal(statusMsg{Kind: "listener", Port: port})
+	if err := unix.Sendmsg(statusFD, b, unix.UnixRights(ln), nil, 0); err != nil {
+		return 0, setupFail("broker: hand listener to host", "", err)
+	}
+	return port, nil
+}
+
+// setLimits applies the resource limits (soft = hard; a value above the
+// current hard limit is clamped to it, which is stricter).
+func setLimits(l Limits) error {
+	for _, lim := range []struct {
+		res  int
+		name string
+		v    uint64
+	}{
+		{unix.RLIMIT_NPROC, "RLIMIT_NPROC", l.NProc},
+		{unix.RLIMIT_NOFILE, "RLIMIT_NOFILE", l.NoFile},
+		{unix.RLIMIT_AS, "RLIMIT_AS", l.AS},
+		{unix.RLIMIT_CPU, "RLIMIT_CPU", l.CPU},
+		{unix.RLIMIT_FSIZE, "RLIMIT_FSIZE", l.FSize},
+	} {
+		if lim.v == 0 {
+			continue
+		}
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(lim.res, &cur); err != nil {
+			return setupFail("getrlimit", lim.name, err)
+		}
+		v := min(lim.v, cur.Max)
+		if err := unix.Setrlimit(lim.res, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+			return setupFail("setrlimit", lim.name, err)
+		}
+	}
+	return nil
+}
+
+// dropCapabilities leaves the process (uid 0 inside its user namespace)
+// with no capabilities, now or after execve: securebits make uid 0 ordinary
+// and are locked, the bounding and ambient sets are emptied, and the
+// effective, permitted and inheritable sets are cleared.
+func dropCapabilities() error {
+	const secbits = 1<<0 | 1<<1 | // SECBIT_NOROOT (+locked)
+		1<<2 | 1<<3 | // SECBIT_NO_SETUID_FIXUP (+locked)
+		1<<5 | // SECBIT_KEEP_CAPS_LOCKED
+		1<<6 | 1<<7 // SECBIT_NO_CAP_AMBIENT_RAISE (+locked)
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, secbits, 0, 0, 0); err != nil {
+		return setupFail("securebits", "", err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return setupFail("clear ambient capabilities", "", err)
+	}
+	for c := 0; c < 64; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break // past the last capability
+			}
+			return setupFail("drop bounding capability", strconv.Itoa(c), err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return setupFail("capset", "", err)
+	}
+	return nil
+}

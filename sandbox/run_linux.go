@@ -1,0 +1,470 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/norma-run/norma/capability"
+)
+
+// initEnv marks a process as the sandbox init. The init reads its
+// configuration from fd specFD, never from argv or the environment.
+const (
+	initEnv      = "NORMA_SANDBOX_INIT"
+	specFD       = 3
+	statusFD     = 4
+	initFailExit = 125
+	// waitDelay bounds how long Wait waits for I/O copying after the tree
+	// is gone; the pid namespace is dead by then, so this is a backstop.
+	waitDelay = 2 * time.Second
+)
+
+const namespaces = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+	unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// Runner starts sandboxed processes. The zero value is ready to use and
+// re-executes the current executable as the sandbox init. A Runner is safe
+// for concurrent use.
+type Runner struct {
+	// Executable is the program re-executed as the sandbox init. It must
+	// call [InitMain] when [IsInit] reports true, before doing anything
+	// else. Empty means os.Executable().
+	Executable string
+}
+
+// Run runs s to completion with the zero [Runner]. See [Runner.Run].
+func Run(ctx context.Context, s Spec) (Result, error) {
+	var r Runner
+	return r.Run(ctx, s)
+}
+
+// Start starts s with the zero [Runner]. See [Runner.Start].
+func Start(ctx context.Context, s Spec) (*Process, error) {
+	var r Runner
+	return r.Start(ctx, s)
+}
+
+// Run runs s to completion and reports how it ended. A non-zero exit of
+// the command is not an error; an error (always an *[Error]) means the
+// sandbox could not be built or the command could not be executed, and in
+// that case the command never ran. Cancelling ctx kills the whole tree.
+func (r *Runner) Run(ctx context.Context, s Spec) (Result, error) {
+	if s.Stdin == nil {
+		s.Stdin = bytes.NewReader(nil)
+	}
+	if s.Stdout == nil {
+		s.Stdout = io.Discard
+	}
+	if s.Stderr == nil {
+		s.Stderr = io.Discard
+	}
+	p, err := r.Start(ctx, s)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.Wait()
+}
+
+// Process is a sandboxed process tree started by [Runner.Start].
+type Process struct {
+	// Stdin, Stdout and Stderr are pipes to the process, set when the
+	// matching Spec field was nil. The caller reads Stdout and Stderr until
+	// EOF (which comes when the whole tree is gone) and closes them; Wait
+	// closes Stdin.
+	Stdin  io.WriteCloser
+	Stdout io.ReadCloser
+	Stderr io.ReadCloser
+
+	cmd       *exec.Cmd
+	start     time.Time
+	sandboxed bool
+	timedOut  atomic.Bool
+	timer     *time.Timer
+	stop      context.CancelFunc // ends the broker loop and its handlers
+	ln        net.Listener
+	cg        *cgroup
+	killTree  func() error
+
+	once sync.Once
+	res  Result
+	err  error
+}
+
+// Pid returns the host pid of the process (the init of its pid namespace).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Kill kills the whole process tree. It does not wait; call Wait.
+func (p *Process) Kill() error { return p.killTree() }
+
+// Wait waits until the whole tree has exited and releases its resources.
+// It may be called more than once and returns the same answer.
+func (p *Process) Wait() (Result, error) {
+	p.once.Do(func() {
+		err := p.cmd.Wait()
+		end := time.Now()
+		if !p.sandboxed {
+			// Unsafe runs have no pid namespace: kill what is left of the
+			// process group once the leader is gone.
+			p.killTree()
+		}
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		if p.Stdin != nil {
+			p.Stdin.Close()
+		}
+		if p.ln != nil {
+			p.ln.Close()
+		}
+		if p.stop != nil {
+			p.stop()
+		}
+		if p.cg != nil {
+			p.cg.remove()
+		}
+		p.res = Result{ExitCode: -1, Duration: end.Sub(p.start), TimedOut: p.timedOut.Load(), Sandboxed: p.sandboxed}
+		if p.cmd.ProcessState == nil {
+			p.err = &Error{Code: capability.ReasonSandboxSetupFailed, Op: "wait", Err: err}
+			return
+		}
+		if st, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case st.Exited():
+				p.res.ExitCode = st.ExitStatus()
+			case st.Signaled():
+				p.res.Signal = st.Signal()
+			}
+			return
+		}
+		p.err = &Error{Code: capability.ReasonSandboxSetupFailed, Op: "wait", Err: err}
+	})
+	return p.res, p.err
+}
+
+// Start starts s and returns without waiting for it to finish. The tree is
+// killed when ctx is done, when Spec.Timeout expires, and when this process
+// dies (PR_SET_PDEATHSIG on the pid namespace init). The caller must call
+// Wait. Errors are *[Error]; on error nothing is left running.
+func (r *Runner) Start(ctx context.Context, s Spec) (*Process, error) {
+	if s.Unsafe {
+		return startUnsafe(ctx, &s)
+	}
+	cfg, err := buildConfig(&s)
+	if err != nil {
+		return nil, err
+	}
+	if runtime.GOARCH != "amd64" {
+		return nil, &Error{Code: capability.ReasonSandboxUnavailable, Op: "seccomp",
+			Err: fmt.Errorf("the seccomp filter is written for x86_64, not %s", runtime.GOARCH)}
+	}
+	if abi := landlockABI(); abi < 1 {
+		return nil, &Error{Code: capability.ReasonSandboxUnavailable, Op: "landlock",
+			Err: errors.New("Landlock is not available on this kernel (need ABI >= 1); refusing to run without it")}
+	}
+	exe := r.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, &Error{Code: capability.ReasonSandboxSetupFailed, Op: "executable", Err: err}
+		}
+	}
+	var cg *cgroup
+	if cfg.Limits.NProc > 0 && cfg.UID == 0 {
+		// uid 0 is exempt from RLIMIT_NPROC: enforce with a pids cgroup
+		// or refuse.
+		if cg, err = newPidsCgroup(cfg.Limits.NProc); err != nil {
+			return nil, &Error{Code: capability.ReasonSandboxUnavailable, Op: "nproc",
+				Err: fmt.Errorf("running as root, RLIMIT_NPROC does not apply and no pids cgroup is writable: %w", err)}
+		}
+		cfg.NProcByCgroup = true
+	}
+	p, err := r.startSandboxed(ctx, &s, cfg, exe, cg)
+	if err != nil && cg != nil {
+		cg.remove()
+	}
+	return p, err
+}
+
+func (r *Runner) startSandboxed(ctx context.Context, s *Spec, cfg *initConfig, exe string, cg *cgroup) (_ *Process, retErr error) {
+	setupErr := func(op string, err error) error {
+		return &Error{Code: capability.ReasonSandboxSetupFailed, Op: op, Err: err}
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, setupErr("pipe", err)
+	}
+	defer specR.Close()
+	defer specW.Close()
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, setupErr("socketpair", err)
+	}
+	statusParent := os.NewFile(uintptr(sp[0]), "sandbox-status")
+	statusChild := os.NewFile(uintptr(sp[1]), "sandbox-status-child")
+	defer statusParent.Close()
+	defer statusChild.Close()
+
+	cmd := exec.CommandContext(ctx, exe)
+	cmd.Args = []string{"norma-sandbox-init"}
+	// GOMAXPROCS=1: the init is single-threaded work; fewer runtime threads
+	// start faster. The target gets exactly Spec.Env.
+	cmd.Env = []string{initEnv + "=1", "GOMAXPROCS=1"}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{specR, statusChild}
+	cmd.WaitDelay = waitDelay
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:                 namespaces,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: cfg.UID, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: cfg.GID, Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+	p := &Process{cmd: cmd, sandboxed: true, cg: cg}
+	closeOnErr, err := p.wireStdio(s)
+	if err != nil {
+		return nil, setupErr("stdio", err)
+	}
+	defer func() {
+		for _, c := range closeOnErr {
+			c.Close()
+		}
+		if retErr != nil {
+			for _, c := range []io.Closer{p.Stdin, p.Stdout, p.Stderr} {
+				if c != nil {
+					c.Close()
+				}
+			}
+		}
+	}()
+	p.killTree = func() error { return cmd.Process.Kill() }
+	cmd.Cancel = p.killTree
+
+	p.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EACCES) {
+			return nil, &Error{Code: capability.ReasonSandboxUnavailable, Op: "namespaces", Err: fmt.Errorf("cannot create user/mount/pid/net namespaces: %w", err)}
+		}
+		return nil, setupErr("start init", err)
+	}
+	specR.Close()
+	statusChild.Close()
+	abort := func(err error) (*Process, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	if cg != nil {
+		if err := cg.add(cmd.Process.Pid); err != nil {
+			return abort(&Error{Code: capability.ReasonSandboxUnavailable, Op: "cgroup", Err: err})
+		}
+	}
+	if s.Timeout > 0 {
+		p.timer = time.AfterFunc(s.Timeout, func() {
+			p.timedOut.Store(true)
+			p.killTree()
+		})
+	}
+	if err := json.NewEncoder(specW).Encode(cfg); err != nil {
+		return abort(setupErr("send spec", err))
+	}
+	specW.Close()
+
+	lnFD, err := readStatus(statusParent)
+	if err != nil {
+		return abort(err)
+	}
+	if lnFD >= 0 {
+		f := os.NewFile(uintptr(lnFD), "sandbox-broker")
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return abort(setupErr("broker listener", err))
+		}
+		p.ln = ln
+		bctx, stop := context.WithCancel(ctx)
+		p.stop = stop
+		go serveBroker(bctx, ln, s.Broker)
+	}
+	return p, nil
+}
+
+// wireStdio connects the standard streams, creating pipes for nil fields.
+// It returns the child-side ends, which the caller closes after Start.
+func (p *Process) wireStdio(s *Spec) ([]io.Closer, error) {
+	var child []io.Closer
+	cmd := p.cmd
+	if s.Stdin != nil {
+		cmd.Stdin = s.Stdin
+	} else {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return child, err
+		}
+		cmd.Stdin, p.Stdin = r, w
+		child = append(child, r)
+	}
+	out := func(w io.Writer, dst *io.Writer, rd *io.ReadCloser) error {
+		if w != nil {
+			*dst = w
+			return nil
+		}
+		r, pw, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		*dst, *rd = pw, r
+		child = append(child, pw)
+		return nil
+	}
+	if err := out(s.Stdout, &cmd.Stdout, &p.Stdout); err != nil {
+		return child, err
+	}
+	if err := out(s.Stderr, &cmd.Stderr, &p.Stderr); err != nil {
+		return child, err
+	}
+	return child, nil
+}
+
+// statusMsg is one message from the init on the status socket. The socket
+// is close-on-exec in the init, so EOF without an error means the target
+// was executed.
+type statusMsg struct {
+	Kind string            `json:"kind"` // "error" or "listener"
+	Code capability.Reason `json:"code,omitempty"`
+	Op   string            `json:"op,omitempty"`
+	Path string            `json:"path,omitempty"`
+	Msg  string            `json:"msg,omitempty"`
+	Port int               `json:"port,omitempty"`
+}
+
+// readStatus reads init messages until EOF. It returns the broker listener
+// fd (or -1) and the init's error, if any.
+func readStatus(f *os.File) (int, error) {
+	lnFD := -1
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(int(f.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return closeFD(lnFD), &Error{Code: capability.ReasonSandboxSetupFailed, Op: "status", Err: err}
+		}
+		if n == 0 && oobn == 0 {
+			return lnFD, nil
+		}
+		var m statusMsg
+		if err := json.Unmarshal(buf[:n], &m); err != nil {
+			return closeFD(lnFD), &Error{Code: capability.ReasonSandboxSetupFailed, Op: "status", Err: fmt.Errorf("bad message from init: %w", err)}
+		}
+		switch m.Kind {
+		case "error":
+			code := m.Code
+			if code == "" {
+				code = capability.ReasonSandboxSetupFailed
+			}
+			var cause error
+			if m.Msg != "" {
+				cause = errors.New(m.Msg)
+			}
+			return closeFD(lnFD), &Error{Code: code, Op: m.Op, Path: m.Path, Err: cause}
+		case "listener":
+			cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+			if err != nil || len(cmsgs) != 1 {
+				return closeFD(lnFD), &Error{Code: capability.ReasonSandboxSetupFailed, Op: "status", Err: fmt.Errorf("listener message without fd: %v", err)}
+			}
+			fds, err := unix.ParseUnixRights(&cmsgs[0])
+			if err != nil || len(fds) != 1 {
+				for _, fd := range fds {
+					unix.Close(fd)
+				}
+				return closeFD(lnFD), &Error{Code: capability.ReasonSandboxSetupFailed, Op: "status", Err: fmt.Errorf("listener message: %v", err)}
+			}
+			closeFD(lnFD)
+			lnFD = fds[0]
+		}
+	}
+}
+
+func closeFD(fd int) int {
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	return -1
+}
+
+// serveBroker accepts connections on the listener that lives in the
+// sandbox's network namespace and hands each to the broker.
+func serveBroker(ctx context.Context, ln net.Listener, broker BrokerFunc) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go broker(ctx, c)
+	}
+}
+
+// startUnsafe runs s without any OS sandbox (Spec.Unsafe).
+func startUnsafe(ctx context.Context, s *Spec) (_ *Process, retErr error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	path, err := lookPath(s.Argv[0], s.Env, func(p string) bool {
+		fi, err := os.Stat(p)
+		return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+	})
+	if err != nil {
+		return nil, &Error{Code: capability.ReasonSandboxExecFailed, Op: "exec", Path: s.Argv[0], Err: err}
+	}
+	cmd := exec.CommandContext(ctx, path)
+	cmd.Args = s.Argv
+	cmd.Env = append([]string{}, s.Env...)
+	cmd.Dir = s.Dir
+	cmd.WaitDelay = waitDelay
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &Process{cmd: cmd}
+	closeChild, err := p.wireStdio(s)
+	defer func() {
+		for _, c := range closeChild {
+			c.Close()
+		}
+		if retErr != nil {
+			for _, c := range []io.Closer{p.Stdin, p.Stdout, p.Stderr} {
+				if c != nil {
+					c.Close()
+				}
+			}
+		}
+	}()
+	if err != nil {
+		return nil, &Error{Code: capability.ReasonSandboxSetupFailed, Op: "stdio", Err: err}
+	}
+	p.killTree = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = p.killTree
+	p.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, &Error{Code: capability.ReasonSandboxExecFailed, Op: "exec", Path: path, Err: err}
+	}
+	if s.Timeout > 0 {
+		p.timer = time.AfterFunc(s.Timeout, func() {
+			p.timedOut.Store(true)
+			p.killTree()
+		})
+	}
+	return p, nil
+}

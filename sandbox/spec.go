@@ -1,0 +1,236 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/norma-run/norma/capability"
+)
+
+// NetworkMode says what the sandboxed process can reach on the network.
+// The zero value is [NetNone].
+type NetworkMode uint8
+
+const (
+	// NetNone gives the process an empty network namespace (not even a
+	// loopback interface that is up) and a seccomp filter that refuses every
+	// socket family but AF_UNIX.
+	NetNone NetworkMode = iota
+	// NetBroker gives the process an empty network namespace whose only
+	// reachable endpoint is a loopback listener owned by the host-side
+	// broker ([Spec.Broker]); HTTP_PROXY and HTTPS_PROXY point at it.
+	NetBroker
+)
+
+// String returns "none" or "broker" (or "unknown(N)").
+func (m NetworkMode) String() string {
+	switch m {
+	case NetNone:
+		return "none"
+	case NetBroker:
+		return "broker"
+	}
+	return fmt.Sprintf("unknown(%d)", uint8(m))
+}
+
+// ParseNetworkMode parses "none" or "broker".
+func ParseNetworkMode(s string) (NetworkMode, error) {
+	switch s {
+	case "none":
+		return NetNone, nil
+	case "broker":
+		return NetBroker, nil
+	}
+	return NetNone, fmt.Errorf("sandbox: unknown network mode %q (want none or broker)", s)
+}
+
+// Limits are resource limits applied to the sandboxed process tree. A zero
+// field means "no limit set by Norma" (the inherited limit stays).
+type Limits struct {
+	// NProc bounds the number of processes (RLIMIT_NPROC). When the caller
+	// runs as host root, the kernel exempts uid 0 from RLIMIT_NPROC, so the
+	// sandbox enforces NProc with a pids cgroup instead and refuses to run
+	// when none is writable.
+	NProc uint64 `json:"nproc,omitempty"`
+	// NoFile bounds open file descriptors (RLIMIT_NOFILE).
+	NoFile uint64 `json:"nofile,omitempty"`
+	// AS bounds the address space in bytes (RLIMIT_AS).
+	AS uint64 `json:"as,omitempty"`
+	// CPU bounds CPU time in seconds (RLIMIT_CPU).
+	CPU uint64 `json:"cpu,omitempty"`
+	// FSize bounds the size of a file the process may write (RLIMIT_FSIZE).
+	FSize uint64 `json:"fsize,omitempty"`
+}
+
+// BrokerFunc serves one connection that the sandboxed process opened to its
+// loopback proxy endpoint. It runs on the host, in its own goroutine, and
+// owns c (it must close it). ctx is cancelled when the process exits.
+type BrokerFunc func(ctx context.Context, c net.Conn)
+
+// Spec describes one confined process. Callers derive it from effective
+// capabilities; it is never written by hand from untrusted input.
+//
+// Paths are absolute host paths. Symbolic links in them are resolved on the
+// host before the sandbox is built, and each granted path appears inside the
+// sandbox at its resolved absolute path.
+type Spec struct {
+	// Argv is the command and its arguments. Argv[0] without a slash is
+	// looked up in the PATH of Env (default /usr/local/bin:/usr/bin:/bin)
+	// inside the sandbox.
+	Argv []string
+	// Dir is the working directory inside the sandbox; it must be inside a
+	// granted path (or be /tmp). Empty means /tmp.
+	Dir string
+	// ReadOnly and ReadWrite are the granted host paths (directories or
+	// files). They must exist. "/" is never accepted.
+	ReadOnly  []string
+	ReadWrite []string
+	// Deny are paths inside granted ones that must be hidden: a denied file
+	// is replaced by an empty, unreadable file, a denied directory by an
+	// empty, unreadable one. A denied file with more than one hard link is
+	// refused (the other names could not be hidden). A deny path that does
+	// not exist is ignored.
+	Deny []string
+	// Env is the complete environment, as KEY=VALUE. Nothing is inherited.
+	Env []string
+	// Network is the network mode; NetBroker requires Broker.
+	Network NetworkMode
+	// Broker serves connections to the in-sandbox proxy endpoint
+	// (NetBroker only).
+	Broker BrokerFunc
+	// Limits are resource limits for the whole tree.
+	Limits Limits
+	// Timeout, when positive, kills the whole tree after this long.
+	Timeout time.Duration
+	// Stdin, Stdout and Stderr are the standard streams. For [Run], nil
+	// means empty input and discarded output. For [Start], nil makes the
+	// matching pipe available on the [Process].
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Unsafe runs the command WITHOUT any OS sandbox (no namespaces, no
+	// Landlock, no seccomp, no limits): only Env, Dir, Timeout and the
+	// kill-tree guarantee are kept. It exists for `--unsafe-no-sandbox`;
+	// callers must record its use in the audit log and show it in the
+	// sandbox policy layer.
+	Unsafe bool
+}
+
+// Result is how a sandboxed process ended.
+type Result struct {
+	// ExitCode is the exit status, or -1 when the process was killed by a
+	// signal.
+	ExitCode int
+	// Signal is the signal that killed the process (0 when it exited).
+	Signal syscall.Signal
+	// Duration is the wall time from start to the end of the tree.
+	Duration time.Duration
+	// TimedOut reports that Spec.Timeout expired and the tree was killed.
+	TimedOut bool
+	// Sandboxed is false only for Spec.Unsafe runs.
+	Sandboxed bool
+}
+
+// Error is the error type returned by this package. Code is a stable reason
+// code; Is compares codes only, so errors.Is(err, &Error{Code: c}) tests for
+// a code.
+type Error struct {
+	Code capability.Reason
+	Op   string // the step that failed, e.g. "mount", "landlock", "spec"
+	Path string // the path involved, if any
+	Err  error  // the cause, may be nil
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("sandbox: ")
+	b.WriteString(string(e.Code))
+	if e.Op != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Op)
+	}
+	if e.Path != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Path)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Reason returns the stable reason code.
+func (e *Error) Reason() capability.Reason { return e.Code }
+
+// CodeOf returns the reason code of err when it is (or wraps) an *Error,
+// and "" otherwise.
+func CodeOf(err error) capability.Reason {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	return ""
+}
+
+func specErr(op, path string, format string, args ...any) *Error {
+	return &Error{Code: capability.ReasonSandboxSpecInvalid, Op: op, Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// validate checks the portable rules of a Spec. It does not touch the file
+// system.
+func (s *Spec) validate() error {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return specErr("argv", "", "empty command")
+	}
+	for _, group := range [][]string{s.ReadOnly, s.ReadWrite, s.Deny} {
+		for _, p := range group {
+			if !filepath.IsAbs(p) {
+				return specErr("path", p, "not absolute")
+			}
+			if strings.ContainsRune(p, 0) {
+				return specErr("path", p, "contains NUL")
+			}
+		}
+	}
+	if s.Dir != "" && !filepath.IsAbs(s.Dir) {
+		return specErr("dir", s.Dir, "not absolute")
+	}
+	for _, kv := range s.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.ContainsRune(kv, 0) {
+			return specErr("env", "", "malformed entry %q (want KEY=VALUE)", kv)
+		}
+	}
+	switch s.Network {
+	case NetNone:
+		if s.Broker != nil {
+			return specErr("network", "", "Broker set with network mode none")
+		}
+	case NetBroker:
+		if s.Broker == nil {
+			return specErr("network", "", "network mode broker needs a Broker")
+		}
+	default:
+		return specErr("network", "", "unknown network mode %v", s.Network)
+	}
+	if s.Timeout < 0 {
+		return specErr("timeout", "", "negative timeout %v", s.Timeout)
+	}
+	return nil
+}

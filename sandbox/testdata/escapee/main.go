@@ -1,0 +1,191 @@
+// Command escapee tries one escape from the Norma sandbox and reports the
+// outcome on stdout: a line starting with "ESCAPED" when the attempt
+// worked, "blocked" when it failed. It exits 3 on escape, 0 when blocked.
+// It is built and run by the sandbox escape tests.
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func escaped(format string, args ...any) {
+	fmt.Printf("ESCAPED "+format+"\n", args...)
+	os.Exit(3)
+}
+
+func blocked(err error) {
+	fmt.Printf("blocked: %v\n", err)
+	os.Exit(0)
+}
+
+func check(err error, format string, args ...any) {
+	if err != nil {
+		blocked(err)
+	}
+	escaped(format, args...)
+}
+
+func int80Socket() int64
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: escapee ATTEMPT ARGS...")
+		os.Exit(2)
+	}
+	arg := func(i int) string {
+		if len(os.Args) <= i+1 {
+			fmt.Fprintln(os.Stderr, "missing argument")
+			os.Exit(2)
+		}
+		return os.Args[i+1]
+	}
+	switch os.Args[1] {
+	case "read":
+		b, err := os.ReadFile(arg(1))
+		check(err, "read %d bytes: %q", len(b), b)
+	case "readdir":
+		names, err := os.ReadDir(arg(1))
+		check(err, "listed %d entries", len(names))
+	case "hardlink": // hardlink SRC DST: link then read through the new name
+		if err := os.Link(arg(1), arg(2)); err != nil {
+			blocked(err)
+		}
+		b, err := os.ReadFile(arg(2))
+		check(err, "read through hard link: %q", b)
+	case "write":
+		check(os.WriteFile(arg(1), []byte("pwned"), 0o644), "wrote %s", arg(1))
+	case "tcp", "udp":
+		c, err := net.DialTimeout(os.Args[1], arg(1), 2*time.Second)
+		if err != nil {
+			blocked(err)
+		}
+		_, err = c.Write([]byte("hello from the sandbox\n"))
+		check(err, "%s connect+write to %s", os.Args[1], arg(1))
+	case "unix":
+		c, err := net.DialTimeout("unix", arg(1), 2*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		check(err, "unix connect to %s", arg(1))
+	case "dns":
+		addrs, err := net.LookupHost(arg(1))
+		check(err, "resolved %s to %v", arg(1), addrs)
+	case "mptcp":
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 262)
+		check(err, "MPTCP socket fd %d", fd)
+	case "int80":
+		r := int80Socket()
+		if r < 0 {
+			blocked(syscall.Errno(-r))
+		}
+		escaped("i386 socket() returned fd %d", r)
+	case "iouring":
+		var params [120]byte
+		fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, 4, uintptr(unsafe.Pointer(&params[0])), 0)
+		if e != 0 {
+			blocked(e)
+		}
+		escaped("io_uring fd %d", fd)
+	case "ptrace-parent":
+		ppid := os.Getppid()
+		check(unix.PtraceAttach(ppid), "attached to parent pid %d", ppid)
+	case "ptrace-pid":
+		pid, _ := strconv.Atoi(arg(1))
+		check(unix.PtraceAttach(pid), "attached to pid %d", pid)
+	case "tiocsti":
+		c := byte('#')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		if e != 0 {
+			blocked(e)
+		}
+		escaped("TIOCSTI injected a byte")
+	case "tiocsti-hibits":
+		// The same request with garbage in the upper 32 bits, which the
+		// kernel ignores.
+		c := byte('#')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, 0xdead00000000|unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		if e != 0 {
+			blocked(e)
+		}
+		escaped("TIOCSTI (high bits) injected a byte")
+	case "environ": // environ TOKEN: look for TOKEN in every visible environ
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err == nil && strings.Contains(string(b), arg(1)) {
+				escaped("found %s in /proc/%s/environ", arg(1), e.Name())
+			}
+		}
+		blocked(fmt.Errorf("token not visible in any environ"))
+	case "newns": // start a child in new user+net namespaces
+		cmd := exec.Command("/proc/self/exe", "noop")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNET}
+		check(cmd.Run(), "child started in new user and network namespaces")
+	case "noop":
+	case "mount":
+		check(unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""), "mounted tmpfs")
+	case "forkbomb": // forkbomb N: start up to N sleeping children
+		n, _ := strconv.Atoi(arg(1))
+		started := 0
+		var firstErr error
+		for range n {
+			cmd := exec.Command(os.Args[0], "sleep")
+			if err := cmd.Start(); err != nil {
+				firstErr = err
+				break
+			}
+			started++
+		}
+		fmt.Printf("started %d children (stopped by: %v)\n", started, firstErr)
+		if started == n {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	case "sleep":
+		time.Sleep(time.Hour)
+	case "grandchild": // grandchild FILE: a detached grandchild appends to FILE forever
+		cmd := exec.Command(os.Args[0], "ticker", arg(1))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			blocked(err)
+		}
+		fmt.Println("grandchild started")
+		os.Exit(0)
+	case "ticker":
+		f, err := os.OpenFile(arg(1), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			os.Exit(1)
+		}
+		for {
+			f.Write([]byte("tick\n"))
+			time.Sleep(20 * time.Millisecond)
+		}
+	case "proxyget": // fetch through HTTP_PROXY
+		p := strings.TrimPrefix(os.Getenv("HTTP_PROXY"), "http://")
+		c, err := net.DialTimeout("tcp", p, 2*time.Second)
+		if err != nil {
+			fmt.Println("proxy dial failed:", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(c, "GET http://example.invalid/ HTTP/1.0\r\n\r\n")
+		b, _ := io.ReadAll(c)
+		fmt.Printf("proxy answered: %q\n", b)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown attempt", os.Args[1])
+		os.Exit(2)
+	}
+}
