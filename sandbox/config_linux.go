@@ -25,6 +25,10 @@ type initConfig struct {
 	// NProcByCgroup: the host enforces Limits.NProc with a pids cgroup, so
 	// the init must not rely on RLIMIT_NPROC alone (uid 0 is exempt).
 	NProcByCgroup bool `json:"nprocByCgroup,omitempty"`
+	// ExecOnly: see Spec.ExecOnly; nil means unrestricted.
+	ExecOnly []string `json:"execOnly,omitempty"`
+	// RestrictExec is true when Spec.ExecOnly was not nil (even empty).
+	RestrictExec bool `json:"restrictExec,omitempty"`
 	UID           int  `json:"uid"`
 	GID           int  `json:"gid"`
 }
@@ -78,6 +82,16 @@ func buildConfig(s *Spec) (*initConfig, error) {
 		Limits:  s.Limits,
 		UID:     os.Geteuid(),
 		GID:     os.Getegid(),
+	}
+	if s.ExecOnly != nil {
+		c.RestrictExec = true
+		for _, p := range s.ExecOnly {
+			cp, err := canonical(p)
+			if err != nil {
+				return nil, &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "exec", Path: p, Err: err}
+			}
+			c.ExecOnly = append(c.ExecOnly, cp)
+		}
 	}
 	seen := map[string]bool{}
 	grant := func(p string, rw bool) error {

@@ -236,7 +236,7 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, setupFail("make mounts private", "/", err)
 	}
-	lp := &landlockPolicy{abi: landlockABI()}
+	lp := &landlockPolicy{abi: landlockABI(), restrictExec: cfg.RestrictExec, execOnly: cfg.ExecOnly}
 	if lp.abi < 1 {
 		return nil, initError(capability.ReasonSandboxUnavailable, "landlock", "", errors.New("Landlock not available"))
 	}

@@ -116,6 +116,10 @@ type landlockPolicy struct {
 	rwFiles []string // read + write + truncate (device nodes)
 	unixOK  []string // additionally allow connect() to unix sockets (ABI >= 9)
 	tcpPort int      // allowed TCP connect port (broker), 0 for none
+	// restrictExec removes the execute right from every rule above and
+	// grants it on execOnly alone.
+	restrictExec bool
+	execOnly     []string
 }
 
 // restrictSelf builds the ruleset and enforces it on the calling thread.
@@ -138,6 +142,10 @@ func (lp *landlockPolicy) restrictSelf() error {
 
 	ro := uint64(llFSExecute | llFSReadFile | llFSReadDir)
 	rw := fsAll &^ (llFSIoctlDev | llFSResolveUnix)
+	if lp.restrictExec {
+		ro &^= llFSExecute
+		rw &^= llFSExecute
+	}
 	devRW := uint64(llFSReadFile | llFSWriteFile | llFSTruncate)
 	add := func(path string, rights uint64) error {
 		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
@@ -181,6 +189,11 @@ func (lp *landlockPolicy) restrictSelf() error {
 	}
 	for _, p := range lp.unixOK {
 		if err := add(p, rw|llFSResolveUnix); err != nil {
+			return err
+		}
+	}
+	for _, p := range lp.execOnly {
+		if err := add(p, llFSExecute|llFSReadFile|llFSReadDir); err != nil {
 			return err
 		}
 	}

@@ -115,6 +115,15 @@ type Spec struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// ExecOnly, when not nil, restricts execve to these host paths (files
+	// or directories, inside the granted or system paths): Landlock then
+	// grants the execute right nowhere else, so a process whose policy
+	// denies spawning cannot start /bin/sh or a binary it wrote to /tmp.
+	// Argv[0] must be listed. A dynamically linked program also needs its
+	// ELF interpreter listed, and that interpreter can load any readable
+	// program: static entrypoints get the strict guarantee. Nil keeps the
+	// default (execute allowed on every readable path).
+	ExecOnly []string
 	// Unsafe runs the command WITHOUT any OS sandbox (no namespaces, no
 	// Landlock, no seccomp, no limits): only Env, Dir, Timeout and the
 	// kill-tree guarantee are kept. It exists for `--unsafe-no-sandbox`;

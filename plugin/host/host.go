@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"debug/elf"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -471,6 +472,10 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 		Stderr:    p.stderr,
 		Unsafe:    cfg.Unsafe,
 	}
+	// A plugin that may not spawn can execute its entrypoint and nothing else.
+	if p.set.Decide(ctx, capability.Request{Kind: capability.ProcessSpawn, Argv: []string{"*"}}).Mode != capability.Allow {
+		spec.ExecOnly = execOnly(spec.Argv[0])
+	}
 	if cfg.Unsafe {
 		cfg.Audit.Record(ctx, audit.Event{Type: audit.TypeSandboxDowngraded, RunID: cfg.RunID, Plugin: p.m.ID, PluginVersion: p.m.Version,
 			Detail: map[string]string{"why": "--unsafe-no-sandbox"}})
@@ -659,4 +664,24 @@ func (r *ringBuffer) String() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return string(r.buf)
+}
+
+// execOnly lists what a no-spawn plugin may execute: its entrypoint and,
+// when it is dynamically linked, its ELF interpreter.
+func execOnly(entry string) []string {
+	out := []string{entry}
+	f, err := elf.Open(entry)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	for _, ph := range f.Progs {
+		if ph.Type == elf.PT_INTERP {
+			b := make([]byte, ph.Filesz)
+			if _, err := ph.ReadAt(b, 0); err == nil {
+				out = append(out, strings.TrimRight(string(b), "\x00"))
+			}
+		}
+	}
+	return out
 }
