@@ -29,8 +29,8 @@ type initConfig struct {
 	ExecOnly []string `json:"execOnly,omitempty"`
 	// RestrictExec is true when Spec.ExecOnly was not nil (even empty).
 	RestrictExec bool `json:"restrictExec,omitempty"`
-	UID           int  `json:"uid"`
-	GID           int  `json:"gid"`
+	UID          int  `json:"uid"`
+	GID          int  `json:"gid"`
 }
 
 type denyPath struct {

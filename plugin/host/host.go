@@ -2,10 +2,10 @@ package host
 
 import (
 	"bytes"
-	"debug/elf"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -144,17 +144,17 @@ type Plugin struct {
 	set      *policy.Set
 	lockPath string
 
-	mu       sync.Mutex
-	proc     *sandbox.Process
-	session  *mcp.ClientSession
-	brk      *broker.Broker
-	cancel   context.CancelFunc
-	held     error
-	crashes  int
-	nextTry  time.Time
-	tools    map[string]pinnedTool
-	stderr   *ringBuffer
-	started  int
+	mu      sync.Mutex
+	proc    *sandbox.Process
+	session *mcp.ClientSession
+	brk     *broker.Broker
+	cancel  context.CancelFunc
+	held    error
+	crashes int
+	nextTry time.Time
+	tools   map[string]pinnedTool
+	stderr  *ringBuffer
+	started int
 }
 
 type pinnedTool struct {
