@@ -1,0 +1,657 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/secret"
+)
+
+// denial is a refusal with the HTTP status it is answered with.
+type denial struct {
+	status int
+	err    *capability.Error
+}
+
+func deny(status int, reason capability.Reason, req, detail string) *denial {
+	return &denial{status: status, err: capability.Denied(reason, req, detail)}
+}
+
+// fromError turns an error into a denial, keeping a capability reason.
+func fromError(status int, fallback capability.Reason, req string, err error) *denial {
+	if ce, ok := errors.AsType[*capability.Error](err); ok {
+		c := *ce
+		if c.Decision.Request == "" {
+			c.Decision.Request = req
+		}
+		return &denial{status: status, err: &c}
+	}
+	return deny(status, fallback, req, err.Error())
+}
+
+// exchange is the state of one proxied request, for audit and logs.
+type exchange struct {
+	start    time.Time
+	method   string
+	origin   string
+	target   string // method + normalized URL, hashed into the audit event
+	decision capability.Decision
+	secrets  []string
+	approval string
+	status   int
+}
+
+// serveProxy is the handler of the proxy listener.
+func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		b.connect(w, r)
+		return
+	}
+	if !r.URL.IsAbs() || r.URL.Scheme != "http" && r.URL.Scheme != "https" {
+		x := &exchange{start: b.now(), method: r.Method}
+		b.refuse(w, r.Context(), x, deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, r.Method+" "+r.URL.Path,
+			"broker: not a proxy request (send absolute-form requests or CONNECT)"))
+		return
+	}
+	b.forward(w, r, r.URL.String(), "")
+}
+
+// connect answers CONNECT: it hijacks the connection, terminates TLS with
+// a certificate for the CONNECT target (the SNI must match it) and serves
+// HTTP/1.1 requests inside, each checked like any other.
+func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{start: b.now(), method: http.MethodConnect}
+	target := r.Host
+	host, port, err := net.SplitHostPort(target)
+	if err != nil || host == "" {
+		b.refuse(w, r.Context(), x, deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, "CONNECT "+target, "broker: CONNECT needs host:port"))
+		return
+	}
+	origin, err := netguard.NormalizeOrigin("https://" + target)
+	if err != nil {
+		b.refuse(w, r.Context(), x, fromError(http.StatusForbidden, capability.ReasonNetworkInvalidURL, "CONNECT "+target, err))
+		return
+	}
+	x.origin = origin
+	nu, _ := netguard.NormalizeURL(origin + "/")
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		b.refuse(w, r.Context(), x, deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, "CONNECT "+origin, "broker: cannot hijack"))
+		return
+	}
+	conn, brw, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if !b.track(conn, true) {
+		conn.Close()
+		return
+	}
+	defer b.track(conn, false)
+	if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		conn.Close()
+		return
+	}
+	var raw net.Conn = conn
+	if n := brw.Reader.Buffered(); n > 0 {
+		pre, _ := brw.Reader.Peek(n)
+		raw = &prefixConn{Conn: conn, prefix: bytes.Clone(pre)}
+	}
+	var sniErr *denial
+	cfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if d := checkSNI(hello.ServerName, nu.Host, port, origin); d != nil {
+				sniErr = d
+				return nil, d.err
+			}
+			return b.ca.leaf(nu.Host)
+		},
+	}
+	tc := tls.Server(raw, cfg)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), b.lim.TLSHandshakeTimeout)
+	err = tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		tc.Close()
+		d := sniErr
+		if d == nil {
+			d = deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, "CONNECT "+origin, "broker: TLS handshake with the plugin failed (tunnels must speak TLS)")
+		}
+		b.record(context.WithoutCancel(r.Context()), x, d)
+		return
+	}
+	srv := b.newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.forward(w, r, "https://"+target+r.URL.RequestURI(), origin)
+	}))
+	tctx := context.WithoutCancel(r.Context()) // Close ends tunnels by closing their conns
+	srv.BaseContext = func(net.Listener) context.Context { return tctx }
+	_ = srv.Serve(newOneConnListener(tc))
+}
+
+// checkSNI requires the SNI to name the CONNECT target; an IP target may
+// come without SNI (clients send none for IP literals).
+func checkSNI(sni, host, port, origin string) *denial {
+	if sni == "" {
+		if _, err := netip.ParseAddr(host); err == nil {
+			return nil
+		}
+		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, "CONNECT "+origin, "broker: TLS ClientHello without SNI")
+	}
+	got, err := netguard.NormalizeOrigin("https://" + net.JoinHostPort(sni, port))
+	if err != nil || got != origin {
+		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, "CONNECT "+origin, "broker: TLS SNI does not name the CONNECT target")
+	}
+	return nil
+}
+
+// hopHeaders are never forwarded in either direction.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func stripHop(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for _, k := range strings.Split(f, ",") {
+			if k = textproto.TrimString(k); k != "" {
+				h.Del(k)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// forward runs the per-request pipeline. raw is the absolute URL as the
+// plugin sent it; tunnel is the CONNECT origin ("" for plain proxying).
+func (b *Broker) forward(w http.ResponseWriter, r *http.Request, raw, tunnel string) {
+	x := &exchange{start: b.now(), method: r.Method, origin: tunnel}
+	ctx := r.Context()
+	if d := b.prepare(w, r, raw, tunnel, x); d != nil {
+		b.refuse(w, ctx, x, d)
+		return
+	}
+}
+
+// prepare checks, authorizes and sends the request; it returns a denial
+// when nothing was (or can be) sent.
+func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel string, x *exchange) *denial {
+	ctx := r.Context()
+	if !b.rate.allow() {
+		return deny(http.StatusTooManyRequests, capability.ReasonBrokerRateLimited, r.Method+" "+x.origin, "broker: request rate limit exceeded")
+	}
+	u, err := netguard.NormalizeURL(raw)
+	if err != nil {
+		return fromError(http.StatusForbidden, capability.ReasonNetworkInvalidURL, r.Method, err)
+	}
+	x.origin = u.Origin
+	x.target = r.Method + " " + u.String()
+	creq := capability.Request{Kind: capability.NetRequest, Method: r.Method, Origin: u.Origin, Path: u.Path}
+	reqStr := creq.String()
+	if tunnel != "" && u.Origin != tunnel {
+		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, reqStr, "broker: request target does not name the CONNECT target")
+	}
+	if r.Host != "" {
+		h, err := netguard.NormalizeOrigin(u.Scheme + "://" + r.Host)
+		if err != nil || h != u.Origin {
+			return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, reqStr, "broker: Host header does not name the request's origin")
+		}
+	}
+	if r.Header.Get("Upgrade") != "" {
+		return deny(http.StatusForbidden, capability.ReasonBrokerProtocol, reqStr, "broker: protocol upgrades (WebSocket, h2c) are not proxied")
+	}
+	if r.ContentLength > b.lim.MaxRequestBytes {
+		return deny(http.StatusRequestEntityTooLarge, capability.ReasonNetworkRequestTooLarge, reqStr, "broker: request body exceeds "+strconv.FormatInt(b.lim.MaxRequestBytes, 10)+" bytes")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.lim.MaxRequestBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return deny(http.StatusRequestEntityTooLarge, capability.ReasonNetworkRequestTooLarge, reqStr, "broker: request body exceeds "+strconv.FormatInt(b.lim.MaxRequestBytes, 10)+" bytes")
+		}
+		return deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, reqStr, "broker: reading the request body failed")
+	}
+	hdr := r.Header.Clone()
+	stripHop(hdr)
+	hdr.Del("Expect") // the body is already read; the server answered 100 itself
+
+	// Placeholders: only in headers, only toward their purpose.
+	inHeaders, d := b.scanPlaceholders(raw, u, body, hdr, reqStr)
+	if d != nil {
+		return d
+	}
+
+	dec := b.policy.Decide(ctx, creq)
+	if dec.Request == "" {
+		dec.Request = reqStr
+	}
+	x.decision = dec
+	if dec.Mode == capability.Deny {
+		if dec.Reason == "" || dec.Reason == capability.ReasonAllowed {
+			dec.Reason = capability.ReasonNetworkDestinationDenied
+		}
+		return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: dec, Detail: "broker: request refused by policy"}}
+	}
+
+	// Credentials for this origin: each use is a secret.use decision.
+	var inject []*binding
+	for _, bd := range b.bindings {
+		if bd.h.Purpose() != u.Origin {
+			continue
+		}
+		sreq := capability.Request{Kind: capability.SecretUse, Secret: bd.h.Name(), Origin: u.Origin}
+		sd := b.policy.Decide(ctx, sreq)
+		if sd.Mode != capability.Allow {
+			if sd.Request == "" {
+				sd.Request = sreq.String()
+			}
+			sd.Mode = capability.Deny
+			if sd.Reason == capability.ReasonAllowed || sd.Reason == "" {
+				sd.Reason = capability.ReasonSecretUndeclared
+			}
+			return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: sd, Detail: "broker: secret " + bd.h.Name() + " may not be used here"}}
+		}
+		inject = append(inject, bd)
+	}
+	for name := range inHeaders {
+		if !containsBinding(inject, name) {
+			// scanPlaceholders already refused other origins; fail closed.
+			return deny(http.StatusForbidden, capability.ReasonSecretOriginMismatch, reqStr, "broker: placeholder for "+name+" toward another origin")
+		}
+	}
+	values := make([]secret.Value, len(inject))
+	for i, bd := range inject {
+		v, err := b.value(ctx, bd)
+		if err != nil {
+			return fromError(http.StatusForbidden, capability.ReasonSecretUnavailable, "secret.use "+bd.h.Name()+" "+u.Origin, err)
+		}
+		values[i] = v
+		x.secrets = append(x.secrets, bd.h.Name())
+	}
+
+	sum := sha256.Sum256(body)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	var grant Grant
+	if dec.Mode == capability.ApprovalRequired {
+		if b.approver == nil {
+			return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: dec, Detail: "broker: this request needs approval and no approver is configured"}}
+		}
+		hash, err := ActionHash(b.id, r.Method, u.String(), digest)
+		if err != nil {
+			return deny(http.StatusForbidden, capability.ReasonApprovalRequired, reqStr, "broker: cannot bind an approval: "+err.Error())
+		}
+		preview := body[:min(len(body), 1024)]
+		info := RequestInfo{
+			Identity: b.id, Method: r.Method, URL: u.String(), Origin: u.Origin, Path: u.Path,
+			BodyDigest: digest, BodyLen: int64(len(body)), Preview: b.red.Redact(string(preview)),
+			ActionHash: hash, Decision: dec,
+		}
+		actx, cancel := context.WithTimeout(ctx, b.lim.ApprovalTimeout)
+		grant, err = b.approver.ApproveRequest(actx, info)
+		cancel()
+		if err != nil {
+			return fromError(http.StatusForbidden, capability.ReasonApprovalDenied, reqStr, err)
+		}
+		x.approval = grant.ApprovalID
+	}
+
+	// Build exactly what was checked.
+	for i, bd := range inject {
+		injectHeader(hdr, bd, values[i])
+	}
+	if grant.IdempotencyKey != "" {
+		hdr.Set("Idempotency-Key", grant.IdempotencyKey)
+	}
+	path, err := url.PathUnescape(u.Path)
+	if err != nil {
+		return deny(http.StatusForbidden, capability.ReasonNetworkInvalidURL, reqStr, "broker: path does not unescape")
+	}
+	host := u.HostPort()
+	if u.Port == 443 && u.Scheme == "https" || u.Port == 80 && u.Scheme == "http" {
+		host = u.Host
+		if strings.IndexByte(host, ':') >= 0 {
+			host = "[" + host + "]"
+		}
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.lim.UpstreamTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel) // the plugin went away
+	defer stop()
+	out, err := http.NewRequestWithContext(uctx, r.Method, "", nil)
+	if err != nil {
+		return deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, reqStr, "broker: bad request")
+	}
+	out.URL = &url.URL{Scheme: u.Scheme, Host: host, Path: path, RawPath: u.Path, RawQuery: u.RawQuery}
+	out.Header = hdr
+	if len(body) > 0 {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	out.ContentLength = int64(len(body))
+
+	// The decision is durable before a byte leaves.
+	if dec.Mode == capability.ApprovalRequired {
+		dec.Reason = capability.ReasonAllowed // approved: x.approval names the approval
+	}
+	dec.Mode = capability.Allow
+	x.decision = dec
+	if err := b.record(ctx, x, nil); err != nil {
+		return deny(http.StatusForbidden, capability.ReasonAuditUnavailable, reqStr, "broker: the decision could not be audited")
+	}
+	if grant.Finish != nil {
+		defer func() { _ = grant.Finish(context.WithoutCancel(ctx)) }()
+	}
+	resp, err := b.transport.RoundTrip(out)
+	if err != nil {
+		d := b.upstreamDenial(reqStr, uctx, err)
+		b.refuse(w, ctx, x, d)
+		return nil
+	}
+	defer resp.Body.Close()
+	b.relay(w, ctx, x, reqStr, resp)
+	return nil
+}
+
+func containsBinding(bs []*binding, name string) bool {
+	for _, b := range bs {
+		if b.h.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// injectHeader replaces the binding's placeholder in every header value
+// by the value, then makes sure the declared header carries it.
+func injectHeader(h http.Header, bd *binding, v secret.Value) {
+	ph, tok := bd.ph.String(), bd.ph.Token()
+	raw := string(v.Reveal())
+	for k, vs := range h {
+		for i, s := range vs {
+			if strings.Contains(s, tok) {
+				s = strings.ReplaceAll(s, ph, raw)
+				vs[i] = strings.ReplaceAll(s, tok, raw)
+			}
+		}
+		h[k] = vs
+	}
+	if cur := h.Values(bd.h.Header()); len(cur) == 1 && strings.Contains(cur[0], raw) {
+		return // the plugin placed it itself (e.g. "token <placeholder>")
+	}
+	h.Set(bd.h.Header(), bd.h.HeaderValue(v))
+}
+
+// scanPlaceholders refuses a placeholder in the URL or body, or in a
+// header toward another origin than its purpose; it returns the names
+// whose placeholder appears in headers toward their purpose.
+func (b *Broker) scanPlaceholders(raw string, u netguard.URL, body []byte, hdr http.Header, reqStr string) (map[string]bool, *denial) {
+	mismatch := func(name, where string) *denial {
+		return deny(http.StatusForbidden, capability.ReasonSecretOriginMismatch, reqStr,
+			"broker: the placeholder of secret "+name+" appears in the "+where+"; it is only replaced in headers toward "+b.purposeOf(name))
+	}
+	undeclared := func(where string) *denial {
+		return deny(http.StatusForbidden, capability.ReasonSecretUndeclared, reqStr,
+			"broker: a placeholder that this broker did not issue appears in the "+where)
+	}
+	unq, _ := url.QueryUnescape(raw)
+	urls := []string{raw, u.String(), unq}
+	for _, s := range urls {
+		if name := b.tokenIn(s); name != "" {
+			return nil, mismatch(name, "URL")
+		}
+		if len(secret.ScanPlaceholders([]byte(s))) > 0 {
+			return nil, undeclared("URL")
+		}
+	}
+	if name := b.tokenInBytes(body); name != "" {
+		return nil, mismatch(name, "body")
+	}
+	if len(secret.ScanPlaceholders(body)) > 0 {
+		return nil, undeclared("body")
+	}
+	found := map[string]bool{}
+	for k, vs := range hdr {
+		if name := b.tokenIn(strings.ToLower(k)); name != "" { // names are canonicalized
+			return nil, mismatch(name, "header name "+k)
+		}
+		for _, s := range vs {
+			for _, bd := range b.bindings {
+				if !strings.Contains(s, bd.ph.Token()) {
+					continue
+				}
+				if bd.h.Purpose() != u.Origin {
+					return nil, mismatch(bd.h.Name(), "header "+k+" toward "+u.Origin)
+				}
+				found[bd.h.Name()] = true
+			}
+			for _, m := range secret.ScanPlaceholders([]byte(s)) {
+				if !b.issued(m.Placeholder) {
+					return nil, undeclared("header " + k)
+				}
+			}
+		}
+	}
+	return found, nil
+}
+
+func (b *Broker) purposeOf(name string) string {
+	for _, bd := range b.bindings {
+		if bd.h.Name() == name {
+			return bd.h.Purpose()
+		}
+	}
+	return "(none)"
+}
+
+func (b *Broker) issued(p secret.Placeholder) bool {
+	for _, bd := range b.bindings {
+		if bd.ph == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Broker) tokenIn(s string) string {
+	for _, bd := range b.bindings {
+		if strings.Contains(s, bd.ph.Token()) {
+			return bd.h.Name()
+		}
+	}
+	return ""
+}
+
+func (b *Broker) tokenInBytes(p []byte) string {
+	for _, bd := range b.bindings {
+		if bytes.Contains(p, []byte(bd.ph.Token())) {
+			return bd.h.Name()
+		}
+	}
+	return ""
+}
+
+func (b *Broker) upstreamDenial(reqStr string, ctx context.Context, err error) *denial {
+	if ce, ok := errors.AsType[*capability.Error](err); ok {
+		c := *ce
+		status := http.StatusForbidden
+		if c.Decision.Reason == capability.ReasonNetworkResolveFailed {
+			status = http.StatusBadGateway
+		}
+		return &denial{status: status, err: &c}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return deny(http.StatusGatewayTimeout, capability.ReasonTimeout, reqStr, "broker: upstream timed out")
+	}
+	return deny(http.StatusBadGateway, capability.ReasonNetworkUpstreamFailed, reqStr, "broker: upstream request failed: "+err.Error())
+}
+
+// relay copies the upstream response to the plugin: hop-by-hop headers
+// dropped, secret values masked in headers and body, body capped.
+func (b *Broker) relay(w http.ResponseWriter, ctx context.Context, x *exchange, reqStr string, resp *http.Response) {
+	max := b.lim.MaxResponseBytes
+	if resp.ContentLength > max {
+		b.refuse(w, ctx, x, deny(http.StatusBadGateway, capability.ReasonNetworkResponseTooLarge, reqStr,
+			"broker: response body of "+strconv.FormatInt(resp.ContentLength, 10)+" bytes exceeds "+strconv.FormatInt(max, 10)))
+		return
+	}
+	stripHop(resp.Header)
+	dst := w.Header()
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			dst.Add(k, b.red.Redact(v))
+		}
+	}
+	x.status = resp.StatusCode
+	w.WriteHeader(resp.StatusCode)
+	var out io.Writer = w
+	if resp.ContentLength < 0 {
+		out = flushWriter{w: w, rc: http.NewResponseController(w)}
+	}
+	body := b.red.MaskReader(resp.Body)
+	n, err := io.CopyN(out, body, max)
+	if err == nil {
+		var one [1]byte
+		if m, _ := io.ReadFull(body, one[:]); m > 0 {
+			_ = b.record(context.WithoutCancel(ctx), x, deny(http.StatusBadGateway, capability.ReasonNetworkResponseTooLarge, reqStr,
+				"broker: response body exceeds "+strconv.FormatInt(max, 10)+" bytes; cut off"))
+			panic(http.ErrAbortHandler) // the plugin sees a broken body, never a silently short one
+		}
+	} else if !errors.Is(err, io.EOF) {
+		b.log.LogAttrs(ctx, slog.LevelWarn, "broker: response body failed", slog.String("origin", x.origin), slog.Int64("bytes", n))
+		panic(http.ErrAbortHandler)
+	}
+	b.log.LogAttrs(ctx, slog.LevelInfo, "broker: relayed", b.logAttrs(x, nil)...)
+}
+
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		_ = f.rc.Flush()
+	}
+	return n, err
+}
+
+// refuse records and answers a denial.
+func (b *Broker) refuse(w http.ResponseWriter, ctx context.Context, x *exchange, d *denial) {
+	_ = b.record(context.WithoutCancel(ctx), x, d) // already refusing: nothing more to fail closed on
+	body, _ := json.Marshal(struct {
+		Reason  capability.Reason `json:"reason"`
+		Message string            `json:"message"`
+		Layer   string            `json:"layer,omitempty"`
+		Rule    string            `json:"rule,omitempty"`
+		Request string            `json:"request,omitempty"`
+	}{d.err.Decision.Reason, b.red.Redact(d.err.Error()), d.err.Decision.Layer, d.err.Decision.Rule, b.red.Redact(d.err.Decision.Request)})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Norma-Reason", string(d.err.Decision.Reason))
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(d.status)
+	w.Write(append(body, '\n'))
+}
+
+// record writes the audit event of x (a denial when d is set) and a log
+// line. Its error matters only before an allowed request is sent.
+func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
+	dec := x.decision
+	if d != nil {
+		dec = d.err.Decision
+		dec.Mode = capability.Deny
+	}
+	ev := audit.Event{
+		Type:             audit.TypeCapabilityDecision,
+		Time:             b.now(),
+		RunID:            b.id.RunID,
+		Principal:        b.id.principal(),
+		Plugin:           b.id.Plugin,
+		PluginVersion:    b.id.Version,
+		Tool:             ToolNetRequest,
+		CapabilityKind:   capability.NetRequest.String(),
+		Decision:         dec.Mode.String(),
+		Reason:           string(dec.Reason),
+		Layer:            dec.Layer,
+		Rule:             dec.Rule,
+		ManifestDigest:   b.id.ManifestDigest,
+		PolicyGeneration: dec.PolicyGeneration,
+		ApprovalID:       x.approval,
+		TargetHash:       audit.HashTarget(x.target),
+		DurationMS:       b.now().Sub(x.start).Milliseconds(),
+		IsError:          d != nil,
+		Detail:           map[string]string{"method": x.method, "origin": x.origin, "process": b.id.Process},
+	}
+	if ev.ManifestDigest == "" {
+		ev.ManifestDigest = dec.ManifestDigest
+	}
+	if len(x.secrets) > 0 {
+		ev.Detail["secrets"] = strings.Join(x.secrets, ",")
+	}
+	if d != nil {
+		ev.Detail["status"] = strconv.Itoa(d.status)
+	}
+	err := b.sink.Record(ctx, ev)
+	lvl := slog.LevelInfo
+	if d != nil {
+		lvl = slog.LevelWarn
+	}
+	b.log.LogAttrs(ctx, lvl, "broker: decision", b.logAttrs(x, d)...)
+	if err != nil {
+		b.log.LogAttrs(ctx, slog.LevelError, "broker: audit failed", slog.String("error", b.red.Redact(err.Error())))
+	}
+	return err
+}
+
+func (b *Broker) logAttrs(x *exchange, d *denial) []slog.Attr {
+	a := []slog.Attr{
+		slog.String("plugin", b.id.Plugin), slog.String("process", b.id.Process),
+		slog.String("method", x.method), slog.String("origin", x.origin),
+	}
+	if d != nil {
+		a = append(a, slog.String("reason", string(d.err.Decision.Reason)), slog.Int("status", d.status))
+	} else {
+		a = append(a, slog.String("reason", string(x.decision.Reason)))
+		if x.status != 0 {
+			a = append(a, slog.Int("status", x.status))
+		}
+	}
+	if len(x.secrets) > 0 {
+		a = append(a, slog.String("secrets", strings.Join(x.secrets, ",")))
+	}
+	return a
+}
+
+// rejectConn answers a connection over the limit and closes it.
+func (b *Broker) rejectConn(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	x := &exchange{start: b.now(), method: "CONNECT"}
+	d := deny(http.StatusTooManyRequests, capability.ReasonBrokerConnectionLimit, "connection from "+c.RemoteAddr().String(), "broker: too many concurrent connections")
+	_ = b.record(ctx, x, d)
+	body, _ := json.Marshal(map[string]string{"reason": string(d.err.Decision.Reason), "message": d.err.Error()})
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	_, _ = io.WriteString(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nConnection: close\r\nX-Norma-Reason: "+
+		string(d.err.Decision.Reason)+"\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+string(body))
+}
