@@ -155,6 +155,10 @@ type Plugin struct {
 	tools   map[string]pinnedTool
 	stderr  *ringBuffer
 	started int
+
+	// credits are the idempotency keys of external-write calls in flight;
+	// the broker spends one per approval_required request (see approve).
+	credits chan string
 }
 
 type pinnedTool struct {
@@ -202,7 +206,8 @@ func (h *Host) Load(ctx context.Context, id string) (*Plugin, error) {
 		return nil, err
 	}
 	p := &Plugin{h: h, state: st, m: m, dir: dir, grant: grant, set: set,
-		lockPath: filepath.Join(h.cfg.Home, "plugins", id, "tools.pin.json"), stderr: newRing(64 << 10)}
+		lockPath: filepath.Join(h.cfg.Home, "plugins", id, "tools.pin.json"), stderr: newRing(64 << 10),
+		credits: make(chan string, 16)}
 	if pins, ok := p.readPins(); ok {
 		p.tools = pins
 	} else if err := p.ensureStarted(ctx); err != nil {
@@ -305,6 +310,15 @@ func (p *Plugin) Call(ctx context.Context, name string, args json.RawMessage, id
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, p.h.cfg.CallTimeout)
 	defer cancel()
+	if mt, _ := p.m.Tool(name); mt.WritesExternal() && idem != "" {
+		// The gate let this external-write call run (approved, or allowed
+		// by an explicit rule): it may make one approval_required request.
+		select {
+		case p.credits <- idem:
+		default:
+		}
+		defer p.drainCredit(idem)
+	}
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
 	if idem != "" {
 		params.Meta = mcp.Meta{"norma/idempotency_key": idem}
@@ -437,7 +451,7 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 		Secrets:         handles,
 		Vault:           cfg.Vault,
 		Redactor:        cfg.Redactor,
-		Approver:        cfg.Approver,
+		Approver:        broker.ApproverFunc(p.approve),
 		Audit:           cfg.Audit,
 	})
 	if err != nil {
@@ -684,4 +698,36 @@ func execOnly(entry string) []string {
 		}
 	}
 	return out
+}
+
+// approve answers the broker's approval_required requests. A request made
+// while an approved external-write tool call is in flight spends that call's
+// credit: one approved call, one write, under the call's idempotency key.
+// Any other request goes to the configured approver, or is refused.
+func (p *Plugin) approve(ctx context.Context, info broker.RequestInfo) (broker.Grant, error) {
+	select {
+	case key := <-p.credits:
+		return broker.Grant{ApprovalID: "call:" + key, IdempotencyKey: key}, nil
+	default:
+	}
+	if a := p.h.cfg.Approver; a != nil {
+		return a.ApproveRequest(ctx, info)
+	}
+	return broker.Grant{}, capability.Denied(capability.ReasonApprovalRequired, info.Method+" "+info.Origin+info.Path, "no approved tool call covers this request")
+}
+
+// drainCredit removes key if the call ended without spending it.
+func (p *Plugin) drainCredit(key string) {
+	for {
+		select {
+		case k := <-p.credits:
+			if k == key {
+				return
+			}
+			p.credits <- k
+			return
+		default:
+			return
+		}
+	}
 }

@@ -108,12 +108,14 @@ func SandboxPaths(ctx context.Context, ws string, set *policy.Set, layers ...man
 			if seen++; seen > MaxWalk {
 				return errors.New("plugin host: more than MaxWalk entries under the granted paths")
 			}
+			if abs == root {
+				return nil // granted by the decision above
+			}
 			rel, _ := filepath.Rel(ws, abs)
 			rel = filepath.ToSlash(rel)
-			ok := set.Decide(ctx, capability.Request{Kind: capability.FSRead, Path: rel}).Mode == capability.Allow
-			if ok && kind == capability.FSWrite {
-				ok = set.Decide(ctx, capability.Request{Kind: capability.FSWrite, Path: rel}).Mode == capability.Allow
-			}
+			// A read-write bind is judged on writes (what the plugin may
+			// change there it may also read back); a read-only one on reads.
+			ok := set.Decide(ctx, capability.Request{Kind: kind, Path: rel}).Mode == capability.Allow
 			if !ok {
 				p.Deny = append(p.Deny, abs)
 				if d.IsDir() {

@@ -1,0 +1,99 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Verdict is an approver's answer.
+type Verdict struct {
+	Approve bool
+	// By names who decided ("terminal:alice", "cli:bob", "auto").
+	By string
+	// Why is the decider's short reason; it is redacted before storage.
+	Why string
+}
+
+// Approver asks for a decision on a stored, pending request. It must honour
+// ctx and return an error (never a grant) when it cannot get an answer.
+type Approver interface {
+	Approve(ctx context.Context, r Record) (Verdict, error)
+}
+
+// ErrNoDecision is returned by an approver that got no answer before its
+// deadline.
+var ErrNoDecision = errors.New("approval: no decision before the deadline")
+
+// Auto answers every request the same way, for tests and `--yes`.
+type Auto struct {
+	Grant bool
+	By    string
+}
+
+// Approve implements [Approver].
+func (a Auto) Approve(ctx context.Context, r Record) (Verdict, error) {
+	if err := ctx.Err(); err != nil {
+		return Verdict{}, err
+	}
+	by := a.By
+	if by == "" {
+		by = "auto"
+	}
+	return Verdict{Approve: a.Grant, By: by, Why: "automatic"}, nil
+}
+
+// Getter reads one approval; *Service and every [Backend] satisfy it.
+type Getter interface {
+	GetApproval(ctx context.Context, id string) (Record, error)
+}
+
+// Waiter waits for a decision recorded by another process (`norma
+// approvals approve|deny`), polling the store until the request's expiry or
+// ctx's deadline, whichever is first.
+type Waiter struct {
+	Store Getter
+	// Poll is the polling interval; zero means 200ms.
+	Poll time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Approve implements [Approver]. It returns [ErrNoDecision] at the
+// deadline, and the stored decision otherwise.
+func (w Waiter) Approve(ctx context.Context, r Record) (Verdict, error) {
+	if w.Store == nil {
+		return Verdict{}, errors.New("approval: waiter without a store")
+	}
+	poll := w.Poll
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	now := w.Now
+	if now == nil {
+		now = time.Now
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		cur, err := w.Store.GetApproval(ctx, r.ID)
+		if err != nil {
+			return Verdict{}, fmt.Errorf("approval: wait for %s: %w", r.ID, err)
+		}
+		switch cur.State {
+		case StateGranted, StateConsumed:
+			return Verdict{Approve: true, By: cur.DecidedBy, Why: cur.Why}, nil
+		case StateDenied, StateExpired:
+			return Verdict{Approve: false, By: cur.DecidedBy, Why: cur.Why}, nil
+		}
+		if !now().Before(cur.Expires) {
+			return Verdict{}, ErrNoDecision
+		}
+		select {
+		case <-ctx.Done():
+			return Verdict{}, fmt.Errorf("%w: %w", ErrNoDecision, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,33 @@
+// Package approval binds human approvals to one exact action and makes them
+// durable.
+//
+// A [Request] names the action by its canonical hash ([HashAction]: sha256
+// over the RFC 8785 JSON of plugin, version, manifest digest, tool, input
+// and run id). [Service.Authorize] stores the request (committed before it
+// returns or asks anyone), asks an [Approver], records the decision, and
+// consumes the approval for exactly this execution, returning a [Ticket]
+// whose idempotency key is derived from the approval id, the action hash
+// and the use number, so a retry after a crash repeats the same key and the
+// remote side sees one write, not two.
+//
+// Everything fails closed with a reason code from package capability, in an
+// *capability.Error: APPROVAL_STORE_UNAVAILABLE, APPROVAL_EXPIRED,
+// APPROVAL_OTHER_RUN, APPROVAL_MISMATCH, APPROVAL_CONSUMED,
+// APPROVAL_DENIED, and APPROVAL_REQUIRED when no approver can answer.
+//
+// Scopes: an approval with scope "once" is consumed by one execution; "run"
+// and "session" let a later action with the same hash (which binds the run
+// id, so: in the same run) reuse it until it expires. Every state change is
+// written to an audit [audit.Sink].
+//
+// Crash recovery: consuming an approval records a [Use] (approval id, use
+// number, idempotency key) in the same transaction. The gate calls
+// [Service.Finish] after the result is recorded. After a crash,
+// [Service.Unfinished] returns the tickets whose execution may or may not
+// have happened; the gate re-runs each with the same idempotency key (the
+// tool or remote API deduplicates on it) and finishes it. A new Authorize
+// for a consumed "once" approval asks again; it never re-uses the old one.
+//
+// Storage is a [Backend]; package store implements it on SQLite and
+// [NewMemoryBackend] in memory.
+package approval

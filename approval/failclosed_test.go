@@ -1,0 +1,261 @@
+package approval_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
+)
+
+// TestFailClosed covers every denial reason code on both backends.
+func TestFailClosed(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			c := newClock()
+			manual, _ := newService(t, b, nil, c) // no approver: requests stay pending
+			grant := func(t *testing.T, run, input string, scope approval.Scope) (string, approval.Request) {
+				t.Helper()
+				req := request(t, run, input, scope)
+				_, err := manual.Authorize(ctx, req)
+				wantReason(t, "authorize without approver", err, capability.ReasonApprovalRequired)
+				recs, err := manual.List(ctx, approval.ListFilter{RunID: run, ActionHash: req.ActionHash, State: approval.StatePending})
+				if err != nil || len(recs) != 1 {
+					t.Fatalf("List pending = %v, %v", recs, err)
+				}
+				if _, err := manual.Decide(ctx, recs[0].ID, true, "cli:bob", "ok"); err != nil {
+					t.Fatal(err)
+				}
+				return recs[0].ID, req
+			}
+			tests := []struct {
+				name string
+				run  func(t *testing.T) error
+				want capability.Reason
+			}{
+				{"other run", func(t *testing.T) error {
+					id, req := grant(t, "run-a", `{"n":1}`, approval.ScopeOnce)
+					_, err := manual.Redeem(ctx, id, "run-b", req.ActionHash)
+					return err
+				}, capability.ReasonApprovalOtherRun},
+				{"changed argument", func(t *testing.T) error {
+					id, req := grant(t, "run-c", `{"n":1}`, approval.ScopeOnce)
+					_, err := manual.Redeem(ctx, id, req.RunID, hashOf(t, req.RunID, `{"n":2}`))
+					return err
+				}, capability.ReasonApprovalMismatch},
+				{"unknown id", func(t *testing.T) error {
+					_, err := manual.Redeem(ctx, "apr_nope", "run-x", hashOf(t, "run-x", `{}`))
+					return err
+				}, capability.ReasonApprovalMismatch},
+				{"consumed", func(t *testing.T) error {
+					id, req := grant(t, "run-d", `{"n":1}`, approval.ScopeOnce)
+					if _, err := manual.Redeem(ctx, id, req.RunID, req.ActionHash); err != nil {
+						t.Fatal(err)
+					}
+					_, err := manual.Redeem(ctx, id, req.RunID, req.ActionHash)
+					return err
+				}, capability.ReasonApprovalConsumed},
+				{"expired after grant", func(t *testing.T) error {
+					id, req := grant(t, "run-e", `{"n":1}`, approval.ScopeOnce)
+					c.Advance(approval.DefaultTTL + time.Second)
+					_, err := manual.Redeem(ctx, id, req.RunID, req.ActionHash)
+					return err
+				}, capability.ReasonApprovalExpired},
+				{"decide after expiry", func(t *testing.T) error {
+					req := request(t, "run-f", `{"n":1}`, approval.ScopeOnce)
+					_, _ = manual.Authorize(ctx, req)
+					recs, _ := manual.List(ctx, approval.ListFilter{RunID: "run-f"})
+					c.Advance(approval.DefaultTTL + time.Second)
+					_, err := manual.Decide(ctx, recs[0].ID, true, "cli:bob", "late")
+					return err
+				}, capability.ReasonApprovalExpired},
+				{"denied", func(t *testing.T) error {
+					s, _ := newService(t, b, approval.Auto{Grant: false}, c)
+					_, err := s.Authorize(ctx, request(t, "run-g", `{"n":1}`, approval.ScopeOnce))
+					return err
+				}, capability.ReasonApprovalDenied},
+				{"approver error", func(t *testing.T) error {
+					s, _ := newService(t, b, failing{}, c)
+					_, err := s.Authorize(ctx, request(t, "run-h", `{"n":1}`, approval.ScopeOnce))
+					return err
+				}, capability.ReasonApprovalDenied},
+				{"no decision before expiry", func(t *testing.T) error {
+					s, _ := newService(t, b, approval.Waiter{Store: b, Poll: time.Millisecond, Now: c.Now}, c)
+					go func() { time.Sleep(20 * time.Millisecond); c.Advance(approval.DefaultTTL + time.Second) }()
+					_, err := s.Authorize(ctx, request(t, "run-i", `{"n":1}`, approval.ScopeOnce))
+					return err
+				}, capability.ReasonApprovalExpired},
+				{"invalid request", func(t *testing.T) error {
+					req := request(t, "run-j", `{}`, approval.ScopeOnce)
+					req.ActionHash = "md5:abc"
+					_, err := manual.Authorize(ctx, req)
+					return err
+				}, capability.ReasonInvalidRequest},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					wantReason(t, tt.name, tt.run(t), tt.want)
+				})
+			}
+		})
+	}
+}
+
+type failing struct{}
+
+func (failing) Approve(context.Context, approval.Record) (approval.Verdict, error) {
+	return approval.Verdict{Approve: true}, errors.New("terminal closed")
+}
+
+// brokenSink fails every Record.
+type brokenSink struct{}
+
+func (brokenSink) Record(context.Context, audit.Event) error { return errors.New("disk full") }
+
+func TestStoreUnavailable(t *testing.T) {
+	ctx := t.Context()
+	c := newClock()
+	b := approval.NewMemoryBackend()
+	s, _ := newService(t, b, approval.Auto{Grant: true}, c)
+	b.SetFailure(errors.New("database is locked"))
+	_, err := s.Authorize(ctx, request(t, "run-1", `{}`, approval.ScopeOnce))
+	wantReason(t, "store down", err, capability.ReasonApprovalStoreUnavailable)
+	_, err = s.Redeem(ctx, "apr_x", "run-1", hashOf(t, "run-1", `{}`))
+	wantReason(t, "store down redeem", err, capability.ReasonApprovalStoreUnavailable)
+	b.SetFailure(nil)
+
+	// An approval that cannot be audited is refused, and its use closed.
+	s2, err := approval.NewService(b, &approval.Options{Sink: brokenSink{}, Approver: approval.Auto{Grant: true}, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s2.Authorize(ctx, request(t, "run-2", `{}`, approval.ScopeOnce))
+	wantReason(t, "audit down", err, capability.ReasonApprovalStoreUnavailable)
+	if tks, _ := s2.Unfinished(ctx, "run-2"); len(tks) != 0 {
+		t.Errorf("Unfinished after refused consume = %v, want none", tks)
+	}
+	if _, err := approval.NewService(b, &approval.Options{}); err == nil {
+		t.Error("NewService without a sink succeeded")
+	}
+}
+
+func TestScopes(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			c := newClock()
+			var asked int
+			ap := approverFunc(func(r approval.Record) bool { asked++; return true })
+			s, _ := newService(t, b, ap, c)
+			for _, scope := range []approval.Scope{approval.ScopeRun, approval.ScopeSession} {
+				run := "run-" + string(scope)
+				asked = 0
+				req := request(t, run, `{"n":1}`, scope)
+				t1, err := s.Authorize(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t2, err := s.Authorize(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if asked != 1 || t1.ApprovalID != t2.ApprovalID || t1.IdempotencyKey == t2.IdempotencyKey {
+					t.Errorf("%s: asked %d, tickets %+v %+v; want one approval, two distinct keys", scope, asked, t1, t2)
+				}
+				// A different argument is a different action.
+				t3, err := s.Authorize(ctx, request(t, run, `{"n":2}`, scope))
+				if err != nil || t3.ApprovalID == t1.ApprovalID || asked != 2 {
+					t.Errorf("%s: changed argument reused approval: %+v asked %d", scope, t3, asked)
+				}
+				// Another run presenting it is refused.
+				_, err = s.Redeem(ctx, t1.ApprovalID, "run-other", req.ActionHash)
+				wantReason(t, string(scope)+" other run", err, capability.ReasonApprovalOtherRun)
+			}
+		})
+	}
+}
+
+type approverFunc func(approval.Record) bool
+
+func (f approverFunc) Approve(_ context.Context, r approval.Record) (approval.Verdict, error) {
+	return approval.Verdict{Approve: f(r), By: "test"}, nil
+}
+
+// TestRedeemOnceConcurrently: of many concurrent redeemers of one "once"
+// approval, exactly one wins.
+func TestRedeemOnceConcurrently(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			c := newClock()
+			s, _ := newService(t, b, nil, c)
+			req := request(t, "run-1", `{}`, approval.ScopeOnce)
+			_, _ = s.Authorize(ctx, req)
+			recs, _ := s.List(ctx, approval.ListFilter{RunID: "run-1"})
+			if _, err := s.Decide(ctx, recs[0].ID, true, "cli:bob", ""); err != nil {
+				t.Fatal(err)
+			}
+			var wins, consumed int
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Go(func() {
+					_, err := s.Redeem(ctx, recs[0].ID, req.RunID, req.ActionHash)
+					mu.Lock()
+					defer mu.Unlock()
+					switch capability.ReasonOf(err) {
+					case "":
+						wins++
+					case capability.ReasonApprovalConsumed:
+						consumed++
+					default:
+						t.Errorf("Redeem = %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if wins != 1 || consumed != 15 {
+				t.Errorf("wins %d, consumed %d; want 1 and 15", wins, consumed)
+			}
+		})
+	}
+}
+
+// TestWaiterSeesDecisionFromElsewhere: a headless run waits, another
+// service on the same store (another process) approves.
+func TestWaiterSeesDecisionFromElsewhere(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			c := newClock()
+			run, _ := newService(t, b, approval.Waiter{Store: b, Poll: 5 * time.Millisecond}, c)
+			cli, _ := newService(t, b, nil, c)
+			done := make(chan error, 1)
+			req := request(t, "run-w", `{}`, approval.ScopeOnce)
+			go func() { _, err := run.Authorize(ctx, req); done <- err }()
+			var id string
+			for id == "" {
+				recs, _ := cli.List(ctx, approval.ListFilter{State: approval.StatePending, RunID: "run-w"})
+				if len(recs) > 0 {
+					id = recs[0].ID
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if _, err := cli.Decide(ctx, id, true, "cli:bob", "looks right"); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("Authorize = %v", err)
+			}
+			rec, _ := cli.Get(ctx, id)
+			if rec.State != approval.StateConsumed || rec.DecidedBy != "cli:bob" {
+				t.Errorf("record = %+v", rec)
+			}
+		})
+	}
+}

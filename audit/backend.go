@@ -1,0 +1,63 @@
+package audit
+
+import (
+	"context"
+	"time"
+)
+
+// HashSize is the size of a chain hash.
+const HashSize = 32
+
+// Head is the newest link of the chain: its sequence number (0 for an
+// empty log) and hash (all zero for an empty log).
+type Head struct {
+	Seq  int64
+	Hash [HashSize]byte
+}
+
+// Row is one stored event: the indexed columns, the canonical body that was
+// hashed, and the chain hash.
+type Row struct {
+	Seq      int64
+	TimeNS   int64
+	Type     string
+	RunID    string
+	Plugin   string
+	Tool     string
+	Decision string
+	Body     []byte
+	Hash     [HashSize]byte
+}
+
+// Filter selects events for [Log.Query]. Zero fields do not constrain.
+type Filter struct {
+	Plugin   string
+	Tool     string
+	Decision string
+	Type     string
+	RunID    string
+	Since    time.Time
+	// AfterSeq returns only events with a larger sequence number.
+	AfterSeq int64
+	// Limit caps the result; zero means 1000.
+	Limit int
+	// Newest returns the newest Limit matches instead of the oldest. The
+	// result is in sequence order either way.
+	Newest bool
+}
+
+// Backend stores the chain. Implementations must be safe for concurrent
+// use; package store provides SQLite, [NewMemory] an in-memory one.
+type Backend interface {
+	// AppendAudit takes the log's write lock (across processes for a
+	// shared database), calls link with the current head, appends the rows
+	// link returns in one transaction and returns after that transaction
+	// is durable. An error from link aborts the transaction.
+	AppendAudit(ctx context.Context, link func(head Head) ([]Row, error)) error
+	// ScanAudit calls fn for every row with afterSeq < Seq <= lastSeq
+	// (lastSeq <= 0: no upper bound) in sequence order. Row.Body is only
+	// valid during the call. Several scans may run at once.
+	ScanAudit(ctx context.Context, afterSeq, lastSeq int64, fn func(Row) error) error
+	// QueryAudit returns the rows that match f, in sequence order.
+	QueryAudit(ctx context.Context, f Filter) ([]Row, error)
+}

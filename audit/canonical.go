@@ -1,0 +1,139 @@
+package audit
+
+import (
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// appendCanonical appends the RFC 8785 encoding of e: members sorted by
+// UTF-16 code units, no whitespace, strings escaped as ECMAScript's
+// JSON.stringify does, empty members omitted (as MarshalJSON omits them).
+// Integers are written exactly; RFC 8785 agrees for |n| < 2^53, the range
+// I-JSON guarantees. TestCanonicalMatchesJCS checks it against the
+// reference implementation.
+func appendCanonical(b []byte, e *Event) []byte {
+	first := true
+	key := func(k string) {
+		if first {
+			b = append(b, '{')
+			first = false
+		} else {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+	}
+	str := func(k, v string) {
+		if v != "" {
+			key(k)
+			b = appendString(b, v)
+		}
+	}
+	// Members in RFC 8785 order (all ASCII, so byte order is code-unit order).
+	str("approvalId", e.ApprovalID)
+	str("capabilityKind", e.CapabilityKind)
+	str("decision", e.Decision)
+	if len(e.Detail) > 0 {
+		key("detail")
+		b = appendMap(b, e.Detail)
+	}
+	if e.DurationMS != 0 {
+		key("durationMs")
+		b = strconv.AppendInt(b, e.DurationMS, 10)
+	}
+	if e.IsError {
+		key("isError")
+		b = append(b, "true"...)
+	}
+	str("layer", e.Layer)
+	str("manifestDigest", e.ManifestDigest)
+	str("outputDigest", e.OutputDigest)
+	str("plugin", e.Plugin)
+	str("pluginVersion", e.PluginVersion)
+	if e.PolicyGeneration != 0 {
+		key("policyGeneration")
+		b = strconv.AppendUint(b, e.PolicyGeneration, 10)
+	}
+	str("principal", e.Principal)
+	str("reason", e.Reason)
+	str("rule", e.Rule)
+	str("runId", e.RunID)
+	str("targetHash", e.TargetHash)
+	key("time")
+	b = append(b, '"')
+	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	str("tool", e.Tool)
+	key("type")
+	b = appendString(b, e.Type)
+	return append(b, '}')
+}
+
+func appendMap(b []byte, m map[string]string) []byte {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareUTF16)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendString(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// compareUTF16 orders strings by their UTF-16 code units (RFC 8785 3.2.3).
+func compareUTF16(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	ua, ub := utf16.Encode(ra), utf16.Encode(rb)
+	return slices.Compare(ua, ub)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string the way RFC 8785 requires;
+// invalid UTF-8 becomes U+FFFD, as encoding/json does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c >= 0x20:
+				b = append(b, c)
+			case c == '\b':
+				b = append(b, '\\', 'b')
+			case c == '\f':
+				b = append(b, '\\', 'f')
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, "\ufffd"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}

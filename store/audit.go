@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/norma-run/norma/audit"
+)
+
+// AppendAudit implements [audit.Backend]. The head is read inside the
+// write-locked transaction, so appends from several processes chain.
+func (d *DB) AppendAudit(ctx context.Context, link func(audit.Head) ([]audit.Row, error)) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		var h audit.Head
+		var hash []byte
+		err := tx.QueryRowContext(ctx, "SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1").Scan(&h.Seq, &hash)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case len(hash) != audit.HashSize:
+			return fmt.Errorf("store: audit head %d has a %d-byte hash", h.Seq, len(hash))
+		default:
+			copy(h.Hash[:], hash)
+		}
+		rows, err := link(h)
+		if err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit_events
+			(seq, time_ns, type, run_id, plugin, tool, decision, body, hash) VALUES (?,?,?,?,?,?,?,?,?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, r := range rows {
+			if _, err := stmt.ExecContext(ctx, r.Seq, r.TimeNS, r.Type, r.RunID, r.Plugin, r.Tool, r.Decision, r.Body, r.Hash[:]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ScanAudit implements [audit.Backend].
+func (d *DB) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, fn func(audit.Row) error) error {
+	if lastSeq <= 0 {
+		lastSeq = math.MaxInt64
+	}
+	rows, err := d.db.QueryContext(ctx, "SELECT seq, body, hash FROM audit_events WHERE seq > ? AND seq <= ? ORDER BY seq", afterSeq, lastSeq)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var body, hash sql.RawBytes
+	for rows.Next() {
+		var r audit.Row
+		if err := rows.Scan(&r.Seq, &body, &hash); err != nil {
+			return err
+		}
+		r.Body = body
+		if len(hash) != audit.HashSize {
+			// A mangled hash column cannot match any link.
+			clear(r.Hash[:])
+			r.Hash[0] = ^byte(0)
+		} else {
+			copy(r.Hash[:], hash)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// QueryAudit implements [audit.Backend].
+func (d *DB) QueryAudit(ctx context.Context, f audit.Filter) ([]audit.Row, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) { where = append(where, cond); args = append(args, v) }
+	add("seq > ?", f.AfterSeq)
+	if f.Plugin != "" {
+		add("plugin = ?", f.Plugin)
+	}
+	if f.Tool != "" {
+		add("tool = ?", f.Tool)
+	}
+	if f.Decision != "" {
+		add("decision = ?", f.Decision)
+	}
+	if f.Type != "" {
+		add("type = ?", f.Type)
+	}
+	if f.RunID != "" {
+		add("run_id = ?", f.RunID)
+	}
+	if !f.Since.IsZero() {
+		add("time_ns >= ?", f.Since.UnixNano())
+	}
+	order := "ASC"
+	if f.Newest {
+		order = "DESC"
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	q := "SELECT seq, time_ns, type, run_id, plugin, tool, decision, body, hash FROM audit_events WHERE " +
+		strings.Join(where, " AND ") + " ORDER BY seq " + order + " LIMIT ?"
+	args = append(args, limit)
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []audit.Row
+	for rows.Next() {
+		var r audit.Row
+		var hash []byte
+		if err := rows.Scan(&r.Seq, &r.TimeNS, &r.Type, &r.RunID, &r.Plugin, &r.Tool, &r.Decision, &r.Body, &hash); err != nil {
+			return nil, err
+		}
+		copy(r.Hash[:], hash)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if f.Newest {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, nil
+}

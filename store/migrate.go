@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migration is one schema step. Versions are 1, 2, 3, … in slice order;
+// never edit a released migration, append a new one.
+type migration struct {
+	name string
+	sql  string
+}
+
+var migrations = []migration{
+	{"audit events", `
+CREATE TABLE audit_events (
+	seq      INTEGER PRIMARY KEY,
+	time_ns  INTEGER NOT NULL,
+	type     TEXT NOT NULL,
+	run_id   TEXT NOT NULL DEFAULT '',
+	plugin   TEXT NOT NULL DEFAULT '',
+	tool     TEXT NOT NULL DEFAULT '',
+	decision TEXT NOT NULL DEFAULT '',
+	body     BLOB NOT NULL,
+	hash     BLOB NOT NULL
+) STRICT;
+CREATE INDEX audit_events_plugin ON audit_events(plugin, seq);
+CREATE INDEX audit_events_time ON audit_events(time_ns);
+CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
+BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
+BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+`},
+	{"approvals", `
+CREATE TABLE approvals (
+	id          TEXT PRIMARY KEY,
+	run_id      TEXT NOT NULL,
+	action_hash TEXT NOT NULL,
+	created_ns  INTEGER NOT NULL,
+	expires_ns  INTEGER NOT NULL,
+	request     BLOB NOT NULL,
+	state       TEXT NOT NULL,
+	decided_by  TEXT NOT NULL DEFAULT '',
+	decided_ns  INTEGER NOT NULL DEFAULT 0,
+	why         TEXT NOT NULL DEFAULT '',
+	uses        INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX approvals_action ON approvals(run_id, action_hash);
+CREATE INDEX approvals_state ON approvals(state, created_ns);
+`},
+	{"approval uses", `
+CREATE TABLE approval_uses (
+	idempotency_key TEXT PRIMARY KEY,
+	approval_id     TEXT NOT NULL REFERENCES approvals(id),
+	n               INTEGER NOT NULL,
+	run_id          TEXT NOT NULL,
+	action_hash     TEXT NOT NULL,
+	consumed_ns     INTEGER NOT NULL,
+	finished_ns     INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (approval_id, n)
+) STRICT;
+CREATE INDEX approval_uses_open ON approval_uses(run_id, finished_ns);
+`},
+}
+
+// migrate brings the schema to version target, one transaction per step.
+// The version is re-read inside each write-locked transaction, so two
+// processes opening a new database at once do not both apply a step.
+func (d *DB) migrate(ctx context.Context, target int) error {
+	for {
+		done := false
+		err := d.tx(ctx, func(tx *sql.Tx) error {
+			var v int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+				return err
+			}
+			if v > len(migrations) {
+				return fmt.Errorf("%w (version %d, know %d)", ErrTooNew, v, len(migrations))
+			}
+			if v >= target {
+				done = true
+				return nil
+			}
+			m := migrations[v]
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", v+1, m.name, err)
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("store: migrate %s: %w", d.path, err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
