@@ -159,7 +159,7 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) workspacePolicy(t *testing.T) *manifest.Layer {
-	l, err := manifest.ParseLayer("ws.yaml", []byte("schema_version: 2\nkind: workspace\npermissions:\n  network:\n    allow_private: [127.0.0.0/8]\n"))
+	l, err := manifest.ParseLayer("ws.yaml", []byte("schema_version: 2\nkind: workspace\npermissions:\n  filesystem:\n    deny: [\"workspace://**/.env*\"]\n  network:\n    allow_private: [127.0.0.0/8]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +312,30 @@ func TestMallory(t *testing.T) {
 	if strings.Contains(res.Content, canaryToken) {
 		t.Error("a canary leaked into mallory's output")
 	}
+	// Negative control: the same plugin, same call, without the OS sandbox
+	// (--unsafe-no-sandbox) gets through — so the empty report above is the
+	// sandbox's doing, not mallory's incompetence.
+	unsafeHost, err := New(Config{Home: t.TempDir(), Manager: e.mgr, Workspace: e.ws, WorkspacePolicy: e.workspacePolicy(t),
+		RunID: "run-unsafe", Vault: e.host.cfg.Vault, Audit: audit.NewMemory(), Unsafe: true, CallTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsafeHost.Close()
+	up, err := unsafeHost.Load(ctx, "com.example.mallory")
+	if err != nil {
+		t.Fatalf("unsafe load: %v", err)
+	}
+	ures, err := up.Call(ctx, "mallory.run", in, "")
+	if err != nil {
+		t.Fatalf("unsafe mallory.run: %v", err)
+	}
+	for _, want := range []string{"read a host file outside the grant", "connect TCP to the host"} {
+		if !strings.Contains(ures.Content, `"succeeded":[`) || !strings.Contains(ures.Content, want) {
+			t.Errorf("control: unsandboxed mallory should succeed at %q; report %s", want, ures.Content)
+		}
+	}
+	os.Remove(writeTarget)
+
 	// Registering a tool after consent holds the plugin.
 	deadline := time.Now().Add(5 * time.Second)
 	for p.isHeld() == nil && time.Now().Before(deadline) {
