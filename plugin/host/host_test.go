@@ -148,7 +148,7 @@ func newEnv(t *testing.T) *env {
 	e.host, err = New(Config{
 		Home: e.home, Manager: e.mgr, Workspace: e.ws, WorkspacePolicy: ws, RunID: "run-1",
 		Vault: vault, Audit: e.audit, UpstreamRootCAs: e.api.Pool,
-		Resolver: issueapi.Resolver{"api.example.invalid": {host}, "evil.example.invalid": {host}},
+		Resolver:    issueapi.Resolver{"api.example.invalid": {host}, "evil.example.invalid": {host}},
 		CallTimeout: 20 * time.Second,
 	})
 	if err != nil {
