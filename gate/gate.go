@@ -1,0 +1,940 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/fsguard"
+	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/tool"
+)
+
+// Step is one step of the pipeline, in execution order.
+type Step uint8
+
+// Steps.
+const (
+	StepLookup Step = iota + 1
+	StepSchema
+	StepPolicy
+	StepApproval
+	StepPreHooks
+	StepCall
+	StepOutput
+	StepPostHooks
+	StepAudit
+)
+
+var stepNames = [...]string{"", "lookup", "schema", "policy", "approval", "pre_hooks", "call", "output", "post_hooks", "audit"}
+
+// String returns the step's name.
+func (s Step) String() string {
+	if int(s) < len(stepNames) && s != 0 {
+		return stepNames[s]
+	}
+	return fmt.Sprintf("unknown(%d)", uint8(s))
+}
+
+// Decider answers capability requests for one plugin; *policy.Set
+// implements it. It must not do I/O and must deny on any internal error.
+type Decider interface {
+	Decide(ctx context.Context, req capability.Request) capability.Decision
+}
+
+// DefaultTimeout is the deadline of a call when neither the tool nor the
+// options give one.
+const DefaultTimeout = 2 * time.Minute
+
+// DefaultMaxInput bounds the raw input of a call in bytes.
+const DefaultMaxInput = 1 << 20
+
+// Options configures a Gate. Registry, Policy and Audit are required.
+type Options struct {
+	// Registry holds the tools; New claims its Dispatcher, so a registry
+	// serves one gate.
+	Registry *tool.Registry
+	// Policy returns the compiled policy of a plugin (the zero Plugin is
+	// the built-in tools). An error or a nil Decider denies the call with
+	// POLICY_ERROR.
+	Policy func(tool.Plugin) (Decider, error)
+	// Audit receives one tool_call_started event before every call (a
+	// refusal denies the call) and one final event per Execute.
+	Audit audit.Sink
+
+	// Mode is the initial permission mode; SetMode changes it.
+	Mode Mode
+	// Rules are the permission rules.
+	Rules Rules
+	// Approver decides calls that need approval. Nil denies them with
+	// APPROVAL_REQUIRED.
+	Approver Approver
+	// Hooks runs PreToolUse, PostToolUse and PostToolUseFailure hooks; nil
+	// means none.
+	Hooks *hook.Registry
+	// Capabilities returns the capabilities of a plugin's calls (FS, HTTP,
+	// Secrets, Exec; identity fields are set by the gate). Nil means
+	// none. An error denies the call with POLICY_ERROR.
+	Capabilities func(tool.Plugin) (tool.Env, error)
+	// Resolve maps a workspace path to its canonical form for policy and
+	// rules (fsguard's FS.Resolve). Nil means lexical cleaning only
+	// (fsguard.Clean). A path that does not exist yet is cleaned.
+	Resolve func(name string) (string, error)
+	// Timeout is the default deadline of a call; zero means DefaultTimeout.
+	Timeout time.Duration
+	// MaxInput bounds the raw input in bytes; zero means DefaultMaxInput.
+	MaxInput int
+	// MaxParallel bounds the calls ExecuteBatch runs at once; zero means 8.
+	MaxParallel int
+	// Output configures output capture.
+	Output OutputOptions
+	// SessionID is passed to hooks.
+	SessionID string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives operational errors (never inputs or outputs); nil
+	// discards.
+	Logger *slog.Logger
+	// Trace, when set, is called as a call enters each step; for tests and
+	// tracing.
+	Trace func(toolUseID string, s Step)
+}
+
+// Gate is the one door to every tool: Execute runs the whole pipeline, and
+// nothing else holds the registry's Dispatcher. Safe for concurrent use.
+type Gate struct {
+	reg       *tool.Registry
+	disp      *tool.Dispatcher
+	policy    func(tool.Plugin) (Decider, error)
+	sink      audit.Sink
+	rules     compiledRules
+	mode      atomic.Uint32
+	approver  Approver
+	hooks     *hook.Registry
+	caps      func(tool.Plugin) (tool.Env, error)
+	resolve   func(string) (string, error)
+	timeout   time.Duration
+	maxInput  int
+	parallel  int
+	capture   *capture
+	sessionID string
+	now       func() time.Time
+	log       *slog.Logger
+	trace     func(string, Step)
+	schemas   schemaCache
+}
+
+// New validates opts, compiles the rules and claims the registry's
+// Dispatcher.
+func New(opts Options) (*Gate, error) {
+	if opts.Registry == nil || opts.Policy == nil || opts.Audit == nil {
+		return nil, errors.New("gate: Registry, Policy and Audit are required")
+	}
+	if opts.Mode > ModeBypass {
+		return nil, fmt.Errorf("gate: unknown mode %d", opts.Mode)
+	}
+	rules, err := compileRules(opts.Rules)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gate{
+		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit, rules: rules,
+		approver: opts.Approver, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
+		timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
+		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace,
+	}
+	if g.timeout <= 0 {
+		g.timeout = DefaultTimeout
+	}
+	if g.maxInput <= 0 {
+		g.maxInput = DefaultMaxInput
+	}
+	if g.parallel <= 0 {
+		g.parallel = 8
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.resolve == nil {
+		g.resolve = fsguard.Clean
+	}
+	if g.capture, err = newCapture(opts.Output, g.now); err != nil {
+		return nil, err
+	}
+	g.mode.Store(uint32(opts.Mode))
+	if g.disp, err = opts.Registry.Claim(); err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	return g, nil
+}
+
+// SetMode changes the permission mode for later calls.
+func (g *Gate) SetMode(m Mode) error {
+	if m > ModeBypass {
+		return fmt.Errorf("gate: unknown mode %d", m)
+	}
+	g.mode.Store(uint32(m))
+	return nil
+}
+
+// Mode returns the current permission mode.
+func (g *Gate) Mode() Mode { return Mode(g.mode.Load()) }
+
+// PruneSpill applies output retention now.
+func (g *Gate) PruneSpill() error { return g.capture.Prune() }
+
+// Call is one tool_use from the model.
+type Call struct {
+	// ID is the tool_use id the result is paired with.
+	ID    string
+	RunID string
+	// Principals is the principal chain, outermost first (user, agent,
+	// subagent...). It selects the registry view.
+	Principals []string
+	Tool       string
+	Input      json.RawMessage
+}
+
+// Result is the one result paired with a Call, whatever happened.
+type Result struct {
+	ToolUseID string
+	Tool      string
+	// Content is what the model sees: the capped output, or the reason for
+	// a refusal or failure.
+	Content string
+	IsError bool
+	// Reason is ALLOWED for a successful call and a stable code otherwise.
+	Reason capability.Reason
+	// Stage is the step at which the call ended.
+	Stage Step
+	// Decision is the policy decision that governed the call.
+	Decision   capability.Decision
+	ApprovalID string
+	// Spill is set when the output was capped and saved.
+	Spill *Spill
+	// Context holds additional context from hooks.
+	Context []string
+	// Duration is the time spent in the handler.
+	Duration time.Duration
+	// AuditFailed reports that the final audit event was refused.
+	AuditFailed bool
+}
+
+// exec is the state of one call through the pipeline.
+type exec struct {
+	g      *Gate
+	c      *Call
+	entry  *tool.Entry
+	view   *tool.View
+	in     tool.Input
+	reqs   []capability.Request
+	known  bool
+	dec    capability.Decision
+	ticket Ticket
+	res    Result
+	mode   Mode
+	pol    Decider
+
+	principal, targetHash string // audit fields computed once
+	detail                map[string]string
+}
+
+func (x *exec) step(s Step) {
+	x.res.Stage = s
+	if x.g.trace != nil {
+		x.g.trace(x.c.ID, s)
+	}
+}
+
+func (x *exec) fail(reason capability.Reason, msg string) {
+	x.res.IsError = true
+	x.res.Reason = reason
+	x.res.Content = msg
+	// fail is only used before the handler runs: the call is refused, and
+	// the decision keeps the reason it had (why approval was needed).
+	x.dec.Mode = capability.Deny
+	if x.dec.Reason == "" || x.dec.Reason == capability.ReasonAllowed {
+		x.dec.Reason, x.dec.Layer = reason, stageLayer(x.res.Stage)
+	}
+}
+
+func stageLayer(s Step) string {
+	switch s {
+	case StepPreHooks:
+		return "hook"
+	case StepApproval:
+		return "approval"
+	}
+	return "gate"
+}
+
+// Execute runs one call through every step, in order: lookup, schema,
+// policy, approval, PreToolUse hooks, the call, output capture,
+// PostToolUse/PostToolUseFailure hooks, audit. It always returns exactly one
+// Result for c.ID; refusals, failures, panics, timeouts and cancellation are
+// error results with a reason code.
+func (g *Gate) Execute(ctx context.Context, c Call) Result {
+	x := &exec{g: g, c: &c, mode: g.Mode()}
+	x.res.ToolUseID, x.res.Tool = c.ID, c.Tool
+	executed := x.run(ctx)
+	x.finish(ctx, executed)
+	return x.res
+}
+
+// run performs steps 1–8 and reports whether the handler was started.
+func (x *exec) run(ctx context.Context) bool {
+	g, c := x.g, x.c
+	// 1. lookup
+	x.step(StepLookup)
+	if len(c.Principals) == 0 || c.RunID == "" || c.ID == "" {
+		x.fail(capability.ReasonInvalidRequest, "the call has no tool_use id, run id or principal")
+		return false
+	}
+	v, err := g.reg.View(c.RunID, c.Principals)
+	if err == nil {
+		x.view = v
+		x.entry, _ = v.Lookup(c.Tool)
+	}
+	if x.entry == nil {
+		x.fail(capability.ReasonToolUnknown, "unknown tool "+quoteName(c.Tool))
+		return false
+	}
+	if err := ctx.Err(); err != nil {
+		x.fail(capability.ReasonCanceled, "canceled")
+		return false
+	}
+	// 2–4. schema, policy, approval
+	if !x.authorize(ctx, c.Input, true) {
+		return false
+	}
+	// 5. PreToolUse hooks
+	x.step(StepPreHooks)
+	if g.hooks.Has(hook.PreToolUse, c.Tool) {
+		out := g.hooks.Dispatch(ctx, hook.Input{
+			SessionID: g.sessionID, HookEventName: hook.PreToolUse, RunID: c.RunID,
+			AgentID: c.Principals[len(c.Principals)-1], PermissionMode: x.mode.String(),
+			ToolName: c.Tool, ToolInput: x.in.Raw(), ToolUseID: c.ID,
+		})
+		x.res.Context = append(x.res.Context, out.Context...)
+		switch {
+		case out.Failed:
+			x.fail(capability.ReasonHookFailed, "PreToolUse "+out.Message)
+			return false
+		case out.Blocked:
+			x.fail(capability.ReasonHookBlocked, "blocked by hook "+out.Hook+": "+out.Message)
+			return false
+		case out.Halt:
+			x.fail(capability.ReasonHookBlocked, "stopped by hook "+out.Hook+": "+out.HaltReason)
+			return false
+		}
+		if len(out.UpdatedInput) > 0 && !bytes.Equal(out.UpdatedInput, x.in.Raw()) {
+			if !x.rewrite(ctx, out.UpdatedInput, out.Ask) {
+				return false
+			}
+		} else if out.Ask && x.dec.Mode == capability.Allow {
+			x.dec.Mode, x.dec.Reason, x.dec.Layer, x.dec.Rule = capability.ApprovalRequired, capability.ReasonApprovalRequired, "hook", out.Hook
+			if !x.approve(ctx) {
+				return false
+			}
+		}
+	}
+	// 6. the call
+	x.step(StepCall)
+	if err := ctx.Err(); err != nil {
+		x.fail(capability.ReasonCanceled, "canceled before the call")
+		return false
+	}
+	env, ok := x.env()
+	if !ok {
+		return false
+	}
+	started := x.event(audit.TypeToolCallStarted)
+	if err := g.sink.Record(context.WithoutCancel(ctx), started); err != nil {
+		g.log.Error("gate: audit refused tool_call_started", "tool", c.Tool, "err", err)
+		x.fail(capability.ReasonAuditUnavailable, "the call was not run: the audit log is unavailable")
+		return false
+	}
+	out, callErr := x.call(ctx, env)
+	// 7. output capture
+	x.step(StepOutput)
+	content, isErr := out.Content, out.IsError
+	if callErr != nil {
+		isErr = true
+		if ce, ok := errors.AsType[*capability.Error](callErr); ok {
+			content, x.res.Reason = ce.Error(), ce.Decision.Reason
+		} else {
+			content, x.res.Reason = "tool error: "+callErr.Error(), capability.ReasonToolError
+		}
+	} else if isErr {
+		x.res.Reason = capability.ReasonToolError
+	} else {
+		x.res.Reason = capability.ReasonAllowed
+	}
+	x.res.IsError = isErr
+	head, sp, err := g.capture.apply(content, SpillRecord{ToolUseID: c.ID, RunID: c.RunID, Tool: c.Tool})
+	if err != nil {
+		g.log.Error("gate: spill failed", "tool", c.Tool, "err", err)
+	}
+	x.res.Content, x.res.Spill = head, sp
+	// 8. PostToolUse / PostToolUseFailure hooks
+	x.step(StepPostHooks)
+	ev := hook.PostToolUse
+	if x.res.IsError {
+		ev = hook.PostToolUseFailure
+	}
+	if g.hooks.Has(ev, c.Tool) {
+		resp, _ := json.Marshal(x.res.Content)
+		hin := hook.Input{
+			SessionID: g.sessionID, HookEventName: ev, RunID: c.RunID,
+			AgentID: c.Principals[len(c.Principals)-1], PermissionMode: x.mode.String(),
+			ToolName: c.Tool, ToolInput: x.in.Raw(), ToolUseID: c.ID,
+		}
+		if x.res.IsError {
+			hin.Error = x.res.Content
+		} else {
+			hin.ToolResponse = resp
+		}
+		po := g.hooks.Dispatch(context.WithoutCancel(ctx), hin)
+		x.res.Context = append(x.res.Context, po.Context...)
+		if po.Blocked {
+			x.res.Context = append(x.res.Context, "hook "+po.Hook+": "+po.Message)
+		}
+		for _, e := range po.Errors {
+			g.log.Warn("gate: post hook failed", "tool", c.Tool, "err", e)
+		}
+	}
+	return true
+}
+
+// authorize runs steps 2–4 on raw: schema, policy, approval. first is
+// false for a hook rewrite, whose decision is combined with the first one.
+func (x *exec) authorize(ctx context.Context, raw json.RawMessage, first bool) bool {
+	g, e := x.g, x.entry
+	// 2. schema
+	x.step(StepSchema)
+	if len(raw) > g.maxInput {
+		x.fail(capability.ReasonSchemaInvalid, fmt.Sprintf("input is larger than %d bytes", g.maxInput))
+		return false
+	}
+	if p, ok := e.RawParser(); ok && first {
+		parsed, err := safeParseRaw(p, raw)
+		if err != nil {
+			x.fail(capability.ReasonSchemaInvalid, "input does not parse: "+err.Error())
+			return false
+		}
+		raw = parsed
+	}
+	in, err := tool.ParseInput(raw)
+	if err != nil {
+		x.fail(capability.ReasonSchemaInvalid, "input is not valid JSON: "+err.Error())
+		return false
+	}
+	sc, err := g.schemas.get(e)
+	if err != nil {
+		g.log.Error("gate: tool schema does not compile", "tool", e.Name(), "err", err)
+		x.fail(capability.ReasonSchemaInvalid, "the tool's input schema does not compile")
+		return false
+	}
+	if vs := sc.Validate(in); len(vs) > 0 {
+		x.dec.Rule = "schema:" + vs[0].Keyword
+		x.fail(capability.ReasonSchemaInvalid, schemaMessage(vs))
+		return false
+	}
+	// 3. policy
+	x.step(StepPolicy)
+	if x.pol == nil {
+		pol, err := g.policy(e.Plugin())
+		if err != nil || pol == nil {
+			x.fail(capability.ReasonPolicyError, "no policy for this tool")
+			return false
+		}
+		x.pol = pol
+	}
+	prevIn, prevReqs, prevKnown, prevDec := x.in, x.reqs, x.known, x.dec
+	x.in = in
+	d := x.decide(ctx)
+	if !first {
+		// The rewrite may not reach what the original did not, and the
+		// stricter decision stands.
+		if d.Mode != capability.Deny {
+			if w := widened(prevReqs, prevKnown, x.reqs, x.known); w != "" {
+				d = capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRewriteWidened, Layer: "hook", Request: w}
+			} else if prevDec.Mode < d.Mode {
+				d.Mode, d.Reason, d.Layer, d.Rule = prevDec.Mode, prevDec.Reason, prevDec.Layer, prevDec.Rule
+			}
+			if d.Mode == capability.Allow && !prevKnown && !bytes.Equal(prevIn.Raw(), in.Raw()) {
+				// Nothing proves the rewrite stays within the original.
+				d.Mode, d.Reason, d.Layer, d.Rule = capability.ApprovalRequired, capability.ReasonApprovalRequired, "hook", "rewrite of an undeclared tool"
+			}
+		}
+	}
+	if d.Mode == capability.ApprovalRequired && x.mode == ModeDontAsk {
+		d.Mode, d.Reason, d.Layer, d.Rule = capability.Deny, capability.ReasonModeDenied, "mode", "mode:dontAsk"
+	}
+	x.dec = d
+	if d.Mode == capability.Deny {
+		x.fail(d.Reason, denyMessage(d))
+		return false
+	}
+	// 4. approval
+	x.step(StepApproval)
+	if d.Mode == capability.ApprovalRequired {
+		return x.approve(ctx)
+	}
+	return true
+}
+
+func safeParseRaw(p tool.RawParser, raw []byte) (out json.RawMessage, err error) {
+	defer func() {
+		if recover() != nil {
+			out, err = nil, errors.New("the input parser panicked")
+		}
+	}()
+	return p.ParseRaw(raw)
+}
+
+// widened returns the first request of the rewrite that the original did
+// not make, or "" when the rewrite stays inside.
+func widened(orig []capability.Request, origKnown bool, next []capability.Request, nextKnown bool) string {
+	if !nextKnown && origKnown {
+		return "a request the original input did not make"
+	}
+	for i := range next {
+		s := next[i].String()
+		found := false
+		for j := range orig {
+			if orig[j].String() == s {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return s
+		}
+	}
+	return ""
+}
+
+// rewrite sends a hook's updated input back through steps 2–4.
+func (x *exec) rewrite(ctx context.Context, raw json.RawMessage, ask bool) bool {
+	prevTicket := x.ticket
+	x.ticket = Ticket{}
+	if !x.authorize(ctx, raw, false) {
+		return false
+	}
+	if ask && x.dec.Mode == capability.Allow {
+		x.dec.Mode, x.dec.Reason, x.dec.Layer = capability.ApprovalRequired, capability.ReasonApprovalRequired, "hook"
+		if x.mode == ModeDontAsk {
+			x.fail(capability.ReasonModeDenied, "a hook asked for approval and the mode is dontAsk")
+			return false
+		}
+		if !x.approve(ctx) {
+			return false
+		}
+	}
+	if x.ticket.ApprovalID == "" && prevTicket.ApprovalID != "" && x.dec.Mode == capability.ApprovalRequired {
+		// cannot happen: approve ran for the rewrite; keep fail closed.
+		x.fail(capability.ReasonApprovalMismatch, "the approval does not cover the rewritten input")
+		return false
+	}
+	return true
+}
+
+func (x *exec) approve(ctx context.Context) bool {
+	g, e, c := x.g, x.entry, x.c
+	x.step(StepApproval)
+	if x.mode == ModeDontAsk {
+		x.fail(capability.ReasonModeDenied, "approval would be needed and the mode is dontAsk")
+		return false
+	}
+	if g.approver == nil {
+		x.fail(capability.ReasonApprovalRequired, "this call needs approval and no approver is configured")
+		return false
+	}
+	p := e.Plugin()
+	hash, err := approval.HashAction(approval.Action{
+		Plugin: p.ID, Version: p.Version, ManifestDigest: p.ManifestDigest,
+		Tool: e.Name(), Input: x.in.Raw(), RunID: c.RunID,
+	})
+	if err != nil {
+		x.fail(capability.ReasonInvalidRequest, "the action cannot be hashed")
+		return false
+	}
+	t, err := safeApprove(ctx, g.approver, ApprovalRequest{
+		RunID: c.RunID, Principals: c.Principals, ToolUseID: c.ID, Plugin: p, Tool: e.Name(),
+		ActionHash: hash, Decision: x.dec, Preview: x.preview(),
+	})
+	if err != nil {
+		reason := capability.ReasonOf(err)
+		switch {
+		case reason == "" && ctx.Err() != nil:
+			reason = capability.ReasonCanceled
+		case reason == "":
+			reason = capability.ReasonApprovalDenied
+		}
+		x.fail(reason, "not approved: "+boundMsg(err.Error(), 300))
+		return false
+	}
+	if t.ApprovalID == "" || (t.ActionHash != "" && t.ActionHash != hash) {
+		x.fail(capability.ReasonApprovalMismatch, "the approver returned no ticket for this action")
+		return false
+	}
+	x.ticket = t
+	x.res.ApprovalID = t.ApprovalID
+	return true
+}
+
+func safeApprove(ctx context.Context, a Approver, r ApprovalRequest) (t Ticket, err error) {
+	defer func() {
+		if recover() != nil {
+			t, err = Ticket{}, errors.New("the approver panicked")
+		}
+	}()
+	return a.Approve(ctx, r)
+}
+
+func (x *exec) preview() string {
+	var b strings.Builder
+	b.WriteString(x.entry.Name())
+	for i := range x.reqs {
+		if b.Len() > approval.MaxPreview {
+			break
+		}
+		b.WriteString("; ")
+		b.WriteString(x.reqs[i].String())
+	}
+	return boundMsg(b.String(), approval.MaxPreview)
+}
+
+// env builds the handler's Env.
+func (x *exec) env() (tool.Env, bool) {
+	g, c := x.g, x.c
+	var env tool.Env
+	if g.caps != nil {
+		var err error
+		if env, err = g.caps(x.entry.Plugin()); err != nil {
+			x.fail(capability.ReasonPolicyError, "the tool's capabilities are unavailable")
+			return env, false
+		}
+	}
+	env.RunID, env.ToolUseID = c.RunID, c.ID
+	env.Principals = append([]string(nil), c.Principals...)
+	env.IdempotencyKey = x.ticket.IdempotencyKey
+	if env.IdempotencyKey == "" {
+		sum := sha256.Sum256([]byte("norma-call-v1\x00" + c.RunID + "\x00" + c.ID))
+		env.IdempotencyKey = "nik_" + hex.EncodeToString(sum[:20])
+	}
+	if env.Exec != nil {
+		probe := x.pol.Decide(context.Background(), capability.Request{Kind: capability.ProcessSpawn, Argv: []string{"true"}})
+		if probe.Mode == capability.Deny {
+			env.Exec = nil
+		} else {
+			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.deny, tool: x.entry.Name()}
+		}
+	}
+	return env, true
+}
+
+// call runs the handler with a deadline, panic recovery and cancellation.
+// The handler runs on its own goroutine so that Execute returns at the
+// deadline even if the handler ignores its context.
+func (x *exec) call(ctx context.Context, env tool.Env) (tool.Result, error) {
+	timeout := x.entry.Timeout()
+	if timeout <= 0 {
+		timeout = x.g.timeout
+	}
+	start := time.Now()
+	cctx := newCallCtx(ctx, start.Add(timeout))
+	type res struct {
+		r   tool.Result
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- res{err: &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPanic, Layer: "tool"}, Detail: "the tool panicked"}}
+			}
+		}()
+		r, err := x.g.disp.Call(cctx, x.entry, env, x.in)
+		ch <- res{r, err}
+	}()
+	canceled := func() error {
+		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonCanceled, Layer: "gate"}, Detail: "the call was canceled"}
+	}
+	timedOut := func() error {
+		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonTimeout, Layer: "gate"}, Detail: "the call exceeded its deadline of " + timeout.String()}
+	}
+	timer := getTimer(time.Until(cctx.deadline))
+	var r res
+	select {
+	case r = <-ch:
+		cctx.end(context.Canceled)
+	case <-ctx.Done():
+		cctx.end(ctx.Err())
+		r.err = canceled()
+	case <-timer.C:
+		cctx.end(context.DeadlineExceeded)
+		r.err = timedOut()
+		if ctx.Err() != nil || cctx.parentFirst {
+			r.err = canceled()
+		}
+	}
+	putTimer(timer)
+	if r.err != nil && capability.ReasonOf(r.err) == "" && (errors.Is(r.err, context.DeadlineExceeded) || errors.Is(r.err, context.Canceled)) {
+		// The handler gave up because its context ended.
+		if ctx.Err() != nil || cctx.parentFirst {
+			r.err = canceled()
+		} else {
+			r.err = timedOut()
+		}
+	}
+	x.res.Duration = time.Since(start)
+	if x.ticket.ApprovalID != "" {
+		if f, ok := x.g.approver.(Finisher); ok {
+			if err := f.Finish(context.WithoutCancel(ctx), x.ticket); err != nil {
+				x.g.log.Error("gate: approval finish failed", "tool", x.entry.Name(), "err", err)
+			}
+		}
+	}
+	return r.r, r.err
+}
+
+// finish is step 9: the final audit event.
+func (x *exec) finish(ctx context.Context, executed bool) {
+	x.step(StepAudit)
+	if x.res.IsError && x.res.Reason == "" {
+		x.res.Reason = capability.ReasonPolicyError
+	}
+	if !x.res.IsError {
+		x.res.Reason = capability.ReasonAllowed
+	}
+	typ := audit.TypeCapabilityDecision
+	if executed {
+		typ = audit.TypeToolCallFinished
+	}
+	e := x.event(typ)
+	e.IsError, e.DurationMS = x.res.IsError, x.res.Duration.Milliseconds()
+	if executed {
+		e.Reason = string(x.res.Reason)
+	}
+	if x.res.Spill != nil {
+		e.OutputDigest = x.res.Spill.Digest
+	}
+	if err := x.g.sink.Record(context.WithoutCancel(ctx), e); err != nil {
+		x.res.AuditFailed = true
+		x.g.log.Error("gate: audit refused the final event", "tool", x.c.Tool, "err", err)
+	}
+	x.res.Decision = x.dec
+}
+
+func (x *exec) event(typ string) audit.Event {
+	c := x.c
+	if x.principal == "" {
+		x.principal = c.Principals[0]
+		if len(c.Principals) > 1 {
+			x.principal = strings.Join(c.Principals, ">")
+		}
+	}
+	e := audit.Event{
+		Type: typ, RunID: c.RunID, Principal: x.principal, Tool: c.Tool,
+		Decision: x.dec.Mode.String(), Reason: string(x.dec.Reason), Layer: x.dec.Layer, Rule: x.dec.Rule,
+		ManifestDigest: x.dec.ManifestDigest, PolicyGeneration: x.dec.PolicyGeneration,
+		ApprovalID: x.res.ApprovalID,
+	}
+	switch {
+	case typ == audit.TypeCapabilityDecision:
+		// A refusal: the stage says where the call stopped.
+		e.Detail = map[string]string{"toolUseId": c.ID, "stage": x.res.Stage.String()}
+	case x.detail == nil:
+		// The started and finished events of a call share one read-only
+		// map; their types say the stage.
+		x.detail = map[string]string{"toolUseId": c.ID}
+		fallthrough
+	default:
+		e.Detail = x.detail
+	}
+	if x.entry != nil {
+		p := x.entry.Plugin()
+		e.Plugin, e.PluginVersion = p.ID, p.Version
+		if e.ManifestDigest == "" {
+			e.ManifestDigest = p.ManifestDigest
+		}
+	}
+	if len(x.reqs) > 0 {
+		e.CapabilityKind = x.reqs[0].Kind.String()
+		if x.targetHash == "" {
+			x.targetHash = audit.HashTarget(x.reqs[0].String())
+		}
+		e.TargetHash = x.targetHash
+	}
+	if x.dec.Reason == "" {
+		e.Decision, e.Reason = "", string(x.res.Reason)
+	}
+	return e
+}
+
+func quoteName(s string) string {
+	return fmt.Sprintf("%q", boundMsg(s, 128))
+}
+
+func boundMsg(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func schemaMessage(vs []Violation) string {
+	var b strings.Builder
+	b.WriteString("input does not match the tool's schema:")
+	for i, v := range vs {
+		if i == 8 {
+			fmt.Fprintf(&b, "\n- and %d more", len(vs)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n- at %s: %s (%s)", v.Instance, v.Message, v.Keyword)
+	}
+	return b.String()
+}
+
+func denyMessage(d capability.Decision) string {
+	var b strings.Builder
+	b.WriteString("denied: ")
+	b.WriteString(string(d.Reason))
+	if d.Layer != "" {
+		b.WriteString(" (layer ")
+		b.WriteString(d.Layer)
+		if d.Rule != "" {
+			b.WriteString(", rule ")
+			b.WriteString(d.Rule)
+		}
+		b.WriteString(")")
+	}
+	if d.Request != "" {
+		b.WriteString(" for ")
+		b.WriteString(boundMsg(d.Request, 300))
+	}
+	return b.String()
+}
+
+// ExecuteExtra runs a deferred tool on the model's explicit request (the
+// ExecuteExtraTool path): a tool registered as Deferred that this view may
+// use is unlocked for the rest of the run, then the call goes through
+// Execute like any other. Hidden tools are not unlocked this way.
+func (g *Gate) ExecuteExtra(ctx context.Context, c Call) Result {
+	if v, err := g.reg.View(c.RunID, c.Principals); err == nil {
+		for _, n := range v.Deferred() {
+			if n == c.Tool {
+				_ = v.Unlock(n)
+				break
+			}
+		}
+	}
+	return g.Execute(ctx, c)
+}
+
+// ExecuteBatch runs the calls of one model turn. Consecutive calls that
+// are read-only and concurrency-safe run in parallel (at most MaxParallel at
+// once); every other call runs alone, after everything before it finished.
+// Results are in call order, one per call.
+func (g *Gate) ExecuteBatch(ctx context.Context, calls []Call) []Result {
+	out := make([]Result, len(calls))
+	safe := make([]bool, len(calls))
+	for i := range calls {
+		safe[i] = g.concurrent(&calls[i])
+	}
+	sem := make(chan struct{}, g.parallel)
+	for i := 0; i < len(calls); {
+		if !safe[i] {
+			out[i] = g.Execute(ctx, calls[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(calls) && safe[j] {
+			j++
+		}
+		var wg sync.WaitGroup
+		for k := i; k < j; k++ {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				out[k] = g.Execute(ctx, calls[k])
+			})
+		}
+		wg.Wait()
+		i = j
+	}
+	return out
+}
+
+// concurrent judges a call before it runs; anything that cannot be judged
+// is exclusive.
+func (g *Gate) concurrent(c *Call) bool {
+	v, err := g.reg.View(c.RunID, c.Principals)
+	if err != nil {
+		return false
+	}
+	e, ok := v.Lookup(c.Tool)
+	if !ok {
+		return false
+	}
+	raw := []byte(c.Input)
+	if p, ok := e.RawParser(); ok {
+		if raw, err = safeParseRaw(p, raw); err != nil {
+			return false
+		}
+	}
+	in, err := tool.ParseInput(raw)
+	if err != nil {
+		return false
+	}
+	return e.ReadOnly(in) && e.ConcurrencySafe(in)
+}
+
+// guardedRunner checks every process a handler starts against the deny
+// rules and the policy.
+type guardedRunner struct {
+	inner tool.Runner
+	pol   Decider
+	deny  ruleSet
+	tool  string
+}
+
+func (r *guardedRunner) Run(ctx context.Context, cmd tool.Command) (tool.CommandResult, error) {
+	if len(cmd.Argv) == 0 {
+		return tool.CommandResult{}, capability.Denied(capability.ReasonInvalidRequest, "process.spawn", "empty argv")
+	}
+	req := capability.Request{Kind: capability.ProcessSpawn, Argv: cmd.Argv}
+	if rl := r.deny.any("", []capability.Request{req}); rl != nil {
+		return tool.CommandResult{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRuleDenied, Layer: "rules", Rule: rl.text, Request: req.String()}}
+	}
+	if d := r.pol.Decide(ctx, req); d.Mode != capability.Allow {
+		if d.Mode == capability.ApprovalRequired {
+			d.Mode, d.Reason = capability.Deny, capability.ReasonApprovalRequired
+		}
+		return tool.CommandResult{}, &capability.Error{Decision: d}
+	}
+	return r.inner.Run(ctx, cmd)
+}

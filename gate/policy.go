@@ -1,0 +1,221 @@
+package gate
+
+import (
+	"context"
+	"strings"
+
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/fsguard"
+	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/tool"
+)
+
+// decide is step 3 for the current input: the tool's own judgment, the
+// permission rules and mode, and the capability decision of the policy for
+// every normalized request. It sets x.reqs and x.known.
+//
+// Order: a tool hard-deny, a request that cannot be normalized, and a
+// deny rule win over everything, bypass included; then plan denies
+// mutating calls; then the capability policy (its denials and its own
+// approval requirements stand in every mode); then ask rules, allow rules,
+// the tool's judgment and the mode. dontAsk is applied by the caller.
+func (x *exec) decide(ctx context.Context) capability.Decision {
+	e, in := x.entry, x.in
+	d := capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed}
+
+	perm := e.CheckPermissions(ctx, in)
+	if perm.Behavior == tool.Deny {
+		return deny(capability.ReasonToolDenied, "tool", boundMsg(perm.Reason, 200), e.Name())
+	}
+	acc, declared, err := e.Accesses(in)
+	if err != nil {
+		x.reqs, x.known = nil, false
+		return deny(capability.ReasonInvalidRequest, "tool", "access declaration failed", e.Name())
+	}
+	reqs, unknown, bad := x.g.normalize(e.Name(), acc)
+	x.reqs, x.known = reqs, declared && unknown == ""
+	if bad != nil {
+		return *bad
+	}
+	if r := x.g.rules.deny.any(e.Name(), reqs); r != nil {
+		return deny(capability.ReasonRuleDenied, "rules", r.text, firstReq(reqs, e.Name()))
+	}
+	readOnly := e.ReadOnly(in)
+	if x.mode == ModePlan && !readOnly {
+		return deny(capability.ReasonModeDenied, "mode", "mode:plan", e.Name())
+	}
+
+	// Capability policy: the most restrictive decision over all requests.
+	for i := range reqs {
+		pd := x.pol.Decide(ctx, reqs[i])
+		if pd.Mode < d.Mode || i == 0 {
+			req := pd.Request
+			d = pd
+			if req == "" {
+				d.Request = reqs[i].String()
+			}
+		}
+		if d.Mode == capability.Deny {
+			return d
+		}
+	}
+	capMode := d.Mode
+	if len(reqs) == 0 {
+		d.Request = e.Name()
+	}
+
+	// Harness permission.
+	harness := capability.Allow
+	layer, rule, reason := "", "", capability.ReasonApprovalRequired
+	switch {
+	case x.mode == ModeBypass && unknown == "":
+		layer, rule = "mode", "mode:bypassPermissions"
+	case unknown != "":
+		harness, layer, rule, reason = capability.ApprovalRequired, "rules", unknown, capability.ReasonCommandUnparseable
+	default:
+		if r := x.g.rules.ask.any(e.Name(), reqs); r != nil {
+			harness, layer, rule = capability.ApprovalRequired, "rules", r.text
+		} else if r := x.g.rules.allow.covers(e.Name(), reqs, x.known); r != nil {
+			layer, rule = "rules", r.text
+		} else if perm.Behavior == tool.Allow {
+			layer, rule = "tool", "tool:checkPermissions"
+		} else if x.mode == ModeAcceptEdits && x.known && onlyFiles(reqs) {
+			layer, rule = "mode", "mode:acceptEdits"
+		} else {
+			harness, layer, rule = capability.ApprovalRequired, "tool", "tool:"+perm.Behavior.String()
+		}
+	}
+	if harness < capMode {
+		d.Mode, d.Reason, d.Layer, d.Rule = harness, reason, layer, rule
+	} else if capMode == capability.Allow && d.Rule == "" {
+		d.Layer, d.Rule = layer, rule
+	}
+	return d
+}
+
+func deny(reason capability.Reason, layer, rule, req string) capability.Decision {
+	return capability.Decision{Mode: capability.Deny, Reason: reason, Layer: layer, Rule: rule, Request: req}
+}
+
+func firstReq(reqs []capability.Request, name string) string {
+	if len(reqs) > 0 {
+		return reqs[0].String()
+	}
+	return name
+}
+
+func onlyFiles(reqs []capability.Request) bool {
+	if len(reqs) == 0 {
+		return false
+	}
+	for i := range reqs {
+		if reqs[i].Kind != capability.FSRead && reqs[i].Kind != capability.FSWrite {
+			return false
+		}
+	}
+	return true
+}
+
+// normalize turns declared accesses into normalized capability requests.
+// unknown is non-empty when part of the effect cannot be known (an
+// unparseable command); bad is a denial for an access that cannot be
+// normalized (a path escaping the workspace, an invalid URL).
+func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.Request, unknown string, bad *capability.Decision) {
+	if len(acc) == 0 {
+		return nil, "", nil
+	}
+	reqs = make([]capability.Request, 0, len(acc))
+	fail := func(err error, what string) *capability.Decision {
+		r := capability.ReasonOf(err)
+		if r == "" {
+			r = capability.ReasonInvalidRequest
+		}
+		d := deny(r, "gate", "", what)
+		return &d
+	}
+	for _, a := range acc {
+		switch a.Kind {
+		case capability.FSRead, capability.FSWrite:
+			p, err := g.path(a.Path)
+			if err != nil {
+				return nil, "", fail(err, a.Kind.String()+" "+boundMsg(a.Path, 200))
+			}
+			reqs = append(reqs, capability.Request{Kind: a.Kind, Path: p})
+		case capability.NetRequest:
+			u, err := netguard.NormalizeURL(a.URL)
+			if err != nil {
+				return nil, "", fail(err, "net.request")
+			}
+			m := strings.ToUpper(a.Method)
+			if m == "" {
+				m = "GET"
+			}
+			reqs = append(reqs, capability.Request{Kind: a.Kind, Method: m, Origin: u.Origin, Path: u.Path})
+		case capability.SecretUse:
+			o, err := netguard.NormalizeOrigin(a.Origin)
+			if err != nil || a.Secret == "" {
+				return nil, "", fail(err, "secret.use")
+			}
+			reqs = append(reqs, capability.Request{Kind: a.Kind, Secret: a.Secret, Origin: o})
+		case capability.ProcessSpawn:
+			if a.Command == "" {
+				if len(a.Argv) == 0 {
+					return nil, "", fail(nil, "process.spawn")
+				}
+				// Without a shell, argv is exact; a wrapper still hides
+				// nothing from the deny rules.
+				se := shellEffects{}
+				se.command(append([]string(nil), a.Argv...), 0)
+				for _, argv := range se.spawns {
+					reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
+				}
+				if se.unknown != "" && unknown == "" {
+					unknown = se.unknown
+				}
+				continue
+			}
+			se := parseShell(a.Command)
+			if se.unknown != "" && unknown == "" {
+				unknown = se.unknown
+			}
+			for _, argv := range se.spawns {
+				reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
+			}
+			for _, lists := range [2]struct {
+				k     capability.Kind
+				paths []string
+			}{{capability.FSRead, se.reads}, {capability.FSWrite, se.writes}} {
+				for _, p := range lists.paths {
+					np, err := g.path(p)
+					if err != nil {
+						return nil, "", fail(err, lists.k.String()+" "+boundMsg(p, 200))
+					}
+					reqs = append(reqs, capability.Request{Kind: lists.k, Path: np})
+				}
+			}
+		case capability.ExternalWrite:
+			t := a.Tool
+			if t == "" {
+				t = toolName
+			}
+			reqs = append(reqs, capability.Request{Kind: a.Kind, Tool: t, Target: a.Target})
+		default:
+			d := deny(capability.ReasonInvalidRequest, "gate", "", "unknown capability kind")
+			return nil, "", &d
+		}
+	}
+	return reqs, unknown, nil
+}
+
+// path canonicalizes a workspace path: resolved when possible, cleaned
+// when it does not exist yet. A refusal (PATH_ESCAPE, ...) is returned.
+func (g *Gate) path(p string) (string, error) {
+	r, err := g.resolve(p)
+	if err == nil {
+		return r, nil
+	}
+	if capability.ReasonOf(err) != "" {
+		return "", err
+	}
+	return fsguard.Clean(p)
+}

@@ -1,0 +1,463 @@
+package gate
+
+import (
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxShellDepth bounds nested `sh -c` / eval / wrapper unwrapping.
+const maxShellDepth = 8
+
+// dynamicWord stands for a word whose value is only known when the shell
+// runs it ($VAR, $(…), globs, ~). It contains a NUL byte, so no rule word can
+// ever be equal to it.
+const dynamicWord = "\x00dynamic"
+
+// shellEffects is what a command line will do, as far as it can be known
+// before it runs.
+type shellEffects struct {
+	spawns [][]string // argv of every simple command, wrappers unwrapped
+	reads  []string   // redirection sources
+	writes []string   // redirection targets
+	// unknown is non-empty when part of the effect cannot be known (a parse
+	// error, a computed command name, eval of a computed string, a
+	// computed redirection target); such a command is never allowed by a
+	// rule.
+	unknown string
+}
+
+func (s *shellEffects) setUnknown(why string) {
+	if s.unknown == "" {
+		s.unknown = why
+	}
+}
+
+// parseShell parses a command line with a real Bash parser and collects
+// every simple command (in lists, pipelines, subshells, command and process
+// substitutions, functions, control structures, here-strings) and every
+// redirection.
+func parseShell(cmd string) shellEffects {
+	var s shellEffects
+	s.parse(cmd, 0)
+	return s
+}
+
+func (s *shellEffects) parse(cmd string, depth int) {
+	if depth > maxShellDepth {
+		s.setUnknown("commands nested too deeply")
+		return
+	}
+	if strings.IndexByte(cmd, 0) >= 0 || !utf8.ValidString(cmd) {
+		// A shell given this through argv sees something else (argv
+		// strings end at NUL); never guess.
+		s.setUnknown("the command contains a NUL byte or invalid UTF-8")
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
+	if err != nil {
+		s.setUnknown("the command does not parse")
+		return
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			for _, r := range n.Redirs {
+				s.redirect(r)
+			}
+		case *syntax.CallExpr:
+			s.call(n, depth)
+		}
+		return true
+	})
+}
+
+func (s *shellEffects) redirect(r *syntax.Redirect) {
+	var read, write bool
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
+		write = true
+	case syntax.RdrIn:
+		read = true
+	case syntax.RdrInOut:
+		read, write = true, true
+	case syntax.DplOut, syntax.DplIn:
+		v, ok := wordValue(r.Word)
+		if ok && (v == "-" || isDigits(v)) {
+			return // fd duplication or close
+		}
+		read, write = r.Op == syntax.DplIn, r.Op == syntax.DplOut
+	default:
+		return // here-documents and here-strings read no file
+	}
+	if r.Word == nil {
+		return
+	}
+	v, ok := wordValue(r.Word)
+	if !ok {
+		s.setUnknown("a redirection target is computed")
+		return
+	}
+	switch v {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin":
+		return
+	}
+	if read {
+		s.reads = append(s.reads, v)
+	}
+	if write {
+		s.writes = append(s.writes, v)
+	}
+}
+
+func isDigits(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *shellEffects) call(c *syntax.CallExpr, depth int) {
+	if len(c.Args) == 0 {
+		return // assignments only; their substitutions are walked
+	}
+	argv := make([]string, 0, len(c.Args))
+	for _, w := range c.Args {
+		v, ok := wordValue(w)
+		if !ok {
+			v = dynamicWord
+		}
+		argv = append(argv, v)
+	}
+	if len(c.Assigns) > 0 {
+		// VAR=x cmd: the environment can change what cmd does (LD_PRELOAD,
+		// GIT_SSH_COMMAND, ...), so the prefixed form is a request of its
+		// own that an allow rule for cmd does not cover.
+		full := make([]string, 0, len(c.Assigns)+len(argv))
+		for _, a := range c.Assigns {
+			full = append(full, assignText(a))
+		}
+		s.spawns = append(s.spawns, append(full, argv...))
+	}
+	s.command(argv, depth)
+}
+
+func assignText(a *syntax.Assign) string {
+	if a.Name == nil {
+		return dynamicWord
+	}
+	if a.Value == nil {
+		return a.Name.Value + "="
+	}
+	v, ok := wordValue(a.Value)
+	if !ok {
+		v = dynamicWord
+	}
+	return a.Name.Value + "=" + v
+}
+
+// command records argv and whatever command it wraps.
+func (s *shellEffects) command(argv []string, depth int) {
+	if len(argv) == 0 {
+		return
+	}
+	if argv[0] == dynamicWord {
+		s.setUnknown("the command name is computed")
+		s.spawns = append(s.spawns, argv)
+		return
+	}
+	s.spawns = append(s.spawns, argv)
+	if strings.Contains(argv[0], "/") {
+		// /usr/bin/rm is rm for the rules too.
+		base := path.Base(argv[0])
+		alias := append([]string{base}, argv[1:]...)
+		s.spawns = append(s.spawns, alias)
+		argv = alias
+	}
+	if depth > maxShellDepth {
+		s.setUnknown("commands nested too deeply")
+		return
+	}
+	switch argv[0] {
+	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox":
+		s.shell(argv, depth)
+	case "eval":
+		script, ok := literalJoin(argv[1:])
+		if !ok {
+			s.setUnknown("eval of a computed string")
+			return
+		}
+		s.parse(script, depth+1)
+	case "find":
+		s.find(argv, depth)
+	default:
+		if inner, ok := unwrap(argv); ok {
+			if inner == nil {
+				s.setUnknown("a wrapper's command cannot be determined")
+				return
+			}
+			s.command(inner, depth+1)
+		}
+	}
+}
+
+func literalJoin(words []string) (string, bool) {
+	for _, w := range words {
+		if w == dynamicWord {
+			return "", false
+		}
+	}
+	return strings.Join(words, " "), true
+}
+
+// shell handles `sh -c SCRIPT` (with combined flags such as -ec, -lc) and
+// `busybox sh -c`.
+func (s *shellEffects) shell(argv []string, depth int) {
+	args := argv[1:]
+	if argv[0] == "busybox" {
+		if len(args) == 0 {
+			return
+		}
+		s.command(args, depth+1)
+		return
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
+			return // a script file or nothing: the spawn itself is the request
+		}
+		if a == "-o" || a == "+o" || a == "-O" || a == "+O" {
+			i++
+			continue
+		}
+		if strings.HasPrefix(a, "--") {
+			continue
+		}
+		if strings.Contains(a, "c") && strings.HasPrefix(a, "-") {
+			if i+1 >= len(args) || args[i+1] == dynamicWord {
+				s.setUnknown("sh -c with a computed script")
+				return
+			}
+			s.parse(args[i+1], depth+1)
+			return
+		}
+	}
+}
+
+// find records the commands of -exec, -execdir, -ok and -okdir.
+func (s *shellEffects) find(argv []string, depth int) {
+	for i := 1; i < len(argv); i++ {
+		switch argv[i] {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(argv) && argv[j] != ";" && argv[j] != "+" {
+				j++
+			}
+			if j > i+1 {
+				s.command(argv[i+1:j], depth+1)
+			}
+			i = j
+		}
+	}
+}
+
+// wrapperArgs lists, per wrapper, the options that take a separate argument.
+var wrapperArgs = map[string]string{
+	"env":        "uCS",
+	"sudo":       "ughpCDrtUT",
+	"doas":       "uC",
+	"nice":       "n",
+	"timeout":    "sk",
+	"xargs":      "ILnPsdEa",
+	"nohup":      "",
+	"exec":       "a",
+	"command":    "",
+	"builtin":    "",
+	"time":       "fo",
+	"stdbuf":     "ioe",
+	"setsid":     "",
+	"ionice":     "cnp",
+	"chrt":       "",
+	"taskset":    "",
+	"unshare":    "",
+	"flock":      "wE",
+	"caffeinate": "",
+}
+
+// unwrap returns the command a wrapper runs. ok is false when argv[0] is
+// not a wrapper; inner is nil when it is one but its command cannot be
+// determined (a computed word where the command should be, env -S).
+func unwrap(argv []string) (inner []string, ok bool) {
+	takes, ok := wrapperArgs[argv[0]]
+	if !ok {
+		return nil, false
+	}
+	args := argv[1:]
+	i := 0
+	for i < len(args) {
+		a := args[i]
+		if a == dynamicWord {
+			return nil, true
+		}
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			if argv[0] == "env" && strings.Contains(a, "=") {
+				i++
+				continue
+			}
+			break
+		}
+		if argv[0] == "env" && (a == "-S" || strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string")) {
+			return nil, true
+		}
+		if argv[0] == "command" && (a == "-v" || a == "-V") {
+			return []string{}, true // a lookup, runs nothing
+		}
+		if strings.HasPrefix(a, "--") {
+			i++
+			if !strings.Contains(a, "=") && longTakesArg(argv[0], a) {
+				i++
+			}
+			continue
+		}
+		// -n5 carries its argument; -n 5 takes the next word.
+		if len(a) == 2 && strings.ContainsRune(takes, rune(a[1])) {
+			i += 2
+			continue
+		}
+		if argv[0] == "nice" && isDigits(a[1:]) {
+			i++
+			continue
+		}
+		i++
+	}
+	rest := args[min(i, len(args)):]
+	switch argv[0] {
+	case "timeout":
+		if len(rest) > 0 {
+			rest = rest[1:] // the duration
+		}
+	case "chrt", "taskset":
+		if len(rest) > 0 {
+			rest = rest[1:] // priority or mask
+		}
+	case "flock":
+		if len(rest) > 0 {
+			rest = rest[1:] // the lock file
+		}
+	case "xargs":
+		if len(rest) == 0 {
+			rest = []string{"echo"}
+		}
+	}
+	if len(rest) == 0 {
+		if argv[0] == "command" || argv[0] == "exec" || argv[0] == "builtin" {
+			return []string{}, true
+		}
+		return nil, true
+	}
+	if rest[0] == dynamicWord {
+		return nil, true
+	}
+	return rest, true
+}
+
+func longTakesArg(wrapper, opt string) bool {
+	switch wrapper + " " + opt {
+	case "env --unset", "env --chdir", "sudo --user", "sudo --group", "sudo --host", "sudo --prompt",
+		"timeout --signal", "timeout --kill-after", "nice --adjustment", "xargs --max-args",
+		"xargs --max-procs", "xargs --delimiter", "xargs --arg-file", "xargs --replace":
+		return true
+	}
+	return false
+}
+
+// wordValue returns the value of w when it is known before the shell runs.
+func wordValue(w *syntax.Word) (string, bool) {
+	if w == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			if i == 0 && strings.HasPrefix(v, "~") {
+				return "", false
+			}
+			if hasUnescaped(v, "*?[") || (strings.Contains(v, "{") && strings.Contains(v, "}")) {
+				return "", false
+			}
+			b.WriteString(unescape(v, false))
+		case *syntax.SglQuoted:
+			if p.Dollar && strings.Contains(p.Value, `\`) {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(unescape(l.Value, true))
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func hasUnescaped(v, chars string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' {
+			i++
+			continue
+		}
+		if strings.IndexByte(chars, v[i]) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// unescape removes shell backslash quoting: every backslash outside
+// quotes, and inside double quotes only before $ ` " \ and newline.
+func unescape(v string, dquoted bool) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c != '\\' || i+1 >= len(v) {
+			b.WriteByte(c)
+			continue
+		}
+		n := v[i+1]
+		switch {
+		case n == '\n':
+			i++
+		case !dquoted || strings.IndexByte("$`\"\\", n) >= 0:
+			b.WriteByte(n)
+			i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
