@@ -27,7 +27,7 @@ func newPluginCmd() *cobra.Command {
 		Use:   "plugin",
 		Short: "Sign, verify, trust, install, update and remove plugin packages",
 	}
-	c.AddCommand(newPluginKeygenCmd(), newPluginPackCmd(), newPluginSignCmd(), newPluginVerifyCmd(),
+	c.AddCommand(newPluginWrapCmd(), newPluginKeygenCmd(), newPluginPackCmd(), newPluginSignCmd(), newPluginVerifyCmd(),
 		newPluginTrustCmd(), newPluginInstallCmd(false), newPluginInstallCmd(true), newPluginConsentCmd(),
 		newPluginListCmd(), newPluginInfoCmd(), newPluginRemoveCmd())
 	return c

@@ -680,24 +680,40 @@ func (r *ringBuffer) String() string {
 	return string(r.buf)
 }
 
-// execOnly lists what a no-spawn plugin may execute: its entrypoint and,
-// when it is dynamically linked, its ELF interpreter.
+// execOnly lists what a no-spawn plugin may execute: its entrypoint, the
+// interpreter of a "#!" script entrypoint, and the ELF interpreter of a
+// dynamically linked program. (A dynamic loader can load any readable
+// program; only static entrypoints get the strict guarantee.)
 func execOnly(entry string) []string {
 	out := []string{entry}
-	f, err := elf.Open(entry)
-	if err != nil {
+	if b, err := os.ReadFile(entry); err == nil && len(b) > 2 && string(b[:2]) == "#!" {
+		line, _, _ := strings.Cut(string(b[2:min(len(b), 256)]), "\n")
+		if f := strings.Fields(line); len(f) > 0 && filepath.IsAbs(f[0]) {
+			if real, err := filepath.EvalSymlinks(f[0]); err == nil {
+				out = append(out, real)
+				out = append(out, elfInterp(real)...)
+			}
+		}
 		return out
+	}
+	return append(out, elfInterp(entry)...)
+}
+
+func elfInterp(prog string) []string {
+	f, err := elf.Open(prog)
+	if err != nil {
+		return nil
 	}
 	defer f.Close()
 	for _, ph := range f.Progs {
 		if ph.Type == elf.PT_INTERP {
 			b := make([]byte, ph.Filesz)
 			if _, err := ph.ReadAt(b, 0); err == nil {
-				out = append(out, strings.TrimRight(string(b), "\x00"))
+				return []string{strings.TrimRight(string(b), "\x00")}
 			}
 		}
 	}
-	return out
+	return nil
 }
 
 // approve answers the broker's approval_required requests. A request made
