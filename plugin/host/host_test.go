@@ -54,7 +54,7 @@ var (
 )
 
 // buildExample builds an example plugin as a static binary once per test run.
-func buildExample(t *testing.T, name string) string {
+func buildExample(t testing.TB, name string) string {
 	t.Helper()
 	if v, ok := buildOnce.Load(name); ok {
 		return v.(string)
@@ -77,7 +77,7 @@ func buildExample(t *testing.T, name string) string {
 	return out
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
@@ -94,7 +94,7 @@ type env struct {
 	outside  string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	requireSandbox(t)
 	e := &env{home: t.TempDir(), ws: t.TempDir()}
@@ -158,7 +158,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func (e *env) workspacePolicy(t *testing.T) *manifest.Layer {
+func (e *env) workspacePolicy(t testing.TB) *manifest.Layer {
 	l, err := manifest.ParseLayer("ws.yaml", []byte("schema_version: 2\nkind: workspace\npermissions:\n  filesystem:\n    deny: [\"workspace://**/.env*\"]\n  network:\n    allow_private: [127.0.0.0/8]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func (e *env) workspacePolicy(t *testing.T) *manifest.Layer {
 }
 
 // install packs, signs and installs an example with the grant of its own manifest.
-func (e *env) install(t *testing.T, name, manifestPath string) {
+func (e *env) install(t testing.TB, name, manifestPath string) {
 	t.Helper()
 	bin := buildExample(t, name)
 	pkg := t.TempDir()
