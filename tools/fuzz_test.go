@@ -1,0 +1,108 @@
+package tools
+
+import (
+	"bytes"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzHTMLToMarkdown: any input converts without panic to valid UTF-8 that
+// never contains script content or a javascript: link.
+func FuzzHTMLToMarkdown(f *testing.F) {
+	for _, s := range []string{
+		`<h1>T</h1><p>a <b>b</b> <a href="/x">c</a></p>`,         // the common shapes
+		`<ul><li>a<ol><li>b</li></ol></li></ul><pre>x\n y</pre>`, // nesting and pre
+		`<a href="javascript:alert(1)">x</a><script>evil()</script>`,
+		"<p>\xff\xfe broken utf8</p>", // invalid bytes
+		strings.Repeat("<div>", 3000), // deep nesting
+		`<table><tr><td>a</td><td>b</td></tr></table><blockquote><p>q</p></blockquote>`,
+	} {
+		f.Add(s)
+	}
+	base, _ := url.Parse("https://example.org/dir/page")
+	f.Fuzz(func(t *testing.T, doc string) {
+		title, md := htmlToMarkdown([]byte(doc), base)
+		if !utf8.ValidString(md) || !utf8.ValidString(title) {
+			t.Fatalf("htmlToMarkdown(%q) is not valid UTF-8", doc)
+		}
+		if strings.Contains(md, "](javascript:") {
+			t.Fatalf("htmlToMarkdown(%q) = %q keeps a javascript: link", doc, md)
+		}
+	})
+}
+
+// FuzzParseSkill: no panic; tool names that come out are valid; the
+// instructions never include the front matter.
+func FuzzParseSkill(f *testing.F) {
+	for _, s := range []string{
+		"---\nname: a\ndescription: b\ntools: [X, Y]\n---\nbody\n", // front matter and body
+		"no front matter",
+		"---\ntools: [\"../x\"]\n---\n", // an invalid tool name
+		"---\nunterminated",
+		"\xef\xbb\xbf---\r\ntools:\r\n  - A\r\n---\r\nwindows\r\n", // BOM and CRLF
+	} {
+		f.Add([]byte(s))
+	}
+	nameRE := regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSkill(data)
+		if err != nil {
+			return
+		}
+		for _, n := range s.Tools {
+			if !nameRE.MatchString(n) {
+				t.Fatalf("ParseSkill(%q) let tool name %q through", data, n)
+			}
+		}
+		if bytes.HasPrefix(data, []byte("---\n")) && strings.HasPrefix(s.Instructions, "---") && !strings.Contains(string(data[4:]), "\n---\n---") {
+			t.Fatalf("ParseSkill(%q): instructions start with front matter: %q", data, s.Instructions)
+		}
+	})
+}
+
+// FuzzGrepFind checks the matcher against a second implementation that
+// splits the file into lines and matches each one.
+func FuzzGrepFind(f *testing.F) {
+	for _, s := range [][2]string{
+		{"TOKEN", "a\nTOKEN b\nc TOKEN\n"}, // literal fast path
+		{"^func", "func a\n func b\nfunc"}, // anchors per line
+		{"a+b", "aab\nab\nb\n"},            // regexp with a literal prefix
+		{"x$", "x\nxx\n\nx"},               // end anchors and an empty line
+		{"[0-9]", "1\r\n2\r\n"},            // CRLF
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, data string) {
+		if strings.Contains(pattern, "\n") || strings.Contains(pattern, `\n`) || strings.Contains(pattern, `\s`) ||
+			strings.Contains(pattern, `\D`) || strings.Contains(pattern, `\W`) || strings.Contains(pattern, `\S`) ||
+			strings.Contains(pattern, "[^") || strings.Contains(pattern, `\x`) || strings.Contains(pattern, `\0`) ||
+			strings.Contains(pattern, `(?s`) || strings.Contains(pattern, `\pC`) || strings.Contains(pattern, `\PL`) || strings.Contains(pattern, `\p`) || strings.Contains(pattern, `\P`) || strings.Contains(pattern, `:]`) {
+			return // patterns that can match a newline are not line-local
+		}
+		m, err := newMatcher(grepArgs{Pattern: pattern, OutputMode: grepContent, HeadLimit: 1 << 20})
+		if err != nil {
+			return
+		}
+		lines, count := m.find([]byte(data), 1<<20)
+		var want []int
+		for i, l := range strings.SplitAfter(data, "\n") {
+			if l == "" {
+				continue
+			}
+			if m.re.MatchString(strings.TrimSuffix(l, "\n")) {
+				want = append(want, i)
+			}
+		}
+		if count != len(want) || len(lines) != len(want) {
+			t.Fatalf("find(%q, %q) = %v (%d), want %v", pattern, data, lines, count, want)
+		}
+		for i := range want {
+			if lines[i] != want[i] {
+				t.Fatalf("find(%q, %q) = %v, want %v", pattern, data, lines, want)
+			}
+		}
+	})
+}
