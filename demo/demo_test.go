@@ -6,26 +6,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxtest"
 )
 
-func TestMain(m *testing.M) {
-	if sandbox.IsInit() {
-		sandbox.InitMain()
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 // TestDemo runs the whole showcase and asserts its summary: the counts of
 // allowed, approved and denied calls, the reasons, mallory's empty report,
 // the held update with exactly its widening, and the verified chain.
 func TestDemo(t *testing.T) {
-	if c := sandbox.Probe(); !c.Ready {
-		if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("sandbox missing: %v", c.Missing)
-		}
-		t.Skipf("sandbox missing: %v", c.Missing)
-	}
+	sandboxtest.Require(t)
 	var out bytes.Buffer
 	sum, err := Run(t.Context(), Options{Root: "..", Yes: true, Out: &out})
 	if err != nil {

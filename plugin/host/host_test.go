@@ -24,29 +24,15 @@ import (
 	"github.com/norma-run/norma/examples/issueapi"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
-	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxtest"
 	"github.com/norma-run/norma/secret"
 )
 
-func TestMain(m *testing.M) {
-	if sandbox.IsInit() {
-		sandbox.InitMain()
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
 const canaryToken = "canary-token-7f3a9c1e5b"
 
-func requireSandbox(t testing.TB) {
-	t.Helper()
-	if c := sandbox.Probe(); !c.Ready {
-		msg := "sandbox layers missing: " + strings.Join(c.Missing, "; ")
-		if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-}
+func requireSandbox(t testing.TB) { t.Helper(); sandboxtest.Require(t) }
 
 var (
 	buildOnce sync.Map // package → binary path

@@ -15,32 +15,14 @@ import (
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxtest"
 	"github.com/norma-run/norma/tool"
 )
 
 // The sandbox re-executes this test binary as its init.
-func TestMain(m *testing.M) {
-	if sandbox.IsInit() {
-		sandbox.InitMain()
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
-// requireSandbox skips (or, with NORMA_REQUIRE_SANDBOX=1, fails) when this
-// host cannot build the sandbox.
-func requireSandbox(t testing.TB) {
-	t.Helper()
-	c := sandbox.Probe()
-	if c.Ready {
-		return
-	}
-	msg := "sandbox layers missing: " + strings.Join(c.Missing, "; ")
-	if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
+func requireSandbox(t testing.TB) { t.Helper(); sandboxtest.Require(t) }
 
 // testManifest is the shape of the built-in tools' manifest: the whole
 // workspace, secrets and VCS internals denied, spawning allowed.
