@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/norma-run/norma/provider"
+)
+
+// EventKind names an [Event]. The values are the `event` field of
+// `norma run --json`.
+type EventKind string
+
+// Event kinds.
+const (
+	EventSessionStarted    EventKind = "session_started"
+	EventAssistantText     EventKind = "assistant_text"
+	EventToolCall          EventKind = "tool_call"
+	EventApprovalRequested EventKind = "approval_requested"
+	EventSubagentStarted   EventKind = "subagent_started"
+	EventSubagentFinished  EventKind = "subagent_finished"
+	EventSessionFinished   EventKind = "session_finished"
+)
+
+// Event is one thing that happened in a session, for a user interface or a
+// script. Only the fields of its kind are set. Events never carry tool
+// input values, tool output or secrets: a tool call is reported with its
+// target (the normalized capability request, as the policy saw it) and the
+// sha256 digest of its output.
+type Event struct {
+	Kind  EventKind `json:"event"`
+	RunID string    `json:"run_id"`
+	// Principals is the chain the event belongs to (user, agent,
+	// subagent...).
+	Principals []string `json:"principals,omitempty"`
+	// Text of assistant_text (a streamed delta).
+	Text string `json:"text,omitempty"`
+	// Call of tool_call.
+	Call *CallRecord `json:"call,omitempty"`
+	// Approval of approval_requested.
+	Approval *ApprovalEvent `json:"approval,omitempty"`
+	// Outcome of session_finished and subagent_finished.
+	Outcome *Outcome `json:"outcome,omitempty"`
+	// Resumed is set on session_started of a resumed run.
+	Resumed bool   `json:"resumed,omitempty"`
+	Model   string `json:"model,omitempty"`
+	Mode    string `json:"mode,omitempty"`
+}
+
+// CallRecord is the summary of one tool call as the gate decided it.
+type CallRecord struct {
+	ID   string `json:"id"`
+	Tool string `json:"tool"`
+	// Target is the normalized capability request that decided the call
+	// (e.g. "fs.read workspace://docs/a.md"), or "" when none.
+	Target string `json:"target,omitempty"`
+	// Decision is allow, deny or approval_required; Reason the stable code.
+	Decision   string        `json:"decision"`
+	Reason     string        `json:"reason"`
+	Layer      string        `json:"layer,omitempty"`
+	Rule       string        `json:"rule,omitempty"`
+	Stage      string        `json:"stage,omitempty"`
+	IsError    bool          `json:"is_error"`
+	ApprovalID string        `json:"approval_id,omitempty"`
+	Duration   time.Duration `json:"duration_ns"`
+	// OutputDigest is "sha256:" + hex of the content returned to the
+	// model (the capped head); FullDigest that of the spilled full output.
+	OutputDigest string `json:"output_digest"`
+	FullDigest   string `json:"full_digest,omitempty"`
+	// Message is the reason text of a refused or failed call (written by
+	// the gate, safe to show); empty for a successful call.
+	Message string `json:"message,omitempty"`
+}
+
+// ApprovalEvent describes a call that needs a human decision.
+type ApprovalEvent struct {
+	ToolUseID  string `json:"tool_use_id"`
+	Tool       string `json:"tool"`
+	Target     string `json:"target,omitempty"`
+	Preview    string `json:"preview,omitempty"`
+	ApprovalID string `json:"approval_id,omitempty"`
+}
+
+// Outcome is how a session (or subagent) ended.
+type Outcome struct {
+	RunID  string `json:"run_id"`
+	Status Status `json:"status"`
+	// Reason is the code that ended it: a limit, SESSION_HALTED,
+	// APPROVAL_PENDING, PROVIDER_FAILED, CANCELED, ...; empty when the
+	// model simply stopped.
+	Reason string `json:"reason,omitempty"`
+	// Text is the model's last text.
+	Text  string         `json:"text,omitempty"`
+	Turns int            `json:"turns"`
+	Usage provider.Usage `json:"usage"`
+	Cost  float64        `json:"cost,omitempty"`
+	// Calls lists the tool calls of this invocation, in order.
+	Calls []CallRecord `json:"calls,omitempty"`
+	// Pending lists calls waiting for approval.
+	Pending []ApprovalRef `json:"pending,omitempty"`
+}

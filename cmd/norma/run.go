@@ -1,0 +1,474 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/norma-run/norma/agent"
+	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/approval/prompt"
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/plugin"
+	"github.com/norma-run/norma/plugin/host"
+	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/provider"
+	"github.com/norma-run/norma/provider/anthropic"
+	"github.com/norma-run/norma/provider/openai"
+	"github.com/norma-run/norma/provider/scripted"
+	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/store"
+	"github.com/norma-run/norma/tool"
+	"github.com/norma-run/norma/tools"
+)
+
+func init() { commands = append(commands, newRunCmd) }
+
+type runFlags struct {
+	provider, model, baseURL, script, workspace, mode, resume string
+	asJSON, yes, unsafeNoSandbox                              bool
+	maxTurns                                                  int
+	approvalWait                                              time.Duration
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run [flags] PROMPT",
+		Short: "Run an agent session: every tool call goes through the gate",
+		Long: `Run an agent session with the built-in tools and the installed plugins.
+
+Assistant text is streamed, with one status line per tool call (tool, target,
+decision, duration). --json prints one JSON object per line instead, whose
+"event" field is session_started, assistant_text, tool_call,
+approval_requested or session_finished.
+
+Approvals: on a terminal they are asked inline; --yes approves every request;
+otherwise the request is stored and the run waits --approval-wait for
+"norma approvals approve ID", then stops (status awaiting_approval) so that
+"norma run --resume RUN" executes the call once it is approved.
+
+Keys: ANTHROPIC_API_KEY / OPENAI_API_KEY, else the vault secrets
+anthropic_api_key / openai_api_key ("norma secret set"). Keys are never logged.
+
+Exit status: 0 completed or awaiting approval, 1 stopped by a limit, a hook
+or an error of the model provider, 2 usage, 4 state directory or store.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := ""
+			if len(args) == 1 {
+				p = args[0]
+			}
+			if p == "" && f.resume == "" {
+				return exitWith(exitUsage, errors.New("run: a PROMPT is required (or --resume RUN)"))
+			}
+			return runSession(cmd, f, p)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.provider, "provider", "", "anthropic | openai | scripted (default: scripted with --script, else anthropic)")
+	fl.StringVar(&f.model, "model", "", "model name (default per provider)")
+	fl.StringVar(&f.baseURL, "base-url", "", "API base URL (OpenAI-compatible servers: Ollama, vLLM, llama.cpp)")
+	fl.StringVar(&f.script, "script", "", "scripted provider: YAML file of model turns")
+	fl.StringVar(&f.workspace, "workspace", ".", "workspace directory the tools work in")
+	fl.StringVar(&f.mode, "mode", "default", "permission mode: default | acceptEdits | plan | dontAsk")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON event per line")
+	fl.StringVar(&f.resume, "resume", "", "continue run RUN from its saved state")
+	fl.BoolVar(&f.yes, "yes", false, "approve every approval request of this run")
+	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "maximum model turns")
+	fl.DurationVar(&f.approvalWait, "approval-wait", 2*time.Minute, "headless runs: how long to wait for `norma approvals approve`")
+	fl.BoolVar(&f.unsafeNoSandbox, "unsafe-no-sandbox", false, "run plugins without the OS sandbox (audited)")
+	return c
+}
+
+// defaultModels are used when --model is not given.
+var defaultModels = map[string]string{
+	anthropic.Name: "claude-sonnet-4-5",
+	openai.Name:    "gpt-4o",
+	scripted.Name:  "scripted",
+}
+
+func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
+	ctx := cmd.Context()
+	mode, err := gate.ParseMode(f.mode)
+	if err != nil || mode == gate.ModeBypass {
+		return exitWith(exitUsage, fmt.Errorf("run: --mode must be default, acceptEdits, plan or dontAsk"))
+	}
+	if f.resume != "" && !agent.ValidRunID(f.resume) {
+		return exitWith(exitUsage, fmt.Errorf("run: --resume: %q is not a run id", f.resume))
+	}
+	home, err := stateDir(cmd)
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+	ws, err := filepath.Abs(f.workspace)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return exitWith(exitUsage, fmt.Errorf("run: --workspace %s is not a directory", f.workspace))
+	}
+	var wsLayer *manifest.Layer
+	if p := filepath.Join(ws, ".norma", "policy.yaml"); fileExists(p) {
+		if wsLayer, err = manifest.ParseLayerFile(p); err != nil {
+			return exitWith(exitFailed, err)
+		}
+	}
+
+	runID := f.resume
+	var resumed *agent.State
+	if runID != "" {
+		if resumed, err = agent.LoadState(home, runID); err != nil {
+			return exitWith(exitFailed, err)
+		}
+	} else {
+		runID = agent.NewRunID()
+	}
+	prov, model, err := buildProvider(cmd, f, home, resumed)
+	if err != nil {
+		return err
+	}
+
+	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+	defer db.Close()
+	log, err := audit.Open(db, nil)
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+	defer log.Close()
+
+	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name()}
+	var ask approval.Approver
+	wait := f.approvalWait
+	switch {
+	case f.yes:
+		ask, wait = approval.Auto{Grant: true, By: "cli:--yes"}, time.Minute
+	case stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON:
+		pa, err := prompt.New(cmd.InOrStdin(), cmd.OutOrStdout(), &prompt.Options{Who: whoami()})
+		if err != nil {
+			return exitWith(exitInternal, err)
+		}
+		ask, wait = pa, approval.DefaultTTL
+	default:
+		ask = approval.Waiter{Store: db}
+		if wait > 0 {
+			out.note(fmt.Sprintf("approvals: waiting up to %s for `norma approvals approve`", wait))
+		}
+	}
+	svc, err := approval.NewService(db, &approval.Options{Sink: log, Approver: agent.PendingApprover(ask, wait)})
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+
+	reg := tool.NewRegistry(&tool.Options{Audit: log})
+	ref := &tools.GateRef{}
+	todos := tools.FileTodoStore{Dir: filepath.Join(home, "runs", runID)}
+	bi, err := tools.Build(tools.Config{SessionID: runID, Todos: todos, Gate: ref, Registry: reg})
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+	sandboxOK := sandboxAvailable()
+	builtin, err := policy.Compile(policy.Inputs{Manifest: bi.Manifest, Workspace: wsLayer, Host: policy.Host{Sandbox: sandboxOK}})
+	if err != nil {
+		return exitWith(exitFailed, err)
+	}
+
+	opts := []agent.Option{
+		agent.WithProvider(prov, model), agent.WithRegistry(reg), agent.WithTools(bi.Tools...),
+		agent.WithBuiltinPolicy(builtin), agent.WithPolicy(wsLayer, nil), agent.WithGateBinder(ref.Bind),
+		agent.WithWorkspace(ws), agent.WithMode(mode), agent.WithAudit(log), agent.WithApprovalService(svc),
+		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
+		agent.WithUser("user:" + whoami()), agent.WithSubagents(0), agent.WithObserver(out.event),
+		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
+		agent.WithTodoSource(func(ctx context.Context, run string) ([]byte, error) {
+			l, err := todos.Load(ctx, run)
+			if err != nil || l == nil {
+				return nil, err
+			}
+			return json.Marshal(l)
+		}),
+	}
+	if f.resume != "" {
+		opts = append(opts, agent.WithResume(runID))
+	} else {
+		opts = append(opts, agent.WithRunID(runID))
+	}
+	plugins, closePlugins, err := loadPlugins(cmd, home, ws, wsLayer, runID, log, f.unsafeNoSandbox)
+	if err != nil {
+		return err
+	}
+	defer closePlugins()
+	if len(plugins) > 0 {
+		opts = append(opts, agent.WithPlugins(plugins...))
+	}
+	sess, err := agent.NewSession(ctx, opts...)
+	if err != nil {
+		return exitWith(exitFailed, err)
+	}
+	defer sess.Close()
+	res, runErr := sess.Run(ctx, userPrompt)
+	out.finish(res, runErr)
+	switch {
+	case agent.CodeOf(runErr) == "STATE_UNAVAILABLE":
+		return exitWith(exitInternal, runErr)
+	case runErr != nil:
+		return exitWith(exitFailed, runErr)
+	case res.Status == agent.StatusCompleted, res.Status == agent.StatusAwaitingApproval:
+		return nil
+	}
+	return exitWith(exitFailed, nil)
+}
+
+// buildProvider returns the provider and model. A resumed scripted run
+// continues with the turns after those already played.
+func buildProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.State) (provider.Provider, string, error) {
+	name := f.provider
+	if name == "" {
+		name = anthropic.Name
+		if f.script != "" {
+			name = scripted.Name
+		}
+	}
+	model := f.model
+	if model == "" {
+		model = defaultModels[name]
+	}
+	retry := provider.RetryPolicy{}
+	switch name {
+	case scripted.Name:
+		if f.script == "" {
+			return nil, "", exitWith(exitUsage, errors.New("run: --provider scripted needs --script FILE"))
+		}
+		s, err := scripted.Load(f.script)
+		if err != nil {
+			return nil, "", exitWith(exitFailed, err)
+		}
+		if resumed != nil {
+			done := min(resumed.Turns, len(s.Turns))
+			s = &scripted.Script{Turns: s.Turns[done:]}
+		}
+		return scripted.New(s), model, nil
+	case anthropic.Name:
+		key, err := apiKey(cmd, home, "ANTHROPIC_API_KEY", "anthropic_api_key")
+		if err != nil {
+			return nil, "", err
+		}
+		if key.IsZero() {
+			return nil, "", exitWith(exitUsage, errors.New("run: no Anthropic API key: set ANTHROPIC_API_KEY or the vault secret anthropic_api_key"))
+		}
+		p, err := anthropic.New(anthropic.Options{APIKey: key, BaseURL: f.baseURL})
+		if err != nil {
+			return nil, "", exitWith(exitUsage, err)
+		}
+		return provider.WithRetry(p, retry), model, nil
+	case openai.Name:
+		key, err := apiKey(cmd, home, "OPENAI_API_KEY", "openai_api_key")
+		if err != nil {
+			return nil, "", err
+		}
+		p, err := openai.New(openai.Options{APIKey: key, BaseURL: f.baseURL})
+		if err != nil {
+			return nil, "", exitWith(exitUsage, err)
+		}
+		return provider.WithRetry(p, retry), model, nil
+	}
+	return nil, "", exitWith(exitUsage, fmt.Errorf("run: unknown --provider %q (anthropic, openai, scripted)", name))
+}
+
+// apiKey reads a provider key from the environment, else from the vault
+// when one exists (it is not created for this).
+func apiKey(cmd *cobra.Command, home, env, vaultName string) (provider.APIKey, error) {
+	if v := os.Getenv(env); v != "" {
+		return provider.NewAPIKey(v), nil
+	}
+	if !fileExists(filepath.Join(home, "secrets", secret.KeyFileName)) {
+		return provider.APIKey{}, nil
+	}
+	v, err := openVault(cmd)
+	if err != nil {
+		return provider.APIKey{}, err
+	}
+	val, err := v.Get(cmd.Context(), vaultName)
+	if err != nil {
+		return provider.APIKey{}, nil // not stored: no key
+	}
+	return provider.NewAPIKey(string(val.Reveal())), nil
+}
+
+// loadPlugins loads every installed plugin through the plugin host, with
+// the workspace policy as a ceiling. No plugins installed: nothing is
+// started.
+func loadPlugins(cmd *cobra.Command, home, ws string, wsLayer *manifest.Layer, runID string, log audit.Sink, unsafe bool) ([]agent.Plugin, func(), error) {
+	nop := func() {}
+	if !fileExists(filepath.Join(home, "plugins")) {
+		return nil, nop, nil
+	}
+	m, err := plugin.NewManager(plugin.Options{Home: home, Audit: log, Workspace: wsLayer})
+	if err != nil {
+		return nil, nop, pluginErr(err)
+	}
+	list, err := m.List()
+	if err != nil || len(list) == 0 {
+		return nil, nop, pluginErr(err)
+	}
+	vault, err := openVault(cmd)
+	if err != nil {
+		return nil, nop, err
+	}
+	h, err := host.New(host.Config{Home: home, Manager: m, Workspace: ws, WorkspacePolicy: wsLayer, RunID: runID,
+		Vault: vault, Audit: log, Unsafe: unsafe})
+	if err != nil {
+		return nil, nop, exitWith(exitInternal, err)
+	}
+	var out []agent.Plugin
+	for _, st := range list {
+		p, err := h.Load(cmd.Context(), st.ID)
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "norma: plugin %s not loaded: %v\n", st.ID, err)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, func() { h.Close() }, nil
+}
+
+// stdinIsTerminal reports whether r is a terminal (a TCGETS ioctl
+// succeeds; /dev/null is a character device but not a terminal).
+func stdinIsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// runPrinter renders session events as text lines or JSON lines.
+type runPrinter struct {
+	mu       sync.Mutex
+	w        io.Writer
+	json     bool
+	provider string
+	midLine  bool
+}
+
+func (p *runPrinter) line(v map[string]any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(p.w, "%s\n", b)
+}
+
+func (p *runPrinter) note(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.json {
+		p.endLine()
+		fmt.Fprintln(p.w, "· "+s)
+	}
+}
+
+func (p *runPrinter) endLine() {
+	if p.midLine {
+		fmt.Fprintln(p.w)
+		p.midLine = false
+	}
+}
+
+func (p *runPrinter) event(e agent.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sub := len(e.Principals) > 2
+	switch e.Kind {
+	case agent.EventSessionStarted:
+		if p.json {
+			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "provider": p.provider, "model": e.Model, "mode": e.Mode, "resumed": e.Resumed})
+		} else {
+			verb := "run"
+			if e.Resumed {
+				verb = "resuming run"
+			}
+			fmt.Fprintf(p.w, "· %s %s (%s %s, mode %s)\n", verb, e.RunID, p.provider, e.Model, e.Mode)
+		}
+	case agent.EventAssistantText:
+		if p.json {
+			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "text": e.Text, "principals": e.Principals})
+		} else if !sub {
+			fmt.Fprint(p.w, e.Text)
+			p.midLine = !strings.HasSuffix(e.Text, "\n")
+		}
+	case agent.EventToolCall:
+		c := e.Call
+		if p.json {
+			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "id": c.ID, "tool": c.Tool, "target": c.Target,
+				"decision": c.Decision, "reason": c.Reason, "is_error": c.IsError, "output_digest": c.OutputDigest,
+				"approval_id": c.ApprovalID, "duration_ms": c.Duration.Milliseconds(), "principals": e.Principals, "message": c.Message})
+			return
+		}
+		p.endLine()
+		target := c.Target
+		if target == "" {
+			target = "-"
+		}
+		indent := ""
+		if sub {
+			indent = "  ↳ "
+		}
+		fmt.Fprintf(p.w, "%s⏺ %s %s → %s %s (%s)\n", indent, c.Tool, target, c.Decision, c.Reason, c.Duration.Round(time.Millisecond))
+	case agent.EventApprovalRequested:
+		a := e.Approval
+		if p.json {
+			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "id": a.ToolUseID, "tool": a.Tool, "target": a.Target, "principals": e.Principals})
+			return
+		}
+		p.endLine()
+		fmt.Fprintf(p.w, "? approval needed: %s %s\n", a.Tool, a.Target)
+	case agent.EventSubagentStarted, agent.EventSubagentFinished:
+		if p.json {
+			v := map[string]any{"event": e.Kind, "run_id": e.RunID, "principals": e.Principals}
+			if e.Outcome != nil {
+				v["status"] = e.Outcome.Status
+			}
+			p.line(v)
+		}
+	}
+}
+
+func (p *runPrinter) finish(o agent.Outcome, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		v := map[string]any{"event": agent.EventSessionFinished, "run_id": o.RunID, "status": o.Status, "reason": o.Reason,
+			"turns": o.Turns, "usage": o.Usage, "cost": o.Cost, "pending": o.Pending}
+		if err != nil {
+			v["error"] = err.Error()
+		}
+		p.line(v)
+		return
+	}
+	p.endLine()
+	fmt.Fprintf(p.w, "· %s", o.Status)
+	if o.Reason != "" {
+		fmt.Fprintf(p.w, " (%s)", o.Reason)
+	}
+	fmt.Fprintf(p.w, " after %d turns, %d in / %d out tokens\n", o.Turns, o.Usage.InputTokens, o.Usage.OutputTokens)
+	for _, a := range o.Pending {
+		fmt.Fprintf(p.w, "· %s waits for approval %s: norma approvals approve %s && norma run --resume %s\n", a.Tool, a.ApprovalID, a.ApprovalID, o.RunID)
+	}
+}
