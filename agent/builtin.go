@@ -8,43 +8,19 @@ import (
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/tools"
 )
 
-// BuiltinManifest is the manifest the built-in tools (those registered
-// with [WithTools], and the Task tool) are decided under, before the
-// workspace and run ceilings of [WithPolicy] narrow it further:
-//
-//   - files: read and write anywhere in the workspace, except .env files,
-//     .git and .norma (the workspace's own policy) at any depth;
-//   - network: nothing (a built-in network tool needs a run or workspace
-//     policy plus a manifest of its own, via [WithBuiltinPolicy]);
-//   - processes: approval required, and only with the OS sandbox;
-//   - external writes: approval required.
-const BuiltinManifest = `schema_version: 2
-id: norma.builtin
-version: 1.0.0
-description: Norma's built-in tools
-entrypoint: builtin
-tools:
-  - name: builtin
-    effects: {data: read, external_state: none}
-    approval: never
-permissions:
-  filesystem:
-    read: [workspace://**]
-    write: [workspace://**]
-    deny: [workspace://**/.env*, workspace://**/.git/**, workspace://**/.norma/**]
-  process:
-    spawn: approval_required
-  external_writes:
-    default: approval_required
-`
-
-// BuiltinPolicy compiles [BuiltinManifest] under the workspace and run
-// ceilings (either may be nil). sandbox says whether the OS sandbox is
-// available; without it the policy's host layer denies process spawning.
+// BuiltinPolicy compiles the built-in tools' manifest (tools.Manifest: the
+// whole workspace readable and writable except .env files and the workspace
+// policy, processes only with the OS sandbox, no network, no external
+// writes) under the workspace and run ceilings (either may be nil). sandbox
+// says whether the OS sandbox is available; without it the policy's host
+// layer denies process spawning. A host that configures network rules or a
+// search backend compiles tools.Build's manifest instead and passes it with
+// [WithBuiltinPolicy].
 func BuiltinPolicy(workspace, run *manifest.Layer, sandbox bool) (*policy.Set, error) {
-	m, err := manifest.Parse("builtin.yaml", []byte(BuiltinManifest))
+	m, err := tools.Manifest()
 	if err != nil {
 		return nil, fmt.Errorf("agent: built-in manifest: %w", err)
 	}

@@ -189,7 +189,7 @@ func WithPolicy(workspace, run *manifest.Layer) Option {
 }
 
 // WithBuiltinPolicy replaces the built-in tools' policy (by default
-// [BuiltinManifest] compiled with the layers of [WithPolicy]).
+// [BuiltinPolicy]: tools.Manifest compiled with the layers of [WithPolicy]).
 func WithBuiltinPolicy(d gate.Decider) Option {
 	return func(c *config) error { c.builtinPolicy = d; return nil }
 }

@@ -192,6 +192,10 @@ func sessionSpecs(cfg Config) []tool.Spec {
 // buildManifest parses the embedded manifest, adds the network rules and
 // secrets of cfg, and parses the result again, so that what the policy
 // compiles has passed manifest.Parse's whole validation.
+// Manifest returns the built-in tools' manifest with no configured network
+// rule or search backend: the plugin layer of every built-in tool.
+func Manifest() (*manifest.Manifest, error) { return buildManifest(Config{}) }
+
 func buildManifest(cfg Config) (*manifest.Manifest, error) {
 	base, err := manifest.Parse("tools/manifest.yaml", manifestYAML)
 	if err != nil {
