@@ -846,7 +846,7 @@ func (g *Gate) ExecuteExtra(ctx context.Context, c Call) Result {
 	if v, err := g.reg.View(c.RunID, c.Principals); err == nil {
 		for _, n := range v.Deferred() {
 			if n == c.Tool {
-				_ = v.Unlock(n)
+				_ = v.UnlockChain(n)
 				break
 			}
 		}

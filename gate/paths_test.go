@@ -168,3 +168,23 @@ func TestRegistryClaimedOnce(t *testing.T) {
 		t.Fatal("second gate.New on one registry = nil error")
 	}
 }
+
+// TestExecuteExtraUnlocksAlongTheChain: a deferred tool called by name
+// through the deferred-tool path from a nested view (the main agent under
+// the user's root view) becomes callable for that chain, and only for it.
+func TestExecuteExtraUnlocksAlongTheChain(t *testing.T) {
+	f := newFixture(t)
+	main, err := f.view.Subagent("agent:main", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := call("DeferredRead", `{"path":"docs/a.md"}`)
+	c.Principals = main.Principals()
+	wantReason(t, f.g.Execute(t.Context(), c), capability.ReasonToolUnknown)
+	wantReason(t, f.g.ExecuteExtra(t.Context(), c), capability.ReasonAllowed)
+	wantReason(t, f.g.Execute(t.Context(), c), capability.ReasonAllowed)
+	// A hidden tool is never unlocked by the model's path.
+	h := call("HiddenRead", `{"path":"docs/a.md"}`)
+	h.Principals = main.Principals()
+	wantReason(t, f.g.ExecuteExtra(t.Context(), h), capability.ReasonToolUnknown)
+}

@@ -214,6 +214,31 @@ func (v *View) Unlock(name string) error {
 	return nil
 }
 
+// UnlockChain unlocks a deferred tool in this view and in every ancestor
+// view of its chain. It is the deferred-tool path (ExecuteExtraTool): the
+// model asked for the tool by name, so it becomes callable for the run along
+// the chain that asked, which Lookup requires. It never widens: every view
+// of the chain must already allow the tool, hidden tools are refused, and
+// sibling views are not touched.
+func (v *View) UnlockChain(name string) error {
+	e := v.reg.entry(name)
+	if e == nil {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if e.vis == Hidden {
+		return fmt.Errorf("tool: %q is hidden; only the host can unlock it", name)
+	}
+	if !v.mayUse(name) {
+		return fmt.Errorf("tool: %q is not available to %v", name, v.principals)
+	}
+	for w := v; w != nil; w = w.parent {
+		if err := w.Unlock(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ViewState is the serializable form of a view and its subagent views, part
 // of a run's persisted state so that a resumed run restores exactly what was
 // unlocked and what each subagent was allowed.
