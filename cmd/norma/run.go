@@ -32,6 +32,7 @@ import (
 	"github.com/norma-run/norma/store"
 	"github.com/norma-run/norma/tool"
 	"github.com/norma-run/norma/tools"
+	"github.com/norma-run/norma/tools/shell"
 )
 
 func init() { commands = append(commands, newRunCmd) }
@@ -178,11 +179,24 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	reg := tool.NewRegistry(&tool.Options{Audit: log})
 	ref := &tools.GateRef{}
 	todos := tools.FileTodoStore{Dir: filepath.Join(home, "runs", runID)}
-	bi, err := tools.Build(tools.Config{SessionID: runID, Todos: todos, Gate: ref, Registry: reg})
+	sandboxOK := sandboxAvailable()
+	tcfg := tools.Config{SessionID: runID, Todos: todos, Gate: ref, Registry: reg}
+	if sandboxOK {
+		// Bash, tasks and PTYs run in the OS sandbox built from the same
+		// policy the gate decides with; without a sandbox they are not
+		// installed at all.
+		tcfg.Shell = &shell.Config{Workspace: ws, SessionID: runID, Env: []string{"LANG=C.UTF-8"}, Limits: host.DefaultLimits}
+		tcfg.Policy = func(m *manifest.Manifest) (*policy.Set, error) {
+			return policy.Compile(policy.Inputs{Manifest: m, Workspace: wsLayer, Host: policy.Host{Sandbox: true}})
+		}
+	}
+	bi, err := tools.Build(tcfg)
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	sandboxOK := sandboxAvailable()
+	if bi.Shell != nil {
+		defer bi.Shell.Close()
+	}
 	builtin, err := policy.Compile(policy.Inputs{Manifest: bi.Manifest, Workspace: wsLayer, Host: policy.Host{Sandbox: sandboxOK}})
 	if err != nil {
 		return exitWith(exitFailed, err)
