@@ -153,7 +153,9 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	}
 	defer log.Close()
 
-	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name()}
+	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name(), last: time.Now()}
+	out.startSpinner(cmd.OutOrStdout() == os.Stdout && isTerminal(os.Stdout))
+	defer out.stopSpinner()
 	var ask approval.Approver
 	wait := f.approvalWait
 	switch {
@@ -164,7 +166,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		if err != nil {
 			return exitWith(exitInternal, err)
 		}
-		ask, wait = pa, approval.DefaultTTL
+		ask, wait = pausingApprover{pa, out}, approval.DefaultTTL
 	default:
 		ask = approval.Waiter{Store: db}
 		if wait > 0 {
@@ -379,6 +381,62 @@ type runPrinter struct {
 	json     bool
 	provider string
 	midLine  bool
+
+	// A spinner shows that the run is waiting (for the model, a tool or an
+	// approval) when the output is a terminal and nothing was printed for
+	// a moment; it is erased before anything else is written.
+	last     time.Time
+	spinning bool
+	paused   bool // an approval prompt owns the terminal
+	frame    int
+	stop     chan struct{}
+}
+
+var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// startSpinner runs the spinner until stopSpinner; only on a terminal.
+func (p *runPrinter) startSpinner(terminal bool) {
+	if p.json || !terminal {
+		return
+	}
+	p.stop = make(chan struct{})
+	go func() {
+		t := time.NewTicker(120 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				if !p.midLine && !p.paused && time.Since(p.last) > 400*time.Millisecond {
+					p.frame = (p.frame + 1) % len(spinFrames)
+					fmt.Fprintf(p.w, "\r%s working…", spinFrames[p.frame])
+					p.spinning = true
+				}
+				p.mu.Unlock()
+			}
+		}
+	}()
+}
+
+func (p *runPrinter) stopSpinner() {
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
+	p.mu.Lock()
+	p.clearSpin()
+	p.mu.Unlock()
+}
+
+// clearSpin erases the spinner line; the caller holds mu and is about to write.
+func (p *runPrinter) clearSpin() {
+	if p.spinning {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.spinning = false
+	}
+	p.last = time.Now()
 }
 
 func (p *runPrinter) line(v map[string]any) {
@@ -392,6 +450,7 @@ func (p *runPrinter) line(v map[string]any) {
 func (p *runPrinter) note(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.clearSpin()
 	if !p.json {
 		p.endLine()
 		fmt.Fprintln(p.w, "· "+s)
@@ -408,6 +467,7 @@ func (p *runPrinter) endLine() {
 func (p *runPrinter) event(e agent.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.clearSpin()
 	sub := len(e.Principals) > 2
 	switch e.Kind {
 	case agent.EventSessionStarted:
@@ -467,6 +527,7 @@ func (p *runPrinter) event(e agent.Event) {
 func (p *runPrinter) finish(o agent.Outcome, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.clearSpin()
 	if p.json {
 		v := map[string]any{"event": agent.EventSessionFinished, "run_id": o.RunID, "status": o.Status, "reason": o.Reason,
 			"turns": o.Turns, "usage": o.Usage, "cost": o.Cost, "pending": o.Pending}
@@ -485,4 +546,24 @@ func (p *runPrinter) finish(o agent.Outcome, err error) {
 	for _, a := range o.Pending {
 		fmt.Fprintf(p.w, "· %s waits for approval %s: norma approvals approve %s && norma run --resume %s\n", a.Tool, a.ApprovalID, a.ApprovalID, o.RunID)
 	}
+}
+
+// pause stops the spinner while an interactive prompt owns the terminal.
+func (p *runPrinter) pause(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearSpin()
+	p.paused = on
+}
+
+// pausingApprover pauses the spinner around an interactive approval.
+type pausingApprover struct {
+	approval.Approver
+	p *runPrinter
+}
+
+func (a pausingApprover) Approve(ctx context.Context, r approval.Record) (approval.Verdict, error) {
+	a.p.pause(true)
+	defer a.p.pause(false)
+	return a.Approver.Approve(ctx, r)
 }
