@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -70,7 +69,7 @@ func reportInit(err error) {
 func initRun() error {
 	unix.CloseOnExec(specFD)
 	unix.CloseOnExec(statusFD)
-	raw, err := io.ReadAll(os.NewFile(specFD, "spec"))
+	raw, err := readSpec()
 	if err != nil {
 		return setupFail("read spec", "", err)
 	}
@@ -139,6 +138,54 @@ func initRun() error {
 	}
 	err = syscall.Exec(path, cfg.Argv, env)
 	return initError(capability.ReasonSandboxExecFailed, "exec", path, err)
+}
+
+// readSpec reads the spec pipe to EOF with plain read(2) calls: no
+// *os.File and no runtime poller for a pipe that is read once.
+func readSpec() ([]byte, error) {
+	buf := make([]byte, 0, 4<<10)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= maxSpec {
+				return nil, fmt.Errorf("spec larger than %d bytes", maxSpec)
+			}
+			buf = slices.Grow(buf, len(buf))
+		}
+		n, err := unix.Read(specFD, buf[len(buf):cap(buf)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, err
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// maxSpec bounds the spec the init accepts.
+const maxSpec = 16 << 20
+
+// writeFile creates name (which must not exist) with body, using plain
+// system calls.
+func writeFile(name string, body []byte, mode uint32) error {
+	fd, err := unix.Open(name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	for len(body) > 0 {
+		n, err := unix.Write(fd, body)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		body = body[n:]
+	}
+	return unix.Close(fd)
 }
 
 // stage is where the new root is assembled before pivot_root. Mounting a
@@ -432,7 +479,7 @@ func writeIdentity() error {
 		"/etc/group":  "root:x:0:\nnogroup:x:65534:\n",
 	}
 	for name, body := range files {
-		if err := os.WriteFile(stage+name, []byte(body), 0o644); err != nil {
+		if err := writeFile(stage+name, []byte(body), 0o644); err != nil {
 			return setupFail("write", name, err)
 		}
 	}
@@ -446,7 +493,7 @@ func maskDenied(deny []denyPath) error {
 		return nil
 	}
 	const maskFile = stage + "/.norma-mask"
-	if err := os.WriteFile(maskFile, nil, 0); err != nil {
+	if err := writeFile(maskFile, nil, 0); err != nil {
 		return setupFail("create mask", "", err)
 	}
 	defer os.Remove(maskFile)

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,14 +62,23 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 // sandbox could not be built or the command could not be executed, and in
 // that case the command never ran. Cancelling ctx kills the whole tree.
 func (r *Runner) Run(ctx context.Context, s Spec) (Result, error) {
-	if s.Stdin == nil {
-		s.Stdin = bytes.NewReader(nil)
-	}
-	if s.Stdout == nil {
-		s.Stdout = io.Discard
-	}
-	if s.Stderr == nil {
-		s.Stderr = io.Discard
+	// Missing streams are the null device, handed to the process as a
+	// file: no pipe and no copying goroutine in this process.
+	if s.Stdin == nil || s.Stdout == nil || s.Stderr == nil {
+		null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		if err != nil {
+			return Result{}, &Error{Code: capability.ReasonSandboxSetupFailed, Op: "stdio", Path: os.DevNull, Err: err}
+		}
+		defer null.Close()
+		if s.Stdin == nil {
+			s.Stdin = null
+		}
+		if s.Stdout == nil {
+			s.Stdout = null
+		}
+		if s.Stderr == nil {
+			s.Stderr = null
+		}
 	}
 	p, err := r.Start(ctx, s)
 	if err != nil {
@@ -221,7 +229,11 @@ func (r *Runner) startSandboxed(ctx context.Context, s *Spec, cfg *initConfig, e
 	cmd.Args = []string{"norma-sandbox-init"}
 	// GOMAXPROCS=1: the init is single-threaded work; fewer runtime threads
 	// start faster. The target gets exactly Spec.Env.
-	cmd.Env = []string{initEnv + "=1", "GOMAXPROCS=1"}
+	// GOGC=off and memprofilerate=0: the init allocates little and lives
+	// for milliseconds, so garbage collection and allocation sampling are
+	// pure start-up cost; containermaxprocs=0 and updatemaxprocs=0 spare
+	// the runtime reading cgroup files for a GOMAXPROCS that is fixed.
+	cmd.Env = []string{initEnv + "=1", "GOMAXPROCS=1", "GOGC=off", "GODEBUG=memprofilerate=0,containermaxprocs=0,updatemaxprocs=0"}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{specR, statusChild}
 	cmd.WaitDelay = waitDelay
