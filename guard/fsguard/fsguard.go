@@ -351,6 +351,32 @@ func (f *FS) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer f.release()
+	// Fast path: most names contain no symbolic link, so their clean form is
+	// already the canonical path. Open it with every link refused by the
+	// kernel; when that proves there is none, decide on that path and read
+	// from the descriptor already open on it (no window to swap a link in).
+	// The decision comes before any error is reported, so a denied name
+	// never reveals whether it exists. A name with a link on the way takes
+	// the full path below, which resolves links inside the root first.
+	if rel, err := cleanName(name); err == nil && rel != "." {
+		fd, oerr, link := f.sysOpenNoLinks(rel)
+		if !link {
+			if err := f.check(ctx, capability.FSRead, rel); err != nil {
+				if oerr == nil {
+					closeFD(fd)
+				}
+				return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+			}
+			if oerr != nil {
+				return nil, &fs.PathError{Op: "open", Path: name, Err: useErr(oerr)}
+			}
+			data, op, err := readFD(fd, rel)
+			if err != nil {
+				return nil, &fs.PathError{Op: op, Path: name, Err: err}
+			}
+			return data, nil
+		}
+	}
 	p, err := f.resolveName(name, true)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}

@@ -257,10 +257,28 @@ func (f *FS) sysOpen(p string, flag int, perm fs.FileMode) (*os.File, error) {
 }
 
 func (f *FS) sysReadFile(p string) ([]byte, string, error) {
-	fd, err := openat2(f.dirfd, p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	fd, err, _ := f.sysOpenNoLinks(p)
 	if err != nil {
 		return nil, "open", useErr(err)
 	}
+	return readFD(fd, p)
+}
+
+// sysOpenNoLinks opens p for reading with every symbolic link refused by
+// the kernel; link reports that the open failed because a component of p is
+// one (ELOOP/EXDEV under RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH). The error is
+// the raw errno. ReadFile's fast path uses it to learn, before any policy
+// decision, whether the clean name is already the canonical path.
+func (f *FS) sysOpenNoLinks(p string) (fd int, err error, link bool) {
+	fd, err = openat2(f.dirfd, p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return -1, err, err == unix.ELOOP || err == unix.EXDEV
+	}
+	return fd, nil, false
+}
+
+// readFD reads the regular file open on fd, and closes fd.
+func readFD(fd int, p string) ([]byte, string, error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -759,3 +777,5 @@ func (f *FS) walkDir(ctx context.Context, parentfd int, name, p string, d *dirEn
 	}
 	return nil
 }
+
+func closeFD(fd int) { unix.Close(fd) }

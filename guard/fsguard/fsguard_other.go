@@ -19,6 +19,13 @@ func (f *FS) sysOpen(string, int, fs.FileMode) (*os.File, error) {
 	return nil, ErrUnsupportedPlatform
 }
 
+// sysOpenNoLinks always reports a link: the fast path is Linux-only.
+func (f *FS) sysOpenNoLinks(string) (int, error, bool) { return -1, ErrUnsupportedPlatform, true }
+
+func readFD(int, string) ([]byte, string, error) { return nil, "read", ErrUnsupportedPlatform }
+
+func closeFD(int) {}
+
 func (f *FS) sysReadFile(string) ([]byte, string, error) {
 	return nil, "open", ErrUnsupportedPlatform
 }
@@ -44,3 +51,5 @@ func (f *FS) sysReadDir(context.Context, string) ([]fs.DirEntry, error) {
 func (f *FS) sysWalk(context.Context, string, fs.WalkDirFunc) error {
 	return ErrUnsupportedPlatform
 }
+
+func useErr(err error) error { return err }
