@@ -1,6 +1,7 @@
 package fsguard
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -226,5 +227,25 @@ func TestMkdirAllChecksEachCreated(t *testing.T) {
 	// A file in the way.
 	if err := f.MkdirAll(t.Context(), "out/report.md/x", 0o755); err == nil {
 		t.Error("MkdirAll through a file succeeded")
+	}
+}
+
+// TestReadFileDecidesBeforeExistence: a denied name is refused by policy
+// whether or not it exists, so a refusal never reveals existence; an
+// allowed missing name is a plain not-exist error. This holds on the
+// fast path (no link in the name) and through a link.
+func TestReadFileDecidesBeforeExistence(t *testing.T) {
+	_, f := setup(t, standardLayout, testPolicy())
+	for _, name := range []string{".env", "sub/.env.missing", ".git/nothing-here", "link-to-env"} {
+		_, err := f.ReadFile(t.Context(), name)
+		if reasonOf(err) != string(capability.ReasonFilesystemDenyRule) {
+			t.Errorf("ReadFile(%s) = %v, want the deny rule", name, err)
+		}
+	}
+	if _, err := f.ReadFile(t.Context(), "sub/missing.txt"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile(allowed missing) = %v, want not-exist", err)
+	}
+	if b, err := f.ReadFile(t.Context(), "README.md"); err != nil || len(b) == 0 {
+		t.Errorf("ReadFile(README.md) = %q, %v", b, err)
 	}
 }
