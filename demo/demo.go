@@ -66,6 +66,8 @@ type Summary struct {
 	Home          string
 	Workspace     string
 	Canary        bool // true when the secret token appeared in any output (must be false)
+
+	token string // the demo's secret, for the tests' byte scans
 }
 
 // Run runs the demo.
@@ -87,7 +89,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sum = &Summary{Reasons: map[string]int{}, Home: w.home, Workspace: w.ws, AuditDB: filepath.Join(w.home, store.FileName)}
+	sum = &Summary{Reasons: map[string]int{}, Home: w.home, Workspace: w.ws, AuditDB: filepath.Join(w.home, store.FileName), token: w.token}
 	defer func() {
 		if err == nil && !o.Keep {
 			os.RemoveAll(w.ws)
@@ -350,17 +352,20 @@ func newCanaries(w *world) (*canaries, error) {
 			conn.Close()
 		}
 	}()
-	return c, os.WriteFile(c.outside, []byte("host secret "+w.token), 0o600)
+	return c, os.WriteFile(c.outside, []byte("host file outside every grant: "+outsideCanary), 0o600)
 }
 
 func (c *canaries) close() { c.tcp.Close() }
+
+// outsideCanary is the content of the host file mallory tries to read.
+const outsideCanary = "OUTSIDE-CANARY-5f1c"
 
 func (c *canaries) leaked(token string, events []agent.Event) bool {
 	b, _ := json.Marshal(events)
 	if _, err := os.Stat(c.write); err == nil || c.hits > 0 {
 		return true
 	}
-	return strings.Contains(string(b), token)
+	return strings.Contains(string(b), token) || strings.Contains(string(b), outsideCanary)
 }
 
 func demoScript(c *canaries) string {

@@ -2,7 +2,9 @@ package demo
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,6 +41,22 @@ func TestDemo(t *testing.T) {
 	if sum.Canary {
 		t.Error("the secret token or a canary leaked")
 	}
+	// Byte scan: the secret is in the workspace's .env (which every tool was
+	// denied) and, encrypted, in the vault; it is nowhere in the state
+	// directory in clear: not in the audit database or its WAL, the run
+	// state, spilled outputs or logs — nor in what the demo printed.
+	if strings.Contains(out.String(), sum.token) {
+		t.Error("the secret token was printed")
+	}
+	filepath.WalkDir(sum.Home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(sum.token)) {
+			t.Errorf("the secret token is in clear in %s", p)
+		}
+		return nil
+	})
 	if sum.Events < 10 {
 		t.Errorf("only %d audit events", sum.Events)
 	}
