@@ -16,6 +16,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
+	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/store"
 	"github.com/spf13/cobra"
 )
@@ -517,13 +518,16 @@ func newPluginInstallCmd(update bool) *cobra.Command {
 }
 
 func newPluginConsentCmd() *cobra.Command {
-	var yes, asJSON bool
+	var yes, asJSON, tools bool
 	var grantFile string
 	c := &cobra.Command{
 		Use:   "consent ID",
 		Short: "Review what a held update adds and accept it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tools {
+				return consentTools(cmd, args[0], yes)
+			}
 			g, err := loadGrant(yes, grantFile)
 			if err != nil {
 				return err
@@ -542,6 +546,7 @@ func newPluginConsentCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&yes, "yes", false, "do not ask; requires --grant FILE")
 	c.Flags().StringVar(&grantFile, "grant", "", "grant layer file for what widened")
+	c.Flags().BoolVar(&tools, "tools", false, "accept a plugin's changed tools (a tool hold) instead of a held update")
 	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return c
 }
@@ -661,4 +666,31 @@ func newPluginRemoveCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// consentTools releases a tool hold after showing it and asking.
+func consentTools(cmd *cobra.Command, id string, yes bool) error {
+	home, err := stateDir(cmd)
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+	h := host.Hold(home, id)
+	if h == "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s has no tool hold\n", id)
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "held: %s\n", h)
+	if !yes {
+		fmt.Fprint(cmd.OutOrStdout(), "Accept the tools it serves now (each must still be in its signed manifest)? [y/N] ")
+		var answer string
+		fmt.Fscanln(cmd.InOrStdin(), &answer)
+		if answer != "y" && answer != "Y" && answer != "yes" {
+			return exitWith(exitConsent, errors.New("not accepted; the plugin stays held"))
+		}
+	}
+	if err := host.ReleaseHold(home, id); err != nil {
+		return exitWith(exitInternal, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "released: the next start pins the tools %s serves\n", id)
+	return nil
 }

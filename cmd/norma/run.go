@@ -331,8 +331,8 @@ func apiKey(cmd *cobra.Command, home, env, vaultName string) (provider.APIKey, e
 // started.
 func loadPlugins(cmd *cobra.Command, home, ws string, wsLayer *manifest.Layer, runID string, log audit.Sink, unsafe bool) ([]agent.Plugin, func(), error) {
 	nop := func() {}
-	if !fileExists(filepath.Join(home, "plugins")) {
-		return nil, nop, nil
+	if fi, err := os.Stat(filepath.Join(home, "plugins")); err != nil || !fi.IsDir() {
+		return nil, nop, nil // nothing installed
 	}
 	m, err := plugin.NewManager(plugin.Options{Home: home, Audit: log, Workspace: wsLayer})
 	if err != nil {

@@ -205,6 +205,12 @@ func (h *Host) Load(ctx context.Context, id string) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
+	if held, err := readHold(h.cfg.Home, m); err != nil || held != nil {
+		if err == nil {
+			err = held
+		}
+		return nil, err
+	}
 	p := &Plugin{h: h, state: st, m: m, dir: dir, grant: grant, set: set,
 		lockPath: filepath.Join(h.cfg.Home, "plugins", id, "tools.pin.json"), stderr: newRing(64 << 10),
 		credits: make(chan string, 16)}
@@ -359,6 +365,12 @@ func (p *Plugin) hold(ctx context.Context, reason capability.Reason, detail stri
 	p.mu.Lock()
 	p.held = err
 	p.mu.Unlock()
+	// The hold outlives this process: a restart must not quietly serve the
+	// changed tools. `norma plugin consent ID --tools` releases it.
+	if werr := writeHold(p.h.cfg.Home, p.m, reason, detail); werr != nil {
+		p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypePluginHeld, Plugin: p.m.ID,
+			PluginVersion: p.m.Version, Reason: string(reason), Detail: map[string]string{"persist": werr.Error()}})
+	}
 	p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypePluginHeld, RunID: p.h.cfg.RunID,
 		Plugin: p.m.ID, PluginVersion: p.m.Version, ManifestDigest: p.m.Digest(), Reason: string(reason),
 		Detail: map[string]string{"why": detail}})
@@ -746,4 +758,74 @@ func (p *Plugin) drainCredit(key string) {
 			return
 		}
 	}
+}
+
+type holdFile struct {
+	Version string    `json:"version"`
+	Reason  string    `json:"reason"`
+	Detail  string    `json:"detail"`
+	At      time.Time `json:"at"`
+}
+
+func holdPath(home, id string) string { return filepath.Join(home, "plugins", id, "tools.held.json") }
+
+func writeHold(home string, m *manifest.Manifest, reason capability.Reason, detail string) error {
+	b, _ := json.MarshalIndent(holdFile{Version: m.Version, Reason: string(reason), Detail: detail, At: time.Now().UTC()}, "", "  ")
+	path := holdPath(home, m.ID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// readHold returns the hold recorded for m's version, as an error, or nil.
+// An unreadable hold file holds too (fail closed).
+func readHold(home string, m *manifest.Manifest) (*capability.Error, error) {
+	b, err := os.ReadFile(holdPath(home, m.ID))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	held := func(detail string) *capability.Error {
+		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginHeld, Layer: "host"}, Detail: detail}
+	}
+	if err != nil {
+		return held("the hold file cannot be read: " + err.Error()), nil
+	}
+	var h holdFile
+	if json.Unmarshal(b, &h) != nil {
+		return held("the hold file is corrupt"), nil
+	}
+	if h.Version != m.Version {
+		return nil, nil // a new version was consented to since
+	}
+	return held(fmt.Sprintf("%s since %s: %s; review it, then run `norma plugin consent %s --tools`", h.Reason, h.At.Format(time.RFC3339), h.Detail, m.ID)), nil
+}
+
+// Hold describes a recorded tool hold of plugin id, or "" when none.
+func Hold(home, id string) string {
+	b, err := os.ReadFile(holdPath(home, id))
+	if err != nil {
+		return ""
+	}
+	var h holdFile
+	if json.Unmarshal(b, &h) != nil {
+		return "the hold file is corrupt"
+	}
+	return fmt.Sprintf("%s@%s: %s (%s)", id, h.Version, h.Detail, h.Reason)
+}
+
+// ReleaseHold is the user's consent to a plugin's changed tools: it drops
+// the hold and the tool pins, so the next start pins what the plugin serves
+// now (every tool must still be declared in its signed manifest).
+func ReleaseHold(home, id string) error {
+	for _, p := range []string{holdPath(home, id), filepath.Join(home, "plugins", id, "tools.pin.json")} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }

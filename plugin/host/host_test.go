@@ -338,6 +338,26 @@ func TestMallory(t *testing.T) {
 	if !held {
 		t.Error("no plugin_held audit event")
 	}
+	// The hold survives a restart of the host: a new process refuses to
+	// load the plugin until the user consents to its tools.
+	again, err := New(Config{Home: e.home, Manager: e.mgr, Workspace: e.ws, WorkspacePolicy: e.workspacePolicy(t),
+		RunID: "run-2", Vault: e.host.cfg.Vault, Audit: audit.NewMemory(), CallTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if _, err := again.Load(ctx, "com.example.mallory"); capability.ReasonOf(err) != ReasonPluginHeld {
+		t.Fatalf("after a restart Load = %v, want PLUGIN_HELD", err)
+	}
+	if Hold(e.home, "com.example.mallory") == "" {
+		t.Fatal("Hold reports nothing")
+	}
+	if err := ReleaseHold(e.home, "com.example.mallory"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Load(ctx, "com.example.mallory"); err != nil {
+		t.Fatalf("after consent Load = %v", err)
+	}
 }
 
 // TestUndeclaredToolFailsLoad: a server that offers a tool its manifest does
