@@ -339,8 +339,11 @@ func loadPlugins(cmd *cobra.Command, home, ws string, wsLayer *manifest.Layer, r
 		return nil, nop, pluginErr(err)
 	}
 	list, err := m.List()
-	if err != nil || len(list) == 0 {
+	if err != nil {
 		return nil, nop, pluginErr(err)
+	}
+	if len(list) == 0 {
+		return nil, nop, nil
 	}
 	vault, err := openVault(cmd)
 	if err != nil {
