@@ -219,3 +219,18 @@ func (g *Gate) path(p string) (string, error) {
 	}
 	return fsguard.Clean(p)
 }
+
+// Requests normalizes the accesses a tool declares exactly as the policy
+// step does — paths resolved with resolve (nil: lexical cleaning), URLs and
+// origins normalized, shell commands parsed into every simple command and
+// the files their redirections read and write — for `norma policy explain
+// --tool` and other callers that decide a call without running it. unknown
+// names a command whose effect cannot be known (never allowed); bad is the
+// refusal of an access that cannot be normalized.
+func Requests(toolName string, acc []tool.Access, resolve func(string) (string, error)) (reqs []capability.Request, unknown string, bad *capability.Decision) {
+	if resolve == nil {
+		resolve = fsguard.Clean
+	}
+	g := &Gate{resolve: resolve}
+	return g.normalize(toolName, acc)
+}

@@ -131,3 +131,31 @@ func TestPolicyTest(t *testing.T) {
 		t.Fatalf("failing file: exit %d\n%s", code, out)
 	}
 }
+
+// TestPolicyExplainBuiltinTool: --tool on a built-in tool decides on what
+// its input declares, normalized as the gate does (paths, shell commands
+// and their redirections), after schema validation; no --manifest needed.
+func TestPolicyExplainBuiltinTool(t *testing.T) {
+	for _, tc := range []struct {
+		tool, input      string
+		decision, reason string
+	}{
+		{"Read", `{"path":"docs/a.md"}`, "allow", "ALLOWED"},
+		{"Read", `{"path":".env"}`, "deny", "FILESYSTEM_READ_DENIED"},
+		{"Read", `{"file_path":"docs/a.md"}`, "deny", "SCHEMA_INVALID"},
+		{"Write", `{"path":"../x","content":"y"}`, "deny", "PATH_ESCAPE"},
+		{"Bash", `{"command":"cat docs/a.md > .env"}`, "deny", "FILESYSTEM_WRITE_DENIED"},
+		{"Bash", `{"command":"eval $X"}`, "deny", "COMMAND_UNPARSEABLE"},
+		{"WebFetch", `{"url":"http://169.254.169.254/"}`, "deny", "NETWORK_DESTINATION_DENIED"},
+	} {
+		code, out, errs := norma(t, "policy", "explain", "--tool", tc.tool, "--input", tc.input, "--json")
+		var got map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &got) != nil {
+			t.Errorf("%s %s: exit %d %s%s", tc.tool, tc.input, code, out, errs)
+			continue
+		}
+		if got["decision"] != tc.decision || got["reason"] != tc.reason {
+			t.Errorf("%s %s = %v %v, want %s %s", tc.tool, tc.input, got["decision"], got["reason"], tc.decision, tc.reason)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,9 +11,13 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/tool"
+	"github.com/norma-run/norma/tools"
+	"github.com/norma-run/norma/tools/shell"
 	"github.com/spf13/cobra"
 )
 
@@ -34,16 +39,24 @@ type LayerFiles struct {
 	WorkspacePolicy string `yaml:"workspace_policy,omitempty"`
 	RunPolicy       string `yaml:"run_policy,omitempty"`
 	Workspace       string `yaml:"workspace,omitempty"`
+
+	builtin bool // the request is a built-in tool's: the manifest defaults to tools.Manifest
 }
 
 // load compiles the set. A workspace directory with .norma/policy.yaml
 // supplies the workspace policy when no file is named.
 func (f LayerFiles) load() (*policy.Set, policy.Inputs, error) {
 	var in policy.Inputs
+	var m *manifest.Manifest
+	var err error
 	if f.Manifest == "" {
-		return nil, in, errors.New("--manifest is required")
+		if !f.builtin {
+			return nil, in, errors.New("--manifest is required (it may be left out for a built-in --tool)")
+		}
+		m, err = tools.Manifest()
+	} else {
+		m, err = manifest.ParseFile(f.Manifest)
 	}
-	m, err := manifest.ParseFile(f.Manifest)
 	if err != nil {
 		return nil, in, err
 	}
@@ -94,6 +107,94 @@ func (f LayerFiles) request(s *policy.Set, m *manifest.Manifest, op, tool, input
 	return toolRequest(m, tool, input)
 }
 
+// builtinTool returns the built-in tool named name, if there is one. The
+// shell tools are built against a scratch workspace: explain only asks them
+// what their input declares, it never runs them.
+func builtinTool(name string) (tool.CoreTool, bool) {
+	b, err := tools.Build(tools.Config{
+		Shell: &shell.Config{Workspace: os.TempDir(), SessionID: "explain"},
+		Policy: func(m *manifest.Manifest) (*policy.Set, error) {
+			return policy.Compile(policy.Inputs{Manifest: m, Host: policy.Host{Sandbox: true}})
+		},
+	})
+	if err != nil {
+		return nil, false
+	}
+	if b.Shell != nil {
+		defer b.Shell.Close()
+	}
+	for _, t := range b.Tools {
+		if t.Name() == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// explainBuiltin decides a built-in tool call on the capability requests
+// its input declares, normalized as the gate's policy step normalizes them,
+// and returns the most restrictive decision with every request's trace.
+func (f LayerFiles) explainBuiltin(ctx context.Context, s *policy.Set, t tool.CoreTool, input string) (capability.Decision, error) {
+	in, err := tool.ParseInput([]byte(input))
+	if err != nil {
+		return capability.Decision{}, fmt.Errorf("--input: %w", err)
+	}
+	// The gate validates before it decides; so does explain.
+	schema, err := gate.CompileSchema(t.Name(), t.InputSchema())
+	if err != nil {
+		return capability.Decision{}, err
+	}
+	if v := schema.Validate(in); len(v) > 0 {
+		return capability.Decision{Mode: capability.Deny, Reason: capability.ReasonSchemaInvalid, Layer: "gate",
+			Request: "tool " + t.Name() + ": " + v[0].Keyword + ": " + v[0].Message, ManifestDigest: s.ManifestDigest()}, nil
+	}
+	d, ok := t.(tool.Declarer)
+	if !ok {
+		return capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPolicyError, Layer: "gate", Request: "tool " + t.Name(),
+			ManifestDigest: s.ManifestDigest()}, nil
+	}
+	acc, err := d.Accesses(in)
+	if err != nil {
+		return capability.Decision{}, fmt.Errorf("--input: %w", err)
+	}
+	var resolve func(string) (string, error)
+	if f.Workspace != "" {
+		ws, err := fsguard.New(f.Workspace, capability.AllowAll)
+		if err != nil {
+			return capability.Decision{}, err
+		}
+		defer ws.Close()
+		resolve = ws.Resolve
+	}
+	reqs, unknown, bad := gate.Requests(t.Name(), acc, resolve)
+	switch {
+	case bad != nil:
+		bad.ManifestDigest = s.ManifestDigest()
+		return *bad, nil
+	case unknown != "":
+		return capability.Decision{Mode: capability.Deny, Reason: capability.ReasonCommandUnparseable, Layer: "gate",
+			Request: "tool " + t.Name() + ": " + unknown, ManifestDigest: s.ManifestDigest()}, nil
+	case len(reqs) == 0:
+		return capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, Request: "tool " + t.Name() + " (no capability requested)",
+			ManifestDigest: s.ManifestDigest()}, nil
+	}
+	var out capability.Decision
+	var names []string
+	for i, r := range reqs {
+		e := s.Explain(ctx, r)
+		names = append(names, e.Request)
+		if i == 0 || e.Mode < out.Mode {
+			trace := append(out.Trace, e.Trace...)
+			out = e
+			out.Trace = trace
+		} else {
+			out.Trace = append(out.Trace, e.Trace...)
+		}
+	}
+	out.Request = strings.Join(names, "; ")
+	return out, nil
+}
+
 // toolRequest maps a plugin tool call to the capability it exercises: an
 // external write for tools that declare one, else a read-only call that
 // only needs to be declared.
@@ -122,10 +223,26 @@ func newPolicyExplainCmd() *cobra.Command {
 			if (op == "") == (tool == "") {
 				return exitWith(exitUsage, errors.New("give exactly one of --op or --tool"))
 			}
+			bt, isBuiltin := builtinTool(tool)
+			f.builtin = isBuiltin && op == ""
 			s, in, err := f.load()
 			if err != nil {
 				printProblems(cmd.ErrOrStderr(), err)
 				return exitWith(exitFailed, nil)
+			}
+			if f.builtin {
+				if _, declared := in.Manifest.Tool(tool); declared || f.Manifest == "" {
+					d, err := f.explainBuiltin(cmd.Context(), s, bt, input)
+					if err != nil {
+						return exitWith(exitFailed, err)
+					}
+					if asJSON {
+						writeJSON(cmd.OutOrStdout(), explainJSON(d))
+					} else {
+						printDecision(cmd.OutOrStdout(), d)
+					}
+					return nil
+				}
 			}
 			var d capability.Decision
 			req, err := f.request(s, in.Manifest, op, tool, input)
