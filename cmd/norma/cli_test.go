@@ -92,6 +92,9 @@ func TestPolicyExplain(t *testing.T) {
 		{[]string{"--op", "net.request GET http://169.254.169.254/latest/meta-data"}, 0, map[string]any{"decision": "deny", "reason": "NETWORK_DESTINATION_DENIED"}},
 		{[]string{"--op", "net.request POST https://api.example.invalid/repos/acme/issues/42/comments"}, 0, map[string]any{"decision": "approval_required", "rule": "plugin:permissions.network.requests[1]"}},
 		{[]string{"--tool", "issues.delete", "--input", "{}"}, 0, map[string]any{"decision": "deny", "reason": "TOOL_UNDECLARED"}},
+		// The same target the plugin host gives the gate for this call.
+		{[]string{"--tool", "issues.comment", "--input", `{"owner":"acme","number":42,"body":"x"}`}, 0,
+			map[string]any{"decision": "approval_required", "request": "external.write issues.comment acme#42"}},
 		{[]string{"--op", "fs.read docs/x", "--tool", "issues.comment"}, 2, nil},
 	} {
 		args := append([]string{"policy", "explain", "--manifest", helperManifest, "--json"}, tc.args...)

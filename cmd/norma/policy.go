@@ -14,6 +14,7 @@ import (
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
 	"github.com/norma-run/norma/tools"
@@ -198,13 +199,17 @@ func (f LayerFiles) explainBuiltin(ctx context.Context, s *policy.Set, t tool.Co
 // toolRequest maps a plugin tool call to the capability it exercises: an
 // external write for tools that declare one, else a read-only call that
 // only needs to be declared.
-func toolRequest(m *manifest.Manifest, tool, input string) (capability.Request, error) {
-	if input != "" && !jsonValid(input) {
-		return capability.Request{}, fmt.Errorf("--input is not valid JSON")
+func toolRequest(m *manifest.Manifest, name, input string) (capability.Request, error) {
+	if input == "" {
+		input = "{}"
 	}
-	t, ok := m.Tool(tool)
+	in, err := tool.ParseInput([]byte(input))
+	if err != nil {
+		return capability.Request{}, fmt.Errorf("--input: %w", err)
+	}
+	t, ok := m.Tool(name)
 	if !ok || t.WritesExternal() {
-		return capability.Request{Kind: capability.ExternalWrite, Tool: tool, Target: targetOf(input)}, nil
+		return capability.Request{Kind: capability.ExternalWrite, Tool: name, Target: host.Target(in)}, nil
 	}
 	return capability.Request{}, nil
 }

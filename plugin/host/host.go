@@ -270,7 +270,7 @@ func (p *Plugin) Tools() ([]tool.CoreTool, error) {
 				if !writes {
 					return nil, nil
 				}
-				return []tool.Access{{Kind: capability.ExternalWrite, Tool: mt.Name, Target: target(in)}}, nil
+				return []tool.Access{{Kind: capability.ExternalWrite, Tool: mt.Name, Target: Target(in)}}, nil
 			},
 			Timeout: p.h.cfg.CallTimeout,
 			Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
@@ -285,8 +285,12 @@ func (p *Plugin) Tools() ([]tool.CoreTool, error) {
 	return out, nil
 }
 
-// target is a short description of what an external write touches.
-func target(in tool.Input) string {
+// Target is the short description of what an external write touches, as
+// the gate and the approval prompt show it: "owner#42" for issue-style
+// inputs (a target, repo or owner field, with number when present), else
+// "-". `norma policy explain --tool` uses it too, so both name the same
+// target.
+func Target(in tool.Input) string {
 	var m map[string]any
 	if in.Decode(&m) != nil {
 		return "-"
