@@ -18,6 +18,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) {
@@ -27,20 +28,7 @@ func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
 }
 
-// requireSandbox skips (or, with NORMA_REQUIRE_SANDBOX=1, fails) when this
-// host cannot build the sandbox.
-func requireSandbox(t testing.TB) {
-	t.Helper()
-	c := sandbox.Probe()
-	if c.Ready {
-		return
-	}
-	msg := "sandbox layers missing: " + strings.Join(c.Missing, "; ")
-	if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
+func requireSandbox(t testing.TB) { t.Helper(); sandboxtest.Require(t) }
 
 type output struct{ stdout, stderr bytes.Buffer }
 
