@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/tool"
 )
@@ -191,27 +192,8 @@ func saveState(stateDir string, s *State) error {
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return errorf(capability.ReasonStateUnavailable, "run directory", err)
 	}
-	tmp, err := os.CreateTemp(d, ".state-*.tmp")
-	if err != nil {
+	if err := atomicfile.Write(filepath.Join(d, "state.json"), data, 0o600); err != nil {
 		return errorf(capability.ReasonStateUnavailable, "write state", err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	_, werr := tmp.Write(data)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), filepath.Join(d, "state.json"))
-	}
-	if werr != nil {
-		return errorf(capability.ReasonStateUnavailable, "write state", werr)
-	}
-	if dir, err := os.Open(d); err == nil {
-		_ = dir.Sync() // best effort: the rename is already atomic
-		dir.Close()
 	}
 	return nil
 }

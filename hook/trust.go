@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/atomicfile"
 )
 
 // TrustStore records which hook files the user trusted, by absolute path
@@ -67,23 +68,10 @@ func (t *TrustStore) save(tf trustFile) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(t.path), ".trust-*")
-	if err != nil {
+	if err := atomicfile.Write(t.path, b, 0o600); err != nil {
 		return fmt.Errorf("hook: trust file: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), t.path)
+	return nil
 }
 
 // Trust records the current content of the hook file at path and returns

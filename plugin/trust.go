@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/atomicfile"
 )
 
 // TrustStore holds the publisher keys the user added and the rollback table.
@@ -146,26 +147,7 @@ func (s *TrustStore) write(name string, v any) error {
 // writeAtomic writes data to a temporary file next to p, syncs it and
 // renames it over p.
 func writeAtomic(p string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
-	if err != nil {
-		return newErr(capability.ReasonPluginState, "write", p, "", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.Write(p, data, mode); err != nil {
 		return newErr(capability.ReasonPluginState, "write", p, "", err)
 	}
 	return nil

@@ -25,6 +25,7 @@ import (
 	"github.com/norma-run/norma/broker"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/policy"
@@ -618,11 +619,7 @@ func (p *Plugin) writePins() error {
 	if err := os.MkdirAll(filepath.Dir(p.lockPath), 0o700); err != nil {
 		return err
 	}
-	tmp := p.lockPath + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p.lockPath)
+	return atomicfile.Write(p.lockPath, b, 0o600)
 }
 
 func lastLine(s string) string {
@@ -779,11 +776,7 @@ func writeHold(home string, m *manifest.Manifest, reason capability.Reason, deta
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 // readHold returns the hold recorded for m's version, as an error, or nil.
