@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -80,7 +81,7 @@ func (m *MemoryBackend) ListApprovals(ctx context.Context, f ListFilter) ([]Reco
 		if c := b.Created.Compare(a.Created); c != 0 {
 			return c
 		}
-		return compareStrings(b.ID, a.ID)
+		return strings.Compare(b.ID, a.ID)
 	})
 	limit := f.Limit
 	if limit <= 0 {
@@ -90,16 +91,6 @@ func (m *MemoryBackend) ListApprovals(ctx context.Context, f ListFilter) ([]Reco
 		out = out[:limit]
 	}
 	return out, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // UpdateApproval implements [Backend].

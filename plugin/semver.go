@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -83,25 +84,15 @@ func isIdent(s string) bool {
 	return true
 }
 
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // compare orders versions by semver precedence.
 func (v version) compare(w version) int {
-	if c := cmpU(v.major, w.major); c != 0 {
+	if c := cmp.Compare(v.major, w.major); c != 0 {
 		return c
 	}
-	if c := cmpU(v.minor, w.minor); c != 0 {
+	if c := cmp.Compare(v.minor, w.minor); c != 0 {
 		return c
 	}
-	if c := cmpU(v.patch, w.patch); c != 0 {
+	if c := cmp.Compare(v.patch, w.patch); c != 0 {
 		return c
 	}
 	switch {
@@ -119,7 +110,7 @@ func (v version) compare(w version) int {
 		case an && bn:
 			x, _ := strconv.ParseUint(a, 10, 64)
 			y, _ := strconv.ParseUint(b, 10, 64)
-			if c := cmpU(x, y); c != 0 {
+			if c := cmp.Compare(x, y); c != 0 {
 				return c
 			}
 		case an:
@@ -132,7 +123,7 @@ func (v version) compare(w version) int {
 			}
 		}
 	}
-	return cmpU(uint64(len(v.pre)), uint64(len(w.pre)))
+	return cmp.Compare(uint64(len(v.pre)), uint64(len(w.pre)))
 }
 
 // CompareVersions compares two semantic versions by precedence: -1, 0 or +1.
