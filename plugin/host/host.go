@@ -82,6 +82,7 @@ type Host struct {
 	ca      *broker.CA
 	mu      sync.Mutex
 	plugins map[string]*Plugin
+	cache   *policy.Cache
 }
 
 // New returns a Host.
@@ -105,7 +106,7 @@ func New(cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Host{cfg: cfg, ca: ca, plugins: map[string]*Plugin{}}, nil
+	return &Host{cfg: cfg, ca: ca, plugins: map[string]*Plugin{}, cache: policy.NewCache(0)}, nil
 }
 
 // Close stops every plugin.
@@ -178,13 +179,14 @@ type pinFile struct {
 // Load prepares the installed plugin id: its active version, manifest,
 // grant and compiled policy. It starts the process only when it has never
 // been started since consent (to pin its tools); otherwise lazily.
+//
+// Every Load reads the plugin's current state: its policy comes from the
+// host's policy cache, keyed by plugin, version, manifest digest, consent
+// generation and the digests of every layer, so a plugin already loaded
+// under the same key is returned as it is, and one whose version or grant
+// changed since (an update, a consent) is stopped and loaded again — an
+// old compile is never used.
 func (h *Host) Load(ctx context.Context, id string) (*Plugin, error) {
-	h.mu.Lock()
-	if p := h.plugins[id]; p != nil {
-		h.mu.Unlock()
-		return p, nil
-	}
-	h.mu.Unlock()
 	st, err := h.cfg.Manager.Info(id)
 	if err != nil {
 		return nil, err
@@ -198,13 +200,27 @@ func (h *Host) Load(ctx context.Context, id string) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := policy.Compile(policy.Inputs{
+	set, err := h.cache.Get(policy.Inputs{
 		Manifest: m, Grant: grant, Workspace: h.cfg.WorkspacePolicy, Run: h.cfg.RunPolicy,
 		Host:              policy.Host{Sandbox: !h.cfg.Unsafe, Unsafe: h.cfg.Unsafe, OutOfProcess: true},
 		ConsentGeneration: bind.Generation,
 	})
 	if err != nil {
 		return nil, err
+	}
+	h.mu.Lock()
+	old := h.plugins[id]
+	h.mu.Unlock()
+	if old != nil {
+		if old.set == set {
+			return old, nil
+		}
+		h.mu.Lock()
+		if h.plugins[id] == old {
+			delete(h.plugins, id)
+		}
+		h.mu.Unlock()
+		old.Close()
 	}
 	if held, err := readHold(h.cfg.Home, m); err != nil || held != nil {
 		if err == nil {

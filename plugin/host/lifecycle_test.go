@@ -2,13 +2,16 @@ package host
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/plugin"
 )
 
 // TestLifecycle: a crash, a hang and an output flood each end the call with
@@ -102,4 +105,49 @@ func processAlive(pid int) bool {
 		return false
 	}
 	return syscall.Kill(pid, 0) == nil
+}
+
+// TestLoadFollowsUpdates: Load returns the loaded plugin while nothing
+// changed, and after an update stops it and loads the new version under a
+// new policy compile — an old compile is never used.
+func TestLoadFollowsUpdates(t *testing.T) {
+	e := newEnv(t)
+	src := filepath.Join(repoRoot(t), "examples/plugins/echo/manifest.yaml")
+	e.install(t, "echo", src)
+	ctx := t.Context()
+	p1, err := e.host.Load(ctx, "com.example.echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := e.host.Load(ctx, "com.example.echo"); again != p1 {
+		t.Fatal("Load recompiled an unchanged plugin")
+	}
+	if _, err := p1.Call(ctx, "echo", json.RawMessage(`{"text":"v1"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	before := p1.proc.Pid()
+	data, _ := os.ReadFile(src)
+	bin := buildExample(t, "echo")
+	pkg := t.TempDir()
+	os.WriteFile(filepath.Join(pkg, "manifest.yaml"), []byte(strings.Replace(string(data), "version: 1.0.0", "version: 1.0.1", 1)), 0o644)
+	os.MkdirAll(filepath.Join(pkg, "bin"), 0o755)
+	b, _ := os.ReadFile(bin)
+	os.WriteFile(filepath.Join(pkg, "bin", "echo"), b, 0o755)
+	e.signer(pkg)
+	if res, err := e.mgr.Update(ctx, pkg, plugin.InstallOptions{}); err != nil || res.Held {
+		t.Fatalf("update: %+v %v", res, err)
+	}
+	p2, err := e.host.Load(ctx, "com.example.echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2 == p1 || p2.Manifest().Version != "1.0.1" || p2.Policy() == p1.Policy() {
+		t.Fatalf("after the update Load returned version %s (same plugin: %v)", p2.Manifest().Version, p2 == p1)
+	}
+	if processAlive(before) {
+		t.Error("the old version's process still runs")
+	}
+	if out, err := p2.Call(ctx, "echo", json.RawMessage(`{"text":"v2"}`), ""); err != nil || out.Content != "v2" {
+		t.Fatalf("new version: %+v %v", out, err)
+	}
 }
