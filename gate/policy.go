@@ -7,6 +7,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/internal/shellcmd"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -164,27 +165,26 @@ func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.
 				}
 				// Without a shell, argv is exact; a wrapper still hides
 				// nothing from the deny rules.
-				se := shellEffects{}
-				se.command(append([]string(nil), a.Argv...), 0)
-				for _, argv := range se.spawns {
+				se := shellcmd.Argv(a.Argv)
+				for _, argv := range se.Spawns {
 					reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
 				}
-				if se.unknown != "" && unknown == "" {
-					unknown = se.unknown
+				if se.Unknown != "" && unknown == "" {
+					unknown = se.Unknown
 				}
 				continue
 			}
-			se := parseShell(a.Command)
-			if se.unknown != "" && unknown == "" {
-				unknown = se.unknown
+			se := shellcmd.Parse(a.Command)
+			if se.Unknown != "" && unknown == "" {
+				unknown = se.Unknown
 			}
-			for _, argv := range se.spawns {
+			for _, argv := range se.Spawns {
 				reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
 			}
 			for _, lists := range [2]struct {
 				k     capability.Kind
 				paths []string
-			}{{capability.FSRead, se.reads}, {capability.FSWrite, se.writes}} {
+			}{{capability.FSRead, se.Reads}, {capability.FSWrite, se.Writes}} {
 				for _, p := range lists.paths {
 					np, err := g.path(p)
 					if err != nil {

@@ -1,4 +1,4 @@
-package gate
+package shellcmd
 
 import (
 	"slices"
@@ -26,9 +26,9 @@ func TestParseShell(t *testing.T) {
 		{"if", nil, nil, true},
 	}
 	for _, tt := range tests {
-		got := parseShell(tt.cmd)
-		if !slices.EqualFunc(got.spawns, tt.spawns, slices.Equal) || !slices.Equal(got.writes, tt.writes) || (got.unknown != "") != tt.unknown {
-			t.Errorf("parseShell(%q) = spawns %q writes %q unknown %q; want %q %q %v", tt.cmd, got.spawns, got.writes, got.unknown, tt.spawns, tt.writes, tt.unknown)
+		got := Parse(tt.cmd)
+		if !slices.EqualFunc(got.Spawns, tt.spawns, slices.Equal) || !slices.Equal(got.Writes, tt.writes) || (got.Unknown != "") != tt.unknown {
+			t.Errorf("Parse(%q) = spawns %q writes %q unknown %q; want %q %q %v", tt.cmd, got.Spawns, got.Writes, got.Unknown, tt.spawns, tt.writes, tt.unknown)
 		}
 	}
 }
@@ -46,8 +46,8 @@ func FuzzParseShell(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
-		s := parseShell(cmd)
-		if s.unknown != "" {
+		s := Parse(cmd)
+		if s.Unknown != "" {
 			return
 		}
 		// Appending a line "rm x" to a parseable command must add an rm
@@ -56,18 +56,46 @@ func FuzzParseShell(f *testing.F) {
 		if len(cmd) > 200 || strings.HasSuffix(cmd, `\`) || strings.Contains(cmd, "<<") {
 			return
 		}
-		s2 := parseShell(cmd + "\nrm x")
-		if s2.unknown != "" {
+		s2 := Parse(cmd + "\nrm x")
+		if s2.Unknown != "" {
 			return
 		}
 		found := false
-		for _, a := range s2.spawns {
+		for _, a := range s2.Spawns {
 			if len(a) > 0 && a[0] == "rm" {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("parseShell(%q + rm x) missed rm: %q", cmd, s2.spawns)
+			t.Errorf("Parse(%q + rm x) missed rm: %q", cmd, s2.Spawns)
 		}
 	})
+}
+
+func TestArgv(t *testing.T) {
+	tests := []struct {
+		argv    []string
+		spawns  [][]string
+		unknown bool
+	}{
+		{[]string{"git", "status"}, [][]string{{"git", "status"}}, false},
+		{[]string{"/usr/bin/rm", "x"}, [][]string{{"/usr/bin/rm", "x"}, {"rm", "x"}}, false},
+		{[]string{"sh", "-c", "a; b"}, [][]string{{"sh", "-c", "a; b"}, {"a"}, {"b"}}, false},
+		{[]string{"env", "-S", "rm x"}, [][]string{{"env", "-S", "rm x"}}, true},
+		// Without a shell, $X is a literal word, not a computed one.
+		{[]string{"echo", "$X"}, [][]string{{"echo", "$X"}}, false},
+	}
+	for _, tt := range tests {
+		in := slices.Clone(tt.argv)
+		got := Argv(in)
+		if !slices.EqualFunc(got.Spawns, tt.spawns, slices.Equal) || (got.Unknown != "") != tt.unknown {
+			t.Errorf("Argv(%q) = spawns %q unknown %q; want %q %v", tt.argv, got.Spawns, got.Unknown, tt.spawns, tt.unknown)
+		}
+		if len(got.Spawns) > 0 && len(in) > 0 {
+			got.Spawns[0][0] = "changed"
+			if in[0] != tt.argv[0] {
+				t.Errorf("Argv(%q) retained its argument", tt.argv)
+			}
+		}
+	}
 }

@@ -1,4 +1,16 @@
-package gate
+// Package shellcmd reports what a bash command runs: every simple
+// command's argv, the files its redirections read and write, and what
+// cannot be known before it runs.
+//
+// It parses with a real Bash parser (mvdan.cc/sh/v3/syntax) and unwraps
+// `sh -c`, eval, find -exec and wrappers such as sudo, env, nice, timeout
+// and xargs, so a rule about rm also sees `sudo env rm`. A word whose value
+// is only known at run time ($VAR, $(…), globs, ~) becomes a value no rule
+// word equals. Anything it cannot see through is reported in
+// [Effects.Unknown]; a caller must never allow such a command by rule.
+//
+// Parse and Argv do no I/O and are safe for concurrent use.
+package shellcmd
 
 import (
 	"path"
@@ -16,36 +28,49 @@ const maxShellDepth = 8
 // ever be equal to it.
 const dynamicWord = "\x00dynamic"
 
-// shellEffects is what a command line will do, as far as it can be known
+// Effects is what a command line will do, as far as it can be known
 // before it runs.
-type shellEffects struct {
-	spawns [][]string // argv of every simple command, wrappers unwrapped
-	reads  []string   // redirection sources
-	writes []string   // redirection targets
-	// unknown is non-empty when part of the effect cannot be known (a parse
+type Effects struct {
+	// Spawns holds the argv of every simple command, wrappers unwrapped:
+	// `sudo rm x` yields both {"sudo", "rm", "x"} and {"rm", "x"}, and
+	// /usr/bin/rm also yields rm. A computed word is a value containing a
+	// NUL byte, which no literal rule word equals.
+	Spawns [][]string
+	Reads  []string // redirection sources, as written
+	Writes []string // redirection targets, as written
+	// Unknown is non-empty when part of the effect cannot be known (a parse
 	// error, a computed command name, eval of a computed string, a
-	// computed redirection target); such a command is never allowed by a
-	// rule.
-	unknown string
+	// computed redirection target); it says why. Such a command must never
+	// be allowed by a rule.
+	Unknown string
 }
 
-func (s *shellEffects) setUnknown(why string) {
-	if s.unknown == "" {
-		s.unknown = why
+func (s *Effects) setUnknown(why string) {
+	if s.Unknown == "" {
+		s.Unknown = why
 	}
 }
 
-// parseShell parses a command line with a real Bash parser and collects
-// every simple command (in lists, pipelines, subshells, command and process
+// Parse parses a command line with a real Bash parser and collects every
+// simple command (in lists, pipelines, subshells, command and process
 // substitutions, functions, control structures, here-strings) and every
 // redirection.
-func parseShell(cmd string) shellEffects {
-	var s shellEffects
+func Parse(cmd string) Effects {
+	var s Effects
 	s.parse(cmd, 0)
 	return s
 }
 
-func (s *shellEffects) parse(cmd string, depth int) {
+// Argv reports what an exec of argv without a shell runs: argv itself and
+// whatever command it wraps (sudo, env, sh -c SCRIPT, ...). argv is not
+// retained.
+func Argv(argv []string) Effects {
+	var s Effects
+	s.command(append([]string(nil), argv...), 0)
+	return s
+}
+
+func (s *Effects) parse(cmd string, depth int) {
 	if depth > maxShellDepth {
 		s.setUnknown("commands nested too deeply")
 		return
@@ -74,7 +99,7 @@ func (s *shellEffects) parse(cmd string, depth int) {
 	})
 }
 
-func (s *shellEffects) redirect(r *syntax.Redirect) {
+func (s *Effects) redirect(r *syntax.Redirect) {
 	var read, write bool
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
@@ -105,10 +130,10 @@ func (s *shellEffects) redirect(r *syntax.Redirect) {
 		return
 	}
 	if read {
-		s.reads = append(s.reads, v)
+		s.Reads = append(s.Reads, v)
 	}
 	if write {
-		s.writes = append(s.writes, v)
+		s.Writes = append(s.Writes, v)
 	}
 }
 
@@ -124,7 +149,7 @@ func isDigits(v string) bool {
 	return true
 }
 
-func (s *shellEffects) call(c *syntax.CallExpr, depth int) {
+func (s *Effects) call(c *syntax.CallExpr, depth int) {
 	if len(c.Args) == 0 {
 		return // assignments only; their substitutions are walked
 	}
@@ -144,7 +169,7 @@ func (s *shellEffects) call(c *syntax.CallExpr, depth int) {
 		for _, a := range c.Assigns {
 			full = append(full, assignText(a))
 		}
-		s.spawns = append(s.spawns, append(full, argv...))
+		s.Spawns = append(s.Spawns, append(full, argv...))
 	}
 	s.command(argv, depth)
 }
@@ -164,21 +189,21 @@ func assignText(a *syntax.Assign) string {
 }
 
 // command records argv and whatever command it wraps.
-func (s *shellEffects) command(argv []string, depth int) {
+func (s *Effects) command(argv []string, depth int) {
 	if len(argv) == 0 {
 		return
 	}
 	if argv[0] == dynamicWord {
 		s.setUnknown("the command name is computed")
-		s.spawns = append(s.spawns, argv)
+		s.Spawns = append(s.Spawns, argv)
 		return
 	}
-	s.spawns = append(s.spawns, argv)
+	s.Spawns = append(s.Spawns, argv)
 	if strings.Contains(argv[0], "/") {
 		// /usr/bin/rm is rm for the rules too.
 		base := path.Base(argv[0])
 		alias := append([]string{base}, argv[1:]...)
-		s.spawns = append(s.spawns, alias)
+		s.Spawns = append(s.Spawns, alias)
 		argv = alias
 	}
 	if depth > maxShellDepth {
@@ -219,7 +244,7 @@ func literalJoin(words []string) (string, bool) {
 
 // shell handles `sh -c SCRIPT` (with combined flags such as -ec, -lc) and
 // `busybox sh -c`.
-func (s *shellEffects) shell(argv []string, depth int) {
+func (s *Effects) shell(argv []string, depth int) {
 	args := argv[1:]
 	if argv[0] == "busybox" {
 		if len(args) == 0 {
@@ -252,7 +277,7 @@ func (s *shellEffects) shell(argv []string, depth int) {
 }
 
 // find records the commands of -exec, -execdir, -ok and -okdir.
-func (s *shellEffects) find(argv []string, depth int) {
+func (s *Effects) find(argv []string, depth int) {
 	for i := 1; i < len(argv); i++ {
 		switch argv[i] {
 		case "-exec", "-execdir", "-ok", "-okdir":
