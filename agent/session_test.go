@@ -17,6 +17,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/provider"
 )
 
@@ -45,7 +46,7 @@ func TestGatePaths(t *testing.T) {
 		wantApprov bool
 	}{
 		{name: "allowed", call: "Echo", input: `{msg: hi}`, wantReason: capability.ReasonAllowed, wantRuns: 1},
-		{name: "denied by rule", call: "Echo", input: `{msg: hi}`, opts: []agent.Option{agent.WithRules(gate.Rules{Deny: []string{"Echo"}})}, wantReason: capability.ReasonRuleDenied},
+		{name: "denied by rule", call: "Echo", input: `{msg: hi}`, opts: []agent.Option{agent.WithRules(policy.Rules{Deny: []string{"Echo"}})}, wantReason: capability.ReasonRuleDenied},
 		{name: "unknown tool", call: "Nope", input: `{}`, wantReason: capability.ReasonToolUnknown},
 		{name: "schema invalid", call: "Echo", input: `{msg: 42}`, wantReason: capability.ReasonSchemaInvalid},
 		{name: "approval required, no approver", call: "Write", input: `{path: a.txt}`, wantReason: capability.ReasonApprovalRequired},

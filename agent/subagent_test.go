@@ -9,6 +9,7 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/policy"
 )
 
 // TestSubagent: a subagent narrowed to Echo cannot call Write although its
@@ -20,7 +21,7 @@ func TestSubagent(t *testing.T) {
 		name       string
 		task       string
 		child      string
-		rules      gate.Rules
+		rules      policy.Rules
 		wantTask   capability.Reason
 		wantChild  []capability.Reason
 		wantResult string
@@ -28,7 +29,7 @@ func TestSubagent(t *testing.T) {
 		{name: "narrowed", task: `{prompt: "do it", tools: [Echo]}`,
 			child:    "turns:\n  - tool_calls:\n      - {id: c1, name: Echo, input: {msg: hi}}\n      - {id: c2, name: Write, input: {path: a}}\n  - text: child done\n",
 			wantTask: capability.ReasonAllowed, wantChild: []capability.Reason{capability.ReasonAllowed, capability.ReasonToolUnknown}, wantResult: "child done"},
-		{name: "parent's deny rule binds the child", task: `{prompt: "do it"}`, rules: gate.Rules{Deny: []string{"Write"}},
+		{name: "parent's deny rule binds the child", task: `{prompt: "do it"}`, rules: policy.Rules{Deny: []string{"Write"}},
 			child:    "turns:\n  - tool_calls:\n      - {id: c1, name: Write, input: {path: a}}\n  - text: child done\n",
 			wantTask: capability.ReasonAllowed, wantChild: []capability.Reason{capability.ReasonRuleDenied}, wantResult: "child done"},
 		{name: "widening refused", task: `{prompt: "do it", tools: [Echo, Secret]}`, child: "turns:\n  - text: never\n",

@@ -13,10 +13,11 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
 )
 
-func withRules(r gate.Rules) fixtureOpt {
+func withRules(r policy.Rules) fixtureOpt {
 	return func(o *gate.Options, _ *fixture) { o.Rules = r }
 }
 
@@ -33,7 +34,7 @@ func bash(cmd string) gate.Call {
 // rides along with it, and a deny rule on rm sees through every wrapper and
 // shell construct.
 func TestBashRules(t *testing.T) {
-	f := newFixture(t, withRules(gate.Rules{
+	f := newFixture(t, withRules(policy.Rules{
 		Allow: []string{"Bash(git status:*)", "Bash(ls)"},
 		Deny:  []string{"Bash(rm:*)", "Bash(curl:*)"},
 	}))
@@ -120,7 +121,7 @@ func TestBashRules(t *testing.T) {
 // plan denies mutating calls, dontAsk turns ask into deny, bypass lifts
 // asks but not capability denials nor unknowable commands.
 func TestModes(t *testing.T) {
-	rules := gate.Rules{Deny: []string{"Write(workspace://src/secret/**)", "Bash(rm:*)"}, Ask: []string{"Read(workspace://docs/private/**)"}}
+	rules := policy.Rules{Deny: []string{"Write(workspace://src/secret/**)", "Bash(rm:*)"}, Ask: []string{"Read(workspace://docs/private/**)"}}
 	tests := []struct {
 		mode gate.Mode
 		c    gate.Call
@@ -183,7 +184,7 @@ func TestHookRewriteCannotWiden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, withRules(gate.Rules{Allow: []string{"Bash(git status:*)", "Bash(ls)"}, Deny: []string{"Bash(rm:*)"}}))
+			f := newFixture(t, withRules(policy.Rules{Allow: []string{"Bash(git status:*)", "Bash(ls)"}, Deny: []string{"Bash(rm:*)"}}))
 			err := f.hooks.Add(hook.Hook{Event: hook.PreToolUse, Handler: hook.Func(func(ctx context.Context, in hook.Input) (hook.Output, error) {
 				sp := &hook.Specific{UpdatedInput: json.RawMessage(tt.rewrite)}
 				if tt.ask {

@@ -18,6 +18,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -356,7 +357,7 @@ func TestGuardedExec(t *testing.T) {
 		ran = append(ran, c.Argv)
 		return tool.CommandResult{}, nil
 	})
-	f := newFixture(t, withRules(gate.Rules{Deny: []string{"Bash(rm:*)"}}), func(o *gate.Options, _ *fixture) {
+	f := newFixture(t, withRules(policy.Rules{Deny: []string{"Bash(rm:*)"}}), func(o *gate.Options, _ *fixture) {
 		o.Capabilities = func(tool.Plugin) (tool.Env, error) { return tool.Env{Exec: runner}, nil }
 	})
 	var errs []error

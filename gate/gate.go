@@ -20,6 +20,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -78,7 +79,7 @@ type Options struct {
 	// Mode is the initial permission mode; SetMode changes it.
 	Mode Mode
 	// Rules are the permission rules.
-	Rules Rules
+	Rules policy.Rules
 	// Approver decides calls that need approval. Nil denies them with
 	// APPROVAL_REQUIRED.
 	Approver Approver
@@ -120,7 +121,7 @@ type Gate struct {
 	disp      *tool.Dispatcher
 	policy    func(tool.Plugin) (Decider, error)
 	sink      audit.Sink
-	rules     compiledRules
+	rules     *policy.RuleSet
 	mode      atomic.Uint32
 	approver  Approver
 	hooks     *hook.Registry
@@ -146,7 +147,7 @@ func New(opts Options) (*Gate, error) {
 	if opts.Mode > ModeBypass {
 		return nil, fmt.Errorf("gate: unknown mode %d", opts.Mode)
 	}
-	rules, err := compileRules(opts.Rules)
+	rules, err := policy.CompileRules(opts.Rules)
 	if err != nil {
 		return nil, err
 	}
@@ -645,7 +646,7 @@ func (x *exec) env() (tool.Env, bool) {
 		if probe.Mode == capability.Deny {
 			env.Exec = nil
 		} else {
-			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.deny, tool: x.entry.Name()}
+			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules, tool: x.entry.Name()}
 		}
 	}
 	return env, true
@@ -918,7 +919,7 @@ func (g *Gate) concurrent(c *Call) bool {
 type guardedRunner struct {
 	inner tool.Runner
 	pol   Decider
-	deny  ruleSet
+	deny  *policy.RuleSet
 	tool  string
 }
 
@@ -927,8 +928,8 @@ func (r *guardedRunner) Run(ctx context.Context, cmd tool.Command) (tool.Command
 		return tool.CommandResult{}, capability.Denied(capability.ReasonInvalidRequest, "process.spawn", "empty argv")
 	}
 	req := capability.Request{Kind: capability.ProcessSpawn, Argv: cmd.Argv}
-	if rl := r.deny.any("", []capability.Request{req}); rl != nil {
-		return tool.CommandResult{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRuleDenied, Layer: "rules", Rule: rl.text, Request: req.String()}}
+	if rl, ok := r.deny.Deny("", []capability.Request{req}); ok {
+		return tool.CommandResult{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRuleDenied, Layer: "rules", Rule: rl, Request: req.String()}}
 	}
 	if d := r.pol.Decide(ctx, req); d.Mode != capability.Allow {
 		if d.Mode == capability.ApprovalRequired {

@@ -38,8 +38,8 @@ func (x *exec) decide(ctx context.Context) capability.Decision {
 	if bad != nil {
 		return *bad
 	}
-	if r := x.g.rules.deny.any(e.Name(), reqs); r != nil {
-		return deny(capability.ReasonRuleDenied, "rules", r.text, firstReq(reqs, e.Name()))
+	if r, ok := x.g.rules.Deny(e.Name(), reqs); ok {
+		return deny(capability.ReasonRuleDenied, "rules", r, firstReq(reqs, e.Name()))
 	}
 	readOnly := e.ReadOnly(in)
 	if x.mode == ModePlan && !readOnly {
@@ -74,10 +74,10 @@ func (x *exec) decide(ctx context.Context) capability.Decision {
 	case unknown != "":
 		harness, layer, rule, reason = capability.ApprovalRequired, "rules", unknown, capability.ReasonCommandUnparseable
 	default:
-		if r := x.g.rules.ask.any(e.Name(), reqs); r != nil {
-			harness, layer, rule = capability.ApprovalRequired, "rules", r.text
-		} else if r := x.g.rules.allow.covers(e.Name(), reqs, x.known); r != nil {
-			layer, rule = "rules", r.text
+		if r, ok := x.g.rules.Ask(e.Name(), reqs); ok {
+			harness, layer, rule = capability.ApprovalRequired, "rules", r
+		} else if r, ok := x.g.rules.Allow(e.Name(), reqs, x.known); ok {
+			layer, rule = "rules", r
 		} else if perm.Behavior == tool.Allow {
 			layer, rule = "tool", "tool:checkPermissions"
 		} else if x.mode == ModeAcceptEdits && x.known && onlyFiles(reqs) {

@@ -58,7 +58,7 @@ type fixtureOpts struct {
 	cfg          tools.Config
 	allowPrivate bool
 	mode         gate.Mode
-	rules        gate.Rules
+	rules        policy.Rules
 	approver     gate.Approver
 	register     func(f *fixture)
 	secrets      tool.Secrets

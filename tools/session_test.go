@@ -11,6 +11,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
 	"github.com/norma-run/norma/tools"
 )
@@ -46,7 +47,7 @@ func TestTodoWrite(t *testing.T) {
 		t.Fatal("FileTodoStore accepted a session id with a path")
 	}
 	// Denial through the gate: a deny rule; the store is untouched.
-	g := newFixture(t, fixtureOpts{cfg: tools.Config{Todos: store, SessionID: "s2"}, rules: gate.Rules{Deny: []string{"TodoWrite"}}})
+	g := newFixture(t, fixtureOpts{cfg: tools.Config{Todos: store, SessionID: "s2"}, rules: policy.Rules{Deny: []string{"TodoWrite"}}})
 	wantReason(t, g.call(t, "TodoWrite", `{"todos":[]}`), capability.ReasonRuleDenied)
 	if _, err := os.Stat(filepath.Join(dir, "s2.todos.json")); err == nil {
 		t.Fatal("a denied TodoWrite persisted a list")
@@ -66,7 +67,7 @@ func TestAskUser(t *testing.T) {
 	if r.Content != "The user answered: the blue one (red/blue)" {
 		t.Fatalf("AskUser = %q", r.Content)
 	}
-	g := newFixture(t, fixtureOpts{cfg: tools.Config{Ask: ask}, rules: gate.Rules{Deny: []string{"AskUser"}}})
+	g := newFixture(t, fixtureOpts{cfg: tools.Config{Ask: ask}, rules: policy.Rules{Deny: []string{"AskUser"}}})
 	wantReason(t, g.call(t, "AskUser", `{"question":"x"}`), capability.ReasonRuleDenied)
 	if asked.Load() != 1 {
 		t.Fatalf("the callback ran %d times, want 1 (never for the denied call)", asked.Load())
@@ -229,7 +230,7 @@ func TestSkillAndExtraTools(t *testing.T) {
 // tools are not unlocked.
 func TestSkillDenied(t *testing.T) {
 	var calls atomic.Int64
-	f := newFixture(t, fixtureOpts{rules: gate.Rules{Deny: []string{"Read(workspace://.norma/skills/**)"}}, register: func(f *fixture) {
+	f := newFixture(t, fixtureOpts{rules: policy.Rules{Deny: []string{"Read(workspace://.norma/skills/**)"}}, register: func(f *fixture) {
 		f.cat.Register(f.reg, tool.Registration{Tool: extraTool("Skilled", &calls, tool.Allow), Visibility: tool.Deferred})
 	}})
 	f.write(t, map[string]string{".norma/skills/x/SKILL.md": "---\ntools: [Skilled]\n---\nhi\n"})

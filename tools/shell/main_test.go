@@ -68,13 +68,13 @@ type fixture struct {
 type fixtureOpts struct {
 	session  string
 	manifest string // default testManifest
-	rules    gate.Rules
+	rules    policy.Rules
 	edit     func(*Config)
 }
 
 // defaultRules allow the command words the attacks use: whatever gets
 // through must be stopped by the sandbox.
-var defaultRules = gate.Rules{
+var defaultRules = policy.Rules{
 	Allow: []string{"Bash(cat:*)", "Bash(grep:*)", "Bash(ln:*)", "Bash(curl:*)", "Bash(echo:*)",
 		"Bash(sleep:*)", "Bash(true)", "Bash(stty:*)", "Bash(bash -i)", "Bash(sh -i)", "Bash(printf:*)", "Bash(exit:*)",
 		"Write(workspace://**)"},
