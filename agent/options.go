@@ -85,7 +85,7 @@ type config struct {
 	workspace     *manifest.Layer
 	runLayer      *manifest.Layer
 	sandbox       bool
-	rules         gate.Rules
+	rules         policy.Rules
 	mode          gate.Mode
 	hooks         *hook.Registry
 	approver      gate.Approver
@@ -201,7 +201,7 @@ func WithSandbox(ok bool) Option {
 }
 
 // WithRules sets the permission rules.
-func WithRules(r gate.Rules) Option { return func(c *config) error { c.rules = r; return nil } }
+func WithRules(r policy.Rules) Option { return func(c *config) error { c.rules = r; return nil } }
 
 // WithMode sets the initial permission mode.
 func WithMode(m gate.Mode) Option { return func(c *config) error { c.mode = m; return nil } }
