@@ -10,7 +10,6 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
-	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/scripted"
 	"github.com/norma-run/norma/tool"
@@ -157,4 +156,4 @@ func (c *capture) last() provider.Request {
 	return c.reqs[len(c.reqs)-1]
 }
 
-var _ gate.Approver = (*gatetest.MemoryApprover)(nil)
+var _ gate.Approver = (*gate.MemoryApprover)(nil)

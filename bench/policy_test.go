@@ -47,7 +47,7 @@ import (
 
 	"github.com/cedar-policy/cedar-go"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 )
@@ -157,7 +157,7 @@ func cedarLayer(tb testing.TB, plugin string, perm manifest.Permissions) (string
 	principal := fmt.Sprintf("principal == Plugin::%q", plugin)
 	if perm.Network != nil {
 		for _, r := range perm.Network.Requests {
-			origin, err := netguard.NormalizeOrigin(r.Origin)
+			origin, err := weburl.NormalizeOrigin(r.Origin)
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/secret"
 )
 
@@ -85,13 +85,13 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 		b.refuse(w, r.Context(), x, deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, "CONNECT "+target, "broker: CONNECT needs host:port"))
 		return
 	}
-	origin, err := netguard.NormalizeOrigin("https://" + target)
+	origin, err := weburl.NormalizeOrigin("https://" + target)
 	if err != nil {
 		b.refuse(w, r.Context(), x, fromError(http.StatusForbidden, capability.ReasonNetworkInvalidURL, "CONNECT "+target, err))
 		return
 	}
 	x.origin = origin
-	nu, _ := netguard.NormalizeURL(origin + "/")
+	nu, _ := weburl.Normalize(origin + "/")
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		b.refuse(w, r.Context(), x, deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, "CONNECT "+origin, "broker: cannot hijack"))
@@ -157,7 +157,7 @@ func checkSNI(sni, host, port, origin string) *denial {
 		}
 		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, "CONNECT "+origin, "broker: TLS ClientHello without SNI")
 	}
-	got, err := netguard.NormalizeOrigin("https://" + net.JoinHostPort(sni, port))
+	got, err := weburl.NormalizeOrigin("https://" + net.JoinHostPort(sni, port))
 	if err != nil || got != origin {
 		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, "CONNECT "+origin, "broker: TLS SNI does not name the CONNECT target")
 	}
@@ -201,7 +201,7 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 	if !b.rate.allow() {
 		return deny(http.StatusTooManyRequests, capability.ReasonBrokerRateLimited, r.Method+" "+x.origin, "broker: request rate limit exceeded")
 	}
-	u, err := netguard.NormalizeURL(raw)
+	u, err := weburl.Normalize(raw)
 	if err != nil {
 		return fromError(http.StatusForbidden, capability.ReasonNetworkInvalidURL, r.Method, err)
 	}
@@ -213,7 +213,7 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, reqStr, "broker: request target does not name the CONNECT target")
 	}
 	if r.Host != "" {
-		h, err := netguard.NormalizeOrigin(u.Scheme + "://" + r.Host)
+		h, err := weburl.NormalizeOrigin(u.Scheme + "://" + r.Host)
 		if err != nil || h != u.Origin {
 			return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, reqStr, "broker: Host header does not name the request's origin")
 		}
@@ -404,7 +404,7 @@ func injectHeader(h http.Header, bd *binding, v secret.Value) {
 // scanPlaceholders refuses a placeholder in the URL or body, or in a
 // header toward another origin than its purpose; it returns the names
 // whose placeholder appears in headers toward their purpose.
-func (b *Broker) scanPlaceholders(raw string, u netguard.URL, body []byte, hdr http.Header, reqStr string) (map[string]bool, *denial) {
+func (b *Broker) scanPlaceholders(raw string, u weburl.URL, body []byte, hdr http.Header, reqStr string) (map[string]bool, *denial) {
 	mismatch := func(name, where string) *denial {
 		return deny(http.StatusForbidden, capability.ReasonSecretOriginMismatch, reqStr,
 			"broker: the placeholder of secret "+name+" appears in the "+where+"; it is only replaced in headers toward "+b.purposeOf(name))

@@ -17,7 +17,6 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
-	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
@@ -147,7 +146,7 @@ func TestApproval(t *testing.T) {
 		})
 	}
 	t.Run("service", func(t *testing.T) {
-		sink := &gatetest.MemorySink{}
+		sink := &gate.MemorySink{}
 		svc, err := approval.NewService(approval.NewMemoryBackend(), &approval.Options{Sink: sink, Approver: approval.Auto{Grant: true}})
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
-	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
@@ -70,10 +69,10 @@ func (c *countingPolicy) Decide(ctx context.Context, r capability.Request) capab
 type fixture struct {
 	reg      *tool.Registry
 	g        *gate.Gate
-	sink     *gatetest.MemorySink
+	sink     *gate.MemorySink
 	pol      *countingPolicy
 	hooks    *hook.Registry
-	approver *gatetest.MemoryApprover
+	approver *gate.MemoryApprover
 	view     *tool.View
 	calls    atomic.Int64 // handler invocations
 
@@ -159,11 +158,11 @@ type fixtureOpt func(*gate.Options, *fixture)
 
 func newFixture(t testing.TB, opts ...fixtureOpt) *fixture {
 	t.Helper()
-	f := &fixture{sink: &gatetest.MemorySink{}, steps: map[string][]gate.Step{}}
+	f := &fixture{sink: &gate.MemorySink{}, steps: map[string][]gate.Step{}}
 	f.reg = tool.NewRegistry(&tool.Options{Audit: f.sink})
 	f.pol = &countingPolicy{d: testSet(t)}
 	f.hooks = hook.NewRegistry(&hook.Options{Timeout: 10 * time.Second})
-	f.approver = gatetest.NewMemoryApprover(false)
+	f.approver = gate.NewMemoryApprover(false)
 	for _, s := range []tool.Spec{f.readTool(), f.writeTool(), f.bashTool(), f.fetchTool()} {
 		f.register(t, s, tool.Visible)
 	}

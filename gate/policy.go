@@ -6,7 +6,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/fsguard"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/internal/shellcmd"
 	"github.com/norma-run/norma/tool"
 )
@@ -143,7 +143,7 @@ func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.
 			}
 			reqs = append(reqs, capability.Request{Kind: a.Kind, Path: p})
 		case capability.NetRequest:
-			u, err := netguard.NormalizeURL(a.URL)
+			u, err := weburl.Normalize(a.URL)
 			if err != nil {
 				return nil, "", fail(err, "net.request")
 			}
@@ -153,7 +153,7 @@ func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.
 			}
 			reqs = append(reqs, capability.Request{Kind: a.Kind, Method: m, Origin: u.Origin, Path: u.Path})
 		case capability.SecretUse:
-			o, err := netguard.NormalizeOrigin(a.Origin)
+			o, err := weburl.NormalizeOrigin(a.Origin)
 			if err != nil || a.Secret == "" {
 				return nil, "", fail(err, "secret.use")
 			}

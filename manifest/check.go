@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 )
 
 // checker runs the semantic checks a schema cannot express and normalizes
@@ -121,7 +121,7 @@ func (c *checker) permissions(p *Permissions, ptr string, layer bool) {
 			c.add(sp+"/name", false, "secret %q is declared twice", s.Name)
 		}
 		names[s.Name] = true
-		o, err := netguard.NormalizeOrigin(s.Purpose)
+		o, err := weburl.NormalizeOrigin(s.Purpose)
 		if err != nil {
 			c.add(sp+"/purpose", false, "purpose must be an origin (scheme://host[:port]): %v", errDetail(err))
 		} else {
@@ -146,7 +146,7 @@ func compareRule(a, b NetRule) int {
 }
 
 func (c *checker) netRule(r *NetRule, ptr string) {
-	o, err := netguard.NormalizeOrigin(r.Origin)
+	o, err := weburl.NormalizeOrigin(r.Origin)
 	if err != nil {
 		c.add(ptr+"/origin", false, "origin must be scheme://host[:port] with no path, query, userinfo, fragment or wildcard: %v", errDetail(err))
 	} else {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/manifest"
 )
 
@@ -94,7 +94,7 @@ func BenchmarkNormalizeAndDecide(b *testing.B) {
 	raw := "https://API.example.invalid/repos/acme/issues/42/comments?per_page=10"
 	b.ReportAllocs()
 	for b.Loop() {
-		u, err := netguard.NormalizeURL(raw)
+		u, err := weburl.Normalize(raw)
 		if err != nil {
 			b.Fatal(err)
 		}

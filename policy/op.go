@@ -6,7 +6,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/fsguard"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 )
 
 // ParseOp parses the --op syntax of `norma policy explain` and of policy
@@ -49,7 +49,7 @@ func ParseOp(op string, resolve func(string) (string, error)) (capability.Reques
 		if err := want(2, "METHOD URL"); err != nil {
 			return req, err
 		}
-		u, err := netguard.NormalizeURL(args[1])
+		u, err := weburl.Normalize(args[1])
 		if err != nil {
 			return req, err
 		}
@@ -59,7 +59,7 @@ func ParseOp(op string, resolve func(string) (string, error)) (capability.Reques
 		if err := want(2, "NAME ORIGIN"); err != nil {
 			return req, err
 		}
-		o, err := netguard.NormalizeOrigin(args[1])
+		o, err := weburl.NormalizeOrigin(args[1])
 		if err != nil {
 			return req, err
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/manifest"
 )
 
@@ -53,7 +53,7 @@ func NewHandle(s manifest.Secret) (Handle, error) {
 	if s.InjectAs != InjectBrokeredHeader {
 		return bad("secret %q: inject_as %q is not supported (want %s)", s.Name, s.InjectAs, InjectBrokeredHeader)
 	}
-	purpose, err := netguard.NormalizeOrigin(s.Purpose)
+	purpose, err := weburl.NormalizeOrigin(s.Purpose)
 	if err != nil {
 		return bad("secret %q: purpose is not an origin", s.Name)
 	}

@@ -16,9 +16,9 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
-	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
@@ -45,7 +45,7 @@ type fixture struct {
 	dir   string
 	reg   *tool.Registry
 	g     *gate.Gate
-	sink  *gatetest.MemorySink
+	sink  *gate.MemorySink
 	set   *policy.Set
 	fs    *fsguard.FS
 	ref   *tools.GateRef
@@ -63,7 +63,7 @@ type fixtureOpts struct {
 	approver     gate.Approver
 	register     func(f *fixture)
 	secrets      tool.Secrets
-	authorize    func(req *http.Request, u netguard.URL) error
+	authorize    func(req *http.Request, u weburl.URL) error
 	dir          string // an existing workspace; default a new temp dir
 }
 
@@ -72,7 +72,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if o.dir == "" {
 		o.dir = t.TempDir()
 	}
-	f := &fixture{dir: o.dir, sink: &gatetest.MemorySink{}, ref: &tools.GateRef{}, todos: &tools.MemoryTodoStore{}, cat: &tools.Catalog{}}
+	f := &fixture{dir: o.dir, sink: &gate.MemorySink{}, ref: &tools.GateRef{}, todos: &tools.MemoryTodoStore{}, cat: &tools.Catalog{}}
 	f.reg = tool.NewRegistry(&tool.Options{Audit: f.sink})
 	cfg := o.cfg
 	cfg.Gate, cfg.Registry, cfg.Catalog = f.ref, f.reg, f.cat
@@ -101,7 +101,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	tr := &netguard.Transport{Checker: f.set, Dialer: d}
 	if o.authorize != nil {
-		tr.Authorize = func(_ context.Context, req *http.Request, u netguard.URL) error { return o.authorize(req, u) }
+		tr.Authorize = func(_ context.Context, req *http.Request, u weburl.URL) error { return o.authorize(req, u) }
 	}
 	t.Cleanup(tr.CloseIdleConnections)
 	client := netguard.NewClient(tr)
@@ -115,7 +115,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	approver := o.approver
 	if approver == nil {
-		approver = gatetest.NewMemoryApprover(true)
+		approver = gate.NewMemoryApprover(true)
 	}
 	f.g, err = gate.New(gate.Options{
 		Registry: f.reg,
@@ -240,7 +240,7 @@ func short(s string) string {
 	return s
 }
 
-type netguardURL = netguard.URL
+type netguardURL = weburl.URL
 
 type toolSecret = tool.Secret
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/tool"
 )
@@ -46,7 +46,7 @@ type endpoint struct {
 }
 
 func parseEndpoint(raw string) (endpoint, error) {
-	u, err := netguard.NormalizeURL(raw)
+	u, err := weburl.Normalize(raw)
 	if err != nil {
 		return endpoint{}, err
 	}

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/text/transform"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -62,7 +62,7 @@ func fetch(ctx context.Context, env tool.Env, rawURL string, raw bool, maxBytes 
 	if err != nil {
 		return "", err
 	}
-	if _, err := netguard.NormalizeURL(rawURL); err != nil {
+	if _, err := weburl.Normalize(rawURL); err != nil {
 		return "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)

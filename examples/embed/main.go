@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/agent"
-	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/provider/scripted"
@@ -75,11 +74,7 @@ func run(ctx context.Context) error {
 	approver := gate.ApproverFunc(func(ctx context.Context, r gate.ApprovalRequest) (gate.Ticket, error) {
 		approvals++
 		fmt.Printf("approval asked: %s (%s)\n", r.Tool, r.ToolUseID)
-		// A real approver asks a person; this one grants every request
-		// with a ticket for exactly this action, once.
-		id := fmt.Sprintf("embed_%d", approvals)
-		return gate.Ticket{ApprovalID: id, ActionHash: r.ActionHash, Use: 1,
-			IdempotencyKey: approval.IdempotencyKey(id, r.ActionHash, 1)}, nil
+		return gate.NewMemoryApprover(true).Approve(ctx, r)
 	})
 	var text []string
 	s, err := agent.NewSession(ctx,

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 )
 
 // Resolver looks up the IP addresses of a host. *net.Resolver satisfies it;
@@ -55,8 +57,9 @@ type Dialer struct {
 
 // DialContext connects to address ("host:port") on network "tcp", "tcp4" or
 // "tcp6". Host may be a name or an IP literal; IP literals (including the
-// inet_aton spellings accepted by [NormalizeOrigin]) skip DNS but are
-// checked. The port must be numeric.
+// inet_aton spellings accepted by [weburl.NormalizeHost]) skip DNS but are
+// checked, and a name is looked up in its canonical form. The port must be
+// numeric.
 //
 // Refusals are *capability.Error with reason NETWORK_PRIVATE_ADDRESS,
 // NETWORK_INVALID_URL (a malformed address or unsupported network) or
@@ -78,8 +81,8 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if err != nil {
 		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, address, "bad address: "+err.Error())
 	}
-	port, ok := parsePort(portStr)
-	if !ok {
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 || len(portStr) > 5 {
 		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, address, "bad port")
 	}
 	ips, err := d.resolve(ctx, ipNet, host)
@@ -93,7 +96,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	}
 	var firstErr error
 	for _, ip := range ips {
-		c, err := d.dialChecked(ctx, network, netip.AddrPortFrom(ip, port))
+		c, err := d.dialChecked(ctx, network, netip.AddrPortFrom(ip, uint16(port)))
 		if err == nil {
 			return c, nil
 		}
@@ -119,9 +122,9 @@ func (d *Dialer) resolve(ctx context.Context, ipNet, host string) ([]netip.Addr,
 		}
 		return []netip.Addr{a.Unmap()}, nil
 	}
-	canon, detail := normalizeHost(host)
-	if detail != "" {
-		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, host, detail)
+	canon, err := weburl.NormalizeHost(host)
+	if err != nil {
+		return nil, err
 	}
 	if a, err := netip.ParseAddr(canon); err == nil {
 		return []netip.Addr{a}, nil // an inet_aton spelling of an IPv4 address

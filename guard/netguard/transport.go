@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 )
 
 // DefaultMaxResponseBytes is the response body cap used when
@@ -25,20 +27,26 @@ const DefaultMaxRedirects = 10
 
 // Transport is an http.RoundTripper that sends a request only after the
 // capability policy allowed it, and only to an address the [Dialer] admits.
+// It is Norma's one way onto the network for HTTP: the built-in web tools
+// and the plugins' egress broker both send through it.
 //
 // For every request, redirect hops included, RoundTrip does, in this order:
 //
-//  1. [NormalizeURL] on the request URL (userinfo and malformed URLs are
-//     refused), and refuses a Host header that names another origin;
-//  2. asks Checker about capability.Request{Kind: NetRequest, Method, Origin,
+//  1. [weburl.Normalize] on the request URL (userinfo and malformed URLs
+//     are refused), and refuses a Host header that names another origin;
+//  2. builds the URL the request will carry on the wire from the
+//     normalized one and refuses the request unless its request-URI is
+//     exactly the normalized path and query (what is checked is what is
+//     sent);
+//  3. asks Checker about capability.Request{Kind: NetRequest, Method, Origin,
 //     Path}; anything but Allow refuses the request;
-//  3. calls Authorize, when set, for approval or audit; an error refuses;
-//  4. rewrites the request to the normalized URL (what was checked is what
-//     is sent) and dials through Dialer: one DNS lookup, every address
-//     checked, the checked address dialed and re-checked at connect time;
-//  5. verifies TLS against the original host name (RootCAs, or the system
+//  4. calls Authorize, when set, for approval or audit (it may add headers
+//     to the request, e.g. a credential); an error refuses;
+//  5. sends a clone of the request with that URL and dials through Dialer: one DNS lookup, every address checked, the
+//     checked address dialed and re-checked at connect time;
+//  6. verifies TLS against the original host name (RootCAs, or the system
 //     roots when nil);
-//  6. caps the response body at MaxResponseBytes.
+//  7. caps the response body at MaxResponseBytes.
 //
 // A refused request sends nothing: no DNS query, no connection. Refusals
 // are returned as an error wrapping a *capability.Error (use
@@ -48,7 +56,9 @@ const DefaultMaxRedirects = 10
 // The zero Transport refuses every request (it has no Checker). Set the
 // fields before first use and do not change them afterwards; a Transport is
 // then safe for concurrent use. Transport does not follow redirects; use
-// [NewClient] for an http.Client with a safe redirect policy.
+// [NewClient] for an http.Client with a safe redirect policy, or return
+// redirects to a caller whose next hop is a new request through the same
+// Transport (as the broker does).
 type Transport struct {
 	// Checker decides every request. nil refuses everything.
 	Checker capability.Checker
@@ -60,10 +70,11 @@ type Transport struct {
 	// Authorize, when non-nil, runs after the policy allowed the request and
 	// before anything is sent (see the order above); a non-nil error
 	// refuses the request and is returned wrapped.
-	Authorize func(ctx context.Context, req *http.Request, u URL) error
+	Authorize func(ctx context.Context, req *http.Request, u weburl.URL) error
 	// MaxResponseBytes caps each response body: 0 means
-	// DefaultMaxResponseBytes, a negative value means no cap. Reading past
-	// the cap fails with NETWORK_RESPONSE_TOO_LARGE.
+	// DefaultMaxResponseBytes, a negative value means no cap. A larger
+	// declared Content-Length fails RoundTrip, and reading past the cap
+	// fails the read; both with NETWORK_RESPONSE_TOO_LARGE.
 	MaxResponseBytes int64
 	// CredentialHeaders are extra request headers (e.g. "X-Api-Key") that
 	// NewClient strips on a cross-origin redirect, in addition to
@@ -76,6 +87,16 @@ type Transport struct {
 	// limit respectively.
 	TLSHandshakeTimeout   time.Duration
 	ResponseHeaderTimeout time.Duration
+	// DisableCompression, when true, neither asks for gzip nor decodes it,
+	// so the response is relayed as the server sent it (a proxy wants
+	// this); false means net/http's transparent gzip.
+	DisableCompression bool
+	// MaxResponseHeaderBytes caps the response header block; zero means
+	// net/http's default (1 MiB).
+	MaxResponseHeaderBytes int64
+	// MaxIdleConnsPerHost keeps that many idle connections per host for
+	// reuse; zero means net/http's default (2).
+	MaxIdleConnsPerHost int
 
 	once sync.Once
 	rt   *http.Transport
@@ -100,12 +121,15 @@ func (t *Transport) transport() *http.Transport {
 				RootCAs:    t.RootCAs,
 				MinVersion: tls.VersionTLS12,
 			},
-			ForceAttemptHTTP2:     true,
-			TLSHandshakeTimeout:   hs,
-			ResponseHeaderTimeout: t.ResponseHeaderTimeout,
-			MaxIdleConns:          100,
-			IdleConnTimeout:       90 * time.Second,
-			ExpectContinueTimeout: time.Second,
+			ForceAttemptHTTP2:      true,
+			TLSHandshakeTimeout:    hs,
+			ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
+			DisableCompression:     t.DisableCompression,
+			MaxResponseHeaderBytes: t.MaxResponseHeaderBytes,
+			MaxIdleConns:           100,
+			MaxIdleConnsPerHost:    t.MaxIdleConnsPerHost,
+			IdleConnTimeout:        90 * time.Second,
+			ExpectContinueTimeout:  time.Second,
 		}
 	})
 	return t.rt
@@ -142,12 +166,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// prepare runs steps 1-3 and returns the normalized outgoing request.
+// prepare runs steps 1-4 and returns the normalized outgoing request.
 func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 	if req == nil || req.URL == nil {
 		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, "", "netguard: nil request or URL")
 	}
-	u, err := NormalizeURL(req.URL.String())
+	u, err := weburl.Normalize(req.URL.String())
 	if err != nil {
 		return nil, fmt.Errorf("netguard: %w", err)
 	}
@@ -160,16 +184,20 @@ func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, creq.String(), "netguard: invalid method")
 	}
 	if req.Host != "" {
-		h, err := NormalizeOrigin(u.Scheme + "://" + req.Host)
+		h, err := weburl.NormalizeOrigin(u.Scheme + "://" + req.Host)
 		if err != nil || h != u.Origin {
 			return nil, capability.Denied(capability.ReasonNetworkDestinationDenied, creq.String(),
 				"netguard: Host header does not name the request's origin")
 		}
 	}
+	wire, err := wireURL(u)
+	if err != nil {
+		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, creq.String(), err.Error())
+	}
+	ctx := req.Context()
 	if t.Checker == nil {
 		return nil, capability.Denied(capability.ReasonNetworkDestinationDenied, creq.String(), "netguard: no policy checker configured")
 	}
-	ctx := req.Context()
 	dec := t.Checker.Check(ctx, creq)
 	if dec.Mode != capability.Allow {
 		if dec.Reason == "" || dec.Reason == capability.ReasonAllowed {
@@ -186,11 +214,21 @@ func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 			return nil, fmt.Errorf("netguard: %s: authorize: %w", creq, err)
 		}
 	}
+	// Cloned only now: Authorize may add headers (credentials) to req.
+	out := req.Clone(ctx)
+	out.URL, out.Host, out.Method = wire, "", method
+	return out, nil
+}
+
+// wireURL is the one place a normalized URL becomes the URL of a request
+// on the wire. Its request-URI is checked to be exactly u.RequestURI(), and
+// its host carries the port only when it is not the scheme's default (the
+// Host header is taken from it).
+func wireURL(u weburl.URL) (*url.URL, error) {
 	path, err := url.PathUnescape(u.Path)
 	if err != nil {
-		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, creq.String(), "netguard: path does not unescape")
+		return nil, errors.New("netguard: path does not unescape")
 	}
-	// The Host header carries the port only when it is not the default.
 	host := u.HostPort()
 	if u.Port == 443 && u.Scheme == "https" || u.Port == 80 && u.Scheme == "http" {
 		host = u.Host
@@ -198,15 +236,12 @@ func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 			host = "[" + host + "]"
 		}
 	}
-	out := req.Clone(ctx)
-	out.URL = &url.URL{Scheme: u.Scheme, Host: host, Path: path, RawPath: u.Path, RawQuery: u.RawQuery}
-	out.Host = ""
-	out.Method = method
-	if got := out.URL.RequestURI(); got != u.Path && got != u.Path+"?"+u.RawQuery {
+	w := &url.URL{Scheme: u.Scheme, Host: host, Path: path, RawPath: u.Path, RawQuery: u.RawQuery}
+	if got, want := w.RequestURI(), u.RequestURI(); got != want {
 		// What goes on the wire must be exactly what was checked.
-		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, creq.String(), "netguard: request URI "+strconv.Quote(got)+" differs from the checked path")
+		return nil, errors.New("netguard: request URI " + strconv.Quote(got) + " differs from the checked " + strconv.Quote(want))
 	}
-	return out, nil
+	return w, nil
 }
 
 func isIPv6(h string) bool {
@@ -293,16 +328,16 @@ func (t *Transport) checkRedirect(req *http.Request, via []*http.Request) error 
 	}
 	target := ""
 	if req.URL != nil {
-		target = redact(req.URL.String())
+		target = weburl.Redact(req.URL.String())
 	}
 	if max < 0 || len(via) > max {
 		return capability.Denied(capability.ReasonNetworkRedirectDenied, target, "netguard: too many redirects")
 	}
-	u, err := NormalizeURL(req.URL.String())
+	u, err := weburl.Normalize(req.URL.String())
 	if err != nil {
 		return err
 	}
-	first, err := NormalizeURL(via[0].URL.String())
+	first, err := weburl.Normalize(via[0].URL.String())
 	if err != nil {
 		return err
 	}
@@ -311,7 +346,7 @@ func (t *Transport) checkRedirect(req *http.Request, via []*http.Request) error 
 		if v.URL.Scheme == "https" && u.Scheme == "http" {
 			return capability.Denied(capability.ReasonNetworkRedirectDenied, u.Origin+u.Path, "netguard: redirect from https to http")
 		}
-		if vu, err := NormalizeURL(v.URL.String()); err != nil || vu.Origin != first.Origin {
+		if vu, err := weburl.Normalize(v.URL.String()); err != nil || vu.Origin != first.Origin {
 			crossed = true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/netguard/weburl"
 )
 
 func get(t *testing.T, c *http.Client, rawURL string, mod func(*http.Request)) (*http.Response, error) {
@@ -71,7 +72,7 @@ func TestTransportRefusals(t *testing.T) {
 		allowPriv []netip.Prefix
 		allow     []string // "METHOD ORIGIN", {port} expanded; nil = AllowAll
 		mod       func(*http.Request)
-		authorize func(context.Context, *http.Request, URL) error
+		authorize func(context.Context, *http.Request, weburl.URL) error
 		ok        bool
 		reason    capability.Reason
 	}
@@ -120,7 +121,7 @@ func TestTransportRefusals(t *testing.T) {
 			allow: []string{"GET http://api.example.invalid:{port}"},
 			mod:   func(r *http.Request) { r.Host = "internal.admin" }, reason: capability.ReasonNetworkDestinationDenied},
 		{name: "Authorize hook refuses", url: "http://api.example.invalid:{port}/", resolve: api, allowPriv: loopback(),
-			authorize: func(context.Context, *http.Request, URL) error {
+			authorize: func(context.Context, *http.Request, weburl.URL) error {
 				return capability.Denied(capability.ReasonApprovalDenied, "", "user said no")
 			}, reason: capability.ReasonApprovalDenied},
 		{name: "unresolvable name", url: "http://nowhere.test:{port}/", allowPriv: loopback(), reason: capability.ReasonNetworkResolveFailed},
@@ -497,7 +498,7 @@ func TestAuthorizeOrder(t *testing.T) {
 	tr := &Transport{
 		Checker: checker,
 		Dialer:  &Dialer{AllowPrivate: loopback()},
-		Authorize: func(_ context.Context, _ *http.Request, u URL) error {
+		Authorize: func(_ context.Context, _ *http.Request, u weburl.URL) error {
 			order = append(order, "authorize "+u.Path)
 			if srv.requests.Load() != 0 {
 				return errors.New("authorize ran after the request was sent")

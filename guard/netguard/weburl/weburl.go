@@ -1,4 +1,14 @@
-package netguard
+// Package weburl normalizes http and https URLs and origins into the one
+// canonical spelling that policy rules are written against, so that two
+// spellings of one destination can never get two decisions.
+//
+// It is a leaf: it imports net/netip, golang.org/x/net/idna and
+// [capability] (for its reason codes), and nothing that dials or speaks
+// HTTP, so that manifest and policy can use it without pulling in net/http
+// (deps_test.go keeps it so). Sending a request to a normalized URL is the
+// job of package netguard, whose Transport is the one place that turns a
+// [URL] into a request on the wire.
+package weburl
 
 import (
 	"net/netip"
@@ -24,13 +34,13 @@ var hostProfile = idna.New(
 	idna.CheckJoiners(true),
 )
 
-// maxURLLen bounds the input accepted by [NormalizeURL] and [NormalizeOrigin].
+// maxURLLen bounds the input accepted by [Normalize] and [NormalizeOrigin].
 const maxURLLen = 8192
 
 // URL is a normalized absolute http or https URL, as produced by
-// [NormalizeURL]. The fields are already in canonical form; building a URL
-// by hand skips normalization, so guards only trust values returned by
-// NormalizeURL.
+// [Normalize]. The fields are already in canonical form; building a URL by
+// hand skips normalization, so guards only trust values returned by
+// Normalize.
 type URL struct {
 	// Scheme is "http" or "https".
 	Scheme string
@@ -53,12 +63,22 @@ type URL struct {
 }
 
 // String returns Origin + Path, followed by "?" + RawQuery when the query is
-// not empty. NormalizeURL(u.String()) returns u again.
+// not empty. Normalize(u.String()) returns u again.
 func (u URL) String() string {
 	if u.RawQuery == "" {
 		return u.Origin + u.Path
 	}
 	return u.Origin + u.Path + "?" + u.RawQuery
+}
+
+// RequestURI returns the request target in origin form: Path, followed by
+// "?" + RawQuery when the query is not empty. It is exactly what a request
+// for u must carry on its request line.
+func (u URL) RequestURI() string {
+	if u.RawQuery == "" {
+		return u.Path
+	}
+	return u.Path + "?" + u.RawQuery
 }
 
 // HostPort returns host:port suitable for dialing ("[::1]:443" for IPv6).
@@ -110,7 +130,7 @@ func NormalizeOrigin(s string) (string, error) {
 	return p.Origin, nil
 }
 
-// NormalizeURL parses an absolute http or https URL and returns it in the
+// Normalize parses an absolute http or https URL and returns it in the
 // canonical form described on [URL]. Dot segments ("." and "..", including
 // their percent-encoded spellings) are resolved and never climb above the
 // root. A fragment is dropped (it is never sent). Userinfo, raw backslashes,
@@ -118,7 +138,7 @@ func NormalizeOrigin(s string) (string, error) {
 // [NormalizeOrigin] in the authority are refused.
 //
 // Errors are of type *capability.Error with reason NETWORK_INVALID_URL.
-func NormalizeURL(raw string) (URL, error) {
+func Normalize(raw string) (URL, error) {
 	u, err := parse(raw, false)
 	if err != nil {
 		return URL{}, err
@@ -127,12 +147,14 @@ func NormalizeURL(raw string) (URL, error) {
 }
 
 func invalid(raw, detail string) error {
-	return capability.Denied(capability.ReasonNetworkInvalidURL, redact(raw), detail)
+	return capability.Denied(capability.ReasonNetworkInvalidURL, Redact(raw), detail)
 }
 
-// redact returns raw for use in an error: truncated, with any userinfo
-// replaced, so that credentials never reach logs or the model.
-func redact(raw string) string {
+// Redact returns raw for use in an error or a log line: truncated to 256
+// bytes, with any userinfo replaced by "REDACTED" and invalid UTF-8
+// replaced, so that credentials never reach logs or the model. raw need
+// not be a valid URL.
+func Redact(raw string) string {
 	if len(raw) > 256 {
 		raw = raw[:256] + "…"
 	}
@@ -294,6 +316,21 @@ func parsePort(s string) (uint16, bool) {
 		return 0, false
 	}
 	return uint16(n), true
+}
+
+// NormalizeHost returns the canonical form of a host name as [Normalize]
+// writes it in [URL.Host]: a lower-case ASCII (IDNA) domain name without a
+// trailing dot, or a dotted-decimal IPv4 address for any inet_aton
+// spelling. IPv6 literals (with or without brackets), wildcards,
+// percent-encoding and empty names are refused.
+//
+// Errors are of type *capability.Error with reason NETWORK_INVALID_URL.
+func NormalizeHost(host string) (string, error) {
+	h, detail := normalizeHost(host)
+	if detail != "" {
+		return "", capability.Denied(capability.ReasonNetworkInvalidURL, Redact(host), detail)
+	}
+	return h, nil
 }
 
 // normalizeHost returns the canonical host (a lower-case ASCII domain name or

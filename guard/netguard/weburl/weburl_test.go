@@ -1,4 +1,4 @@
-package netguard
+package weburl
 
 import (
 	"bufio"
@@ -77,33 +77,33 @@ func TestNormalizeOrigin(t *testing.T) {
 	}
 }
 
-func TestNormalizeURL(t *testing.T) {
+func TestNormalize(t *testing.T) {
 	for _, tt := range readFixtures(t, "urls.txt") {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NormalizeURL(tt.in)
+			got, err := Normalize(tt.in)
 			if tt.want == "error" {
 				if err == nil {
-					t.Fatalf("NormalizeURL(%q) = %q, want error", tt.in, got)
+					t.Fatalf("Normalize(%q) = %q, want error", tt.in, got)
 				}
 				if r := capability.ReasonOf(err); r != capability.ReasonNetworkInvalidURL {
-					t.Fatalf("NormalizeURL(%q) reason = %q, want %s", tt.in, r, capability.ReasonNetworkInvalidURL)
+					t.Fatalf("Normalize(%q) reason = %q, want %s", tt.in, r, capability.ReasonNetworkInvalidURL)
 				}
 				if got != (URL{}) {
-					t.Fatalf("NormalizeURL(%q) returned %+v with an error, want zero URL", tt.in, got)
+					t.Fatalf("Normalize(%q) returned %+v with an error, want zero URL", tt.in, got)
 				}
 				return
 			}
 			if err != nil || got.String() != tt.want {
-				t.Fatalf("NormalizeURL(%q) = %q, %v, want %q", tt.in, got, err, tt.want)
+				t.Fatalf("Normalize(%q) = %q, %v, want %q", tt.in, got, err, tt.want)
 			}
-			if again, err := NormalizeURL(got.String()); err != nil || again != got {
-				t.Fatalf("NormalizeURL(%q) = %+v, %v, want %+v", got.String(), again, err, got)
+			if again, err := Normalize(got.String()); err != nil || again != got {
+				t.Fatalf("Normalize(%q) = %+v, %v, want %+v", got.String(), again, err, got)
 			}
 		})
 	}
 }
 
-func TestNormalizeURLFields(t *testing.T) {
+func TestNormalizeFields(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
@@ -118,9 +118,9 @@ func TestNormalizeURLFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NormalizeURL(tt.in)
+			got, err := Normalize(tt.in)
 			if err != nil || got != tt.want {
-				t.Fatalf("NormalizeURL(%q) = %+v, %v, want %+v", tt.in, got, err, tt.want)
+				t.Fatalf("Normalize(%q) = %+v, %v, want %+v", tt.in, got, err, tt.want)
 			}
 		})
 	}
@@ -129,9 +129,9 @@ func TestNormalizeURLFields(t *testing.T) {
 // TestErrorRedactsUserinfo checks that a refused URL with credentials does
 // not carry them into the error (which is audited and shown to the model).
 func TestErrorRedactsUserinfo(t *testing.T) {
-	_, err := NormalizeURL("https://alice:s3cr3t@api.example.invalid/x")
+	_, err := Normalize("https://alice:s3cr3t@api.example.invalid/x")
 	if err == nil {
-		t.Fatal("NormalizeURL accepted userinfo")
+		t.Fatal("Normalize accepted userinfo")
 	}
 	e, _ := err.(*capability.Error)
 	if e == nil {
@@ -139,5 +139,59 @@ func TestErrorRedactsUserinfo(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(e.Decision.Request, "s3cr3t") || strings.Contains(e.Decision.Request, "alice") {
 		t.Fatalf("error leaks credentials: %v / %q", err, e.Decision.Request)
+	}
+}
+
+func TestNormalizeHost(t *testing.T) {
+	tests := []struct {
+		name, in, want string // want "" means refused
+	}{
+		{"case and trailing dot", "API.Example.invalid.", "api.example.invalid"},
+		{"IDNA", "bücher.example", "xn--bcher-kva.example"},
+		{"inet_aton hex", "0x7f.1", "127.0.0.1"},
+		{"single number", "2130706433", "127.0.0.1"},
+		{"bad IPv4", "1.2.3.256", ""},
+		{"IPv6 literal is not a host name", "::1", ""},
+		{"bracketed IPv6", "[::1]", ""},
+		{"wildcard", "*.example", ""},
+		{"percent-encoding", "a%2eexample", ""},
+		{"empty", "", ""},
+		{"only a dot", ".", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NormalizeHost(tt.in)
+			if tt.want == "" {
+				if err == nil || capability.ReasonOf(err) != capability.ReasonNetworkInvalidURL {
+					t.Fatalf("NormalizeHost(%q) = %q, %v, want NETWORK_INVALID_URL", tt.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("NormalizeHost(%q) = %q, %v, want %q", tt.in, got, err, tt.want)
+			}
+			// The same host inside a URL gets the same canonical form.
+			if u, err := Normalize("https://" + tt.in + "/"); err != nil || u.Host != got {
+				t.Fatalf("Normalize(https://%s/).Host = %q, %v, want %q", tt.in, u.Host, err, got)
+			}
+		})
+	}
+}
+
+func TestRequestURI(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://a.example", "/"},
+		{"https://a.example/x/%2e%2e/y?", "/y"},
+		{"https://a.example/b%2fc?q=1&r", "/b%2Fc?q=1&r"},
+		{"https://a.example//x", "//x"},
+	}
+	for _, tt := range tests {
+		u, err := Normalize(tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.RequestURI(); got != tt.want {
+			t.Errorf("Normalize(%q).RequestURI() = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
