@@ -8,6 +8,7 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/provider/scripted"
 	"github.com/norma-run/norma/tool"
 )
@@ -78,7 +79,7 @@ func ExampleWithApprover() {
 	for _, grant := range []bool{true, false} {
 		script, _ := scripted.Parse("example.yaml", []byte("turns:\n  - tool_calls:\n      - {id: n1, name: Note, input: {text: hi}}\n  - text: ok\n"))
 		s, _ := agent.NewSession(ctx, agent.WithProvider(scripted.New(script), "scripted"), agent.WithTools(note),
-			agent.WithAudit(audit.NewMemory()), agent.WithApprover(gate.NewMemoryApprover(grant)))
+			agent.WithAudit(audit.NewMemory()), agent.WithApprover(gatetest.NewMemoryApprover(grant)))
 		out, _ := s.Run(ctx, "take a note")
 		fmt.Println(grant, out.Calls[0].Reason)
 	}

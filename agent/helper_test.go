@@ -10,6 +10,7 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/scripted"
 	"github.com/norma-run/norma/tool"
@@ -156,4 +157,4 @@ func (c *capture) last() provider.Request {
 	return c.reqs[len(c.reqs)-1]
 }
 
-var _ gate.Approver = (*gate.MemoryApprover)(nil)
+var _ gate.Approver = (*gatetest.MemoryApprover)(nil)

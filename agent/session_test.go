@@ -16,6 +16,7 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/provider"
@@ -50,16 +51,16 @@ func TestGatePaths(t *testing.T) {
 		{name: "unknown tool", call: "Nope", input: `{}`, wantReason: capability.ReasonToolUnknown},
 		{name: "schema invalid", call: "Echo", input: `{msg: 42}`, wantReason: capability.ReasonSchemaInvalid},
 		{name: "approval required, no approver", call: "Write", input: `{path: a.txt}`, wantReason: capability.ReasonApprovalRequired},
-		{name: "approval granted", call: "Write", input: `{path: a.txt}`, opts: []agent.Option{agent.WithApprover(gate.NewMemoryApprover(true))}, wantReason: capability.ReasonAllowed, wantRuns: 1, wantApprov: true},
-		{name: "approval denied", call: "Write", input: `{path: a.txt}`, opts: []agent.Option{agent.WithApprover(gate.NewMemoryApprover(false))}, wantReason: capability.ReasonApprovalDenied, wantApprov: true},
-		{name: "plan mode", call: "Write", input: `{path: a.txt}`, opts: []agent.Option{agent.WithMode(gate.ModePlan), agent.WithApprover(gate.NewMemoryApprover(true))}, wantReason: capability.ReasonModeDenied},
+		{name: "approval granted", call: "Write", input: `{path: a.txt}`, opts: []agent.Option{agent.WithApprover(gatetest.NewMemoryApprover(true))}, wantReason: capability.ReasonAllowed, wantRuns: 1, wantApprov: true},
+		{name: "approval denied", call: "Write", input: `{path: a.txt}`, opts: []agent.Option{agent.WithApprover(gatetest.NewMemoryApprover(false))}, wantReason: capability.ReasonApprovalDenied, wantApprov: true},
+		{name: "plan mode", call: "Write", input: `{path: a.txt}`, opts: []agent.Option{agent.WithMode(gate.ModePlan), agent.WithApprover(gatetest.NewMemoryApprover(true))}, wantReason: capability.ReasonModeDenied},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := newTools(t)
 			rec := &recorder{}
 			prov := &capture{p: script(t, oneCall(tt.call, tt.input))}
-			opts := append([]agent.Option{agent.WithProvider(prov, "m"), agent.WithTools(ts.all...), agent.WithAudit(&gate.MemorySink{}),
+			opts := append([]agent.Option{agent.WithProvider(prov, "m"), agent.WithTools(ts.all...), agent.WithAudit(&gatetest.MemorySink{}),
 				agent.WithObserver(rec.observe)}, tt.opts...)
 			s, err := agent.NewSession(t.Context(), opts...)
 			if err != nil {
@@ -118,7 +119,7 @@ func TestPromptInjection(t *testing.T) {
       - {id: w1, name: Write, input: {path: x.txt}}
   - text: "ok"
 `)}
-	sink := &gate.MemorySink{}
+	sink := &gatetest.MemorySink{}
 	s, err := agent.NewSession(t.Context(), agent.WithProvider(prov, "m"), agent.WithTools(ts.all...), agent.WithAudit(sink))
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := agent.NewSession(t.Context(), agent.WithProvider(tt.prov, "m"), agent.WithTools(newTools(t).all...),
-				agent.WithAudit(&gate.MemorySink{}), agent.WithLimits(tt.limits))
+				agent.WithAudit(&gatetest.MemorySink{}), agent.WithLimits(tt.limits))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +246,7 @@ func TestHooks(t *testing.T) {
 			prov := &capture{p: script(t, tt.script)}
 			prov.fail.Store(tt.failAt)
 			s, err := agent.NewSession(t.Context(), agent.WithProvider(prov, "m"), agent.WithTools(newTools(t).all...),
-				agent.WithAudit(&gate.MemorySink{}), agent.WithHooks(hooks), agent.WithLimits(agent.Limits{MaxStopContinuations: 3}))
+				agent.WithAudit(&gatetest.MemorySink{}), agent.WithHooks(hooks), agent.WithLimits(agent.Limits{MaxStopContinuations: 3}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +272,7 @@ func TestPromptBlocked(t *testing.T) {
 		return hook.Output{}, hook.ErrBlocked
 	})})
 	prov := &capture{p: script(t, "turns:\n  - text: hi\n")}
-	s, err := agent.NewSession(t.Context(), agent.WithProvider(prov, "m"), agent.WithAudit(&gate.MemorySink{}), agent.WithHooks(hooks))
+	s, err := agent.NewSession(t.Context(), agent.WithProvider(prov, "m"), agent.WithAudit(&gatetest.MemorySink{}), agent.WithHooks(hooks))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestResumeAfterCrash(t *testing.T) {
 	dir := t.TempDir()
 	secretTool := newTools(t).all[0] // Echo, registered as deferred "Echo"
 	opts := func(p provider.Provider, extra ...agent.Option) []agent.Option {
-		return append([]agent.Option{agent.WithProvider(p, "m"), agent.WithDeferredTools(secretTool), agent.WithAudit(&gate.MemorySink{}),
+		return append([]agent.Option{agent.WithProvider(p, "m"), agent.WithDeferredTools(secretTool), agent.WithAudit(&gatetest.MemorySink{}),
 			agent.WithStateDir(dir)}, extra...)
 	}
 	p1 := &capture{p: script(t, "turns:\n  - tool_calls:\n      - {id: a1, name: Echo, input: {msg: one}}\n  - text: never\n")}
@@ -344,7 +345,7 @@ func TestResumeInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	ts := newTools(t)
 	p1 := script(t, "turns:\n  - tool_calls:\n      - {id: a1, name: Echo, input: {msg: one}}\n  - text: done\n")
-	s1, err := agent.NewSession(t.Context(), agent.WithProvider(p1, "m"), agent.WithTools(ts.all...), agent.WithAudit(&gate.MemorySink{}),
+	s1, err := agent.NewSession(t.Context(), agent.WithProvider(p1, "m"), agent.WithTools(ts.all...), agent.WithAudit(&gatetest.MemorySink{}),
 		agent.WithStateDir(dir), agent.WithRunID("r1"))
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +368,7 @@ func TestResumeInterrupted(t *testing.T) {
 	}
 	runs := ts.count("Echo")
 	p2 := script(t, "turns:\n  - text: recovered\n")
-	s2, err := agent.NewSession(t.Context(), agent.WithProvider(p2, "m"), agent.WithTools(ts.all...), agent.WithAudit(&gate.MemorySink{}),
+	s2, err := agent.NewSession(t.Context(), agent.WithProvider(p2, "m"), agent.WithTools(ts.all...), agent.WithAudit(&gatetest.MemorySink{}),
 		agent.WithStateDir(dir), agent.WithResume("r1"))
 	if err != nil {
 		t.Fatal(err)
@@ -447,7 +448,7 @@ func TestRunIDValidation(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	if _, err := agent.NewSession(t.Context(), agent.WithProvider(script(t, "turns:\n  - text: x\n"), "m"), agent.WithAudit(&gate.MemorySink{}),
+	if _, err := agent.NewSession(t.Context(), agent.WithProvider(script(t, "turns:\n  - text: x\n"), "m"), agent.WithAudit(&gatetest.MemorySink{}),
 		agent.WithStateDir(dir), agent.WithResume("../../etc")); !errors.Is(err, &agent.Error{Code: capability.ReasonRunIDInvalid}) {
 		t.Errorf("WithResume(../../etc) error = %v", err)
 	}
@@ -461,7 +462,7 @@ func TestRunIDValidation(t *testing.T) {
 func TestCanaryNeverInEvents(t *testing.T) {
 	rec := &recorder{}
 	s, err := agent.NewSession(t.Context(), agent.WithProvider(script(t, oneCall("Echo", "{msg: "+canary+"}")), "m"),
-		agent.WithTools(newTools(t).all...), agent.WithAudit(&gate.MemorySink{}), agent.WithObserver(rec.observe))
+		agent.WithTools(newTools(t).all...), agent.WithAudit(&gatetest.MemorySink{}), agent.WithObserver(rec.observe))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/policy"
 )
 
@@ -42,7 +42,7 @@ func TestSubagent(t *testing.T) {
 			parent := &capture{p: script(t, oneCall("Task", tt.task))}
 			s, err := agent.NewSession(t.Context(), agent.WithProvider(parent, "m"), agent.WithSubagentProvider(script(t, tt.child)),
 				agent.WithTools(newTools(t).all...), agent.WithAudit(sink), agent.WithSubagents(1), agent.WithRules(tt.rules),
-				agent.WithApprover(gate.NewMemoryApprover(true)), agent.WithObserver(rec.observe))
+				agent.WithApprover(gatetest.NewMemoryApprover(true)), agent.WithObserver(rec.observe))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package gate
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
@@ -56,55 +55,6 @@ func (f ApproverFunc) Approve(ctx context.Context, r ApprovalRequest) (Ticket, e
 	return f(ctx, r)
 }
 
-// MemoryApprover is an in-memory Approver for tests and single-process
-// tools: it grants the action hashes it was told to grant (or everything,
-// when GrantAll) and denies the rest. It records every request. Safe for
-// concurrent use.
-type MemoryApprover struct {
-	mu       sync.Mutex
-	grantAll bool
-	granted  map[string]bool
-	requests []ApprovalRequest
-	n        int
-}
-
-// NewMemoryApprover returns a MemoryApprover that grants all requests when
-// grantAll is true and none otherwise.
-func NewMemoryApprover(grantAll bool) *MemoryApprover {
-	return &MemoryApprover{grantAll: grantAll, granted: map[string]bool{}}
-}
-
-// Grant pre-approves one action hash.
-func (m *MemoryApprover) Grant(actionHash string) {
-	m.mu.Lock()
-	m.granted[actionHash] = true
-	m.mu.Unlock()
-}
-
-// Requests returns a copy of the requests seen so far.
-func (m *MemoryApprover) Requests() []ApprovalRequest {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]ApprovalRequest(nil), m.requests...)
-}
-
-// Approve implements Approver.
-func (m *MemoryApprover) Approve(ctx context.Context, r ApprovalRequest) (Ticket, error) {
-	if err := ctx.Err(); err != nil {
-		return Ticket{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.requests = append(m.requests, r)
-	if !m.grantAll && !m.granted[r.ActionHash] {
-		return Ticket{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonApprovalDenied, Layer: "approval"}, Detail: "not approved"}
-	}
-	m.n++
-	id := "mem_" + itoa(m.n)
-	return Ticket{ApprovalID: id, ActionHash: r.ActionHash, Use: 1,
-		IdempotencyKey: approval.IdempotencyKey(id, r.ActionHash, 1)}, nil
-}
-
 // ServiceApprover adapts the durable *approval.Service to Approver.
 type ServiceApprover struct {
 	Service *approval.Service
@@ -132,18 +82,4 @@ func (s ServiceApprover) Approve(ctx context.Context, r ApprovalRequest) (Ticket
 // Finish implements Finisher.
 func (s ServiceApprover) Finish(ctx context.Context, t Ticket) error {
 	return s.Service.Finish(ctx, approval.Ticket{ApprovalID: t.ApprovalID, IdempotencyKey: t.IdempotencyKey, ActionHash: t.ActionHash, Use: t.Use})
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/tool"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -45,7 +46,7 @@ func noopSpec() tool.Spec {
 
 func benchGate(b *testing.B) *gate.Gate {
 	b.Helper()
-	sink := &gate.MemorySink{Max: 1}
+	sink := &gatetest.MemorySink{Max: 1}
 	reg := tool.NewRegistry(nil)
 	if err := reg.Register(tool.Registration{Tool: tool.MustBuild(noopSpec())}); err != nil {
 		b.Fatal(err)

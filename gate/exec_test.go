@@ -17,6 +17,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
@@ -146,7 +147,7 @@ func TestApproval(t *testing.T) {
 		})
 	}
 	t.Run("service", func(t *testing.T) {
-		sink := &gate.MemorySink{}
+		sink := &gatetest.MemorySink{}
 		svc, err := approval.NewService(approval.NewMemoryBackend(), &approval.Options{Sink: sink, Approver: approval.Auto{Grant: true}})
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
@@ -69,10 +70,10 @@ func (c *countingPolicy) Decide(ctx context.Context, r capability.Request) capab
 type fixture struct {
 	reg      *tool.Registry
 	g        *gate.Gate
-	sink     *gate.MemorySink
+	sink     *gatetest.MemorySink
 	pol      *countingPolicy
 	hooks    *hook.Registry
-	approver *gate.MemoryApprover
+	approver *gatetest.MemoryApprover
 	view     *tool.View
 	calls    atomic.Int64 // handler invocations
 
@@ -158,11 +159,11 @@ type fixtureOpt func(*gate.Options, *fixture)
 
 func newFixture(t testing.TB, opts ...fixtureOpt) *fixture {
 	t.Helper()
-	f := &fixture{sink: &gate.MemorySink{}, steps: map[string][]gate.Step{}}
+	f := &fixture{sink: &gatetest.MemorySink{}, steps: map[string][]gate.Step{}}
 	f.reg = tool.NewRegistry(&tool.Options{Audit: f.sink})
 	f.pol = &countingPolicy{d: testSet(t)}
 	f.hooks = hook.NewRegistry(&hook.Options{Timeout: 10 * time.Second})
-	f.approver = gate.NewMemoryApprover(false)
+	f.approver = gatetest.NewMemoryApprover(false)
 	for _, s := range []tool.Spec{f.readTool(), f.writeTool(), f.bashTool(), f.fetchTool()} {
 		f.register(t, s, tool.Visible)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/guard/netguard/weburl"
@@ -45,7 +46,7 @@ type fixture struct {
 	dir   string
 	reg   *tool.Registry
 	g     *gate.Gate
-	sink  *gate.MemorySink
+	sink  *gatetest.MemorySink
 	set   *policy.Set
 	fs    *fsguard.FS
 	ref   *tools.GateRef
@@ -72,7 +73,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if o.dir == "" {
 		o.dir = t.TempDir()
 	}
-	f := &fixture{dir: o.dir, sink: &gate.MemorySink{}, ref: &tools.GateRef{}, todos: &tools.MemoryTodoStore{}, cat: &tools.Catalog{}}
+	f := &fixture{dir: o.dir, sink: &gatetest.MemorySink{}, ref: &tools.GateRef{}, todos: &tools.MemoryTodoStore{}, cat: &tools.Catalog{}}
 	f.reg = tool.NewRegistry(&tool.Options{Audit: f.sink})
 	cfg := o.cfg
 	cfg.Gate, cfg.Registry, cfg.Catalog = f.ref, f.reg, f.cat
@@ -115,7 +116,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	approver := o.approver
 	if approver == nil {
-		approver = gate.NewMemoryApprover(true)
+		approver = gatetest.NewMemoryApprover(true)
 	}
 	f.g, err = gate.New(gate.Options{
 		Registry: f.reg,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/agent"
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/provider/scripted"
@@ -74,7 +75,11 @@ func run(ctx context.Context) error {
 	approver := gate.ApproverFunc(func(ctx context.Context, r gate.ApprovalRequest) (gate.Ticket, error) {
 		approvals++
 		fmt.Printf("approval asked: %s (%s)\n", r.Tool, r.ToolUseID)
-		return gate.NewMemoryApprover(true).Approve(ctx, r)
+		// A real approver asks a person; this one grants every request
+		// with a ticket for exactly this action, once.
+		id := fmt.Sprintf("embed_%d", approvals)
+		return gate.Ticket{ApprovalID: id, ActionHash: r.ActionHash, Use: 1,
+			IdempotencyKey: approval.IdempotencyKey(id, r.ActionHash, 1)}, nil
 	})
 	var text []string
 	s, err := agent.NewSession(ctx,

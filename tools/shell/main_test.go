@@ -13,6 +13,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
@@ -62,7 +63,7 @@ type fixture struct {
 	m                 *Manager
 	tools             map[string]tool.CoreTool
 	g                 *gate.Gate
-	sink              *gate.MemorySink
+	sink              *gatetest.MemorySink
 }
 
 type fixtureOpts struct {
@@ -128,7 +129,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	t.Cleanup(func() { m.Close() })
 	f.m, f.tools = m, map[string]tool.CoreTool{}
-	f.sink = &gate.MemorySink{}
+	f.sink = &gatetest.MemorySink{}
 	reg := tool.NewRegistry(&tool.Options{Audit: f.sink})
 	for _, tl := range tools {
 		f.tools[tl.Name()] = tl
