@@ -46,7 +46,7 @@ func BenchmarkPluginCall(b *testing.B) {
 			in := json.RawMessage(`{"text":"hi"}`)
 			b.ReportAllocs()
 			for b.Loop() {
-				if res, err := p.Call(ctx, "echo", in, ""); err != nil || res.Content != "hi" {
+				if res, err := p.call(ctx, "echo", in, ""); err != nil || res.Content != "hi" {
 					b.Fatalf("%+v %v", res, err)
 				}
 			}

@@ -14,9 +14,30 @@
 // annotations are ignored: effects and approval come from the signed
 // manifest.
 //
+// A plugin tool is called only through the CoreTools of [Plugin.Tools],
+// which the session registers with the gate: the method that talks to the
+// server is unexported, so no caller outside this package can reach a
+// plugin tool without manifest, policy, approval and audit.
+//
 // The process gets nothing it was not granted: the package directory
-// read-only, the granted workspace directories (with denied entries hidden),
-// an environment of placeholders and broker settings only, no network but
-// the broker's endpoint, resource limits, and a kill of the whole tree on
-// Close, on a hung call and on host exit.
+// read-only, the granted workspace directories (with denied entries hidden;
+// derived by package sandbox/sandboxpolicy, as for the built-in shell), an
+// environment of placeholders and broker settings only, no network but the
+// broker's endpoint, resource limits (sandboxpolicy.DefaultLimits unless
+// Config.Limits says otherwise), and a kill of the whole tree on Close, on
+// a hung call and on host exit.
+//
+// # Files
+//
+//   - host.go: Config, Host (New, Close, Stop), Plugin and Load, which
+//     compiles the plugin's policy through the host's cache.
+//   - lifecycle.go: starting (sandbox spec, MCP session), stopping, crash
+//     backoff and restart, the no-spawn exec list, the stderr ring.
+//   - tools.go: the registry CoreTools, the unexported call, result bounds,
+//     and the tools/list check against the manifest and the pins.
+//   - pins.go: tool pins (tools.pin.json) and holds (tools.held.json, Hold,
+//     ReleaseHold).
+//   - listener.go: the plugin's egress broker, its approval credits, and the
+//     net.Listener over the sandbox's broker connections.
+//   - wrap.go: Wrap, a starting manifest for an existing MCP server.
 package host

@@ -186,7 +186,7 @@ func TestIssueHelperThroughSandboxAndBroker(t *testing.T) {
 		t.Fatalf("tools: %v %v", tools, err)
 	}
 
-	res, err := p.Call(ctx, "issues.summarize", json.RawMessage(`{"owner":"acme"}`), "")
+	res, err := p.call(ctx, "issues.summarize", json.RawMessage(`{"owner":"acme"}`), "")
 	if err != nil || res.IsError || !strings.Contains(res.Content, "2 open issues") {
 		t.Fatalf("summarize = %+v, %v (stderr %s)", res, err, p.Stderr())
 	}
@@ -201,7 +201,7 @@ func TestIssueHelperThroughSandboxAndBroker(t *testing.T) {
 	// An approved external-write call posts exactly one comment, with the
 	// call's idempotency key; a retry with the same key posts nothing new.
 	for range 2 {
-		res, err = p.Call(ctx, "issues.comment", json.RawMessage(`{"owner":"acme","number":42,"body":"Looks good"}`), "nik_test_1")
+		res, err = p.call(ctx, "issues.comment", json.RawMessage(`{"owner":"acme","number":42,"body":"Looks good"}`), "nik_test_1")
 		if err != nil || res.IsError {
 			t.Fatalf("comment = %+v, %v (stderr %s)", res, err, p.Stderr())
 		}
@@ -211,7 +211,7 @@ func TestIssueHelperThroughSandboxAndBroker(t *testing.T) {
 	}
 	// A write without an approved call behind it is refused by the broker.
 	before := e.api.Requests()
-	res, err = p.Call(ctx, "issues.comment", json.RawMessage(`{"owner":"acme","number":42,"body":"sneaky"}`), "")
+	res, err = p.call(ctx, "issues.comment", json.RawMessage(`{"owner":"acme","number":42,"body":"sneaky"}`), "")
 	if err == nil && !res.IsError {
 		t.Fatalf("unapproved comment went through: %+v", res)
 	}
@@ -219,7 +219,7 @@ func TestIssueHelperThroughSandboxAndBroker(t *testing.T) {
 		t.Fatal("an unapproved write reached the server")
 	}
 	// Undeclared tool names never reach the plugin.
-	if _, err := p.Call(ctx, "issues.delete", json.RawMessage(`{}`), ""); capability.ReasonOf(err) != capability.ReasonToolUndeclared {
+	if _, err := p.call(ctx, "issues.delete", json.RawMessage(`{}`), ""); capability.ReasonOf(err) != capability.ReasonToolUndeclared {
 		t.Fatalf("undeclared call: %v", err)
 	}
 }
@@ -260,7 +260,7 @@ func TestMallory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	res, err := p.Call(ctx, "mallory.run", in, "")
+	res, err := p.call(ctx, "mallory.run", in, "")
 	if err != nil {
 		t.Fatalf("mallory.run: %v (stderr %s)", err, p.Stderr())
 	}
@@ -311,7 +311,7 @@ func TestMallory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("unsafe load: %v", err)
 	}
-	ures, err := up.Call(ctx, "mallory.run", in, "")
+	ures, err := up.call(ctx, "mallory.run", in, "")
 	if err != nil {
 		t.Fatalf("unsafe mallory.run: %v", err)
 	}
@@ -327,7 +327,7 @@ func TestMallory(t *testing.T) {
 	for p.isHeld() == nil && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := p.Call(ctx, "mallory.run", in, ""); capability.ReasonOf(err) != ReasonToolsChanged {
+	if _, err := p.call(ctx, "mallory.run", in, ""); capability.ReasonOf(err) != ReasonToolsChanged {
 		t.Errorf("after a tools/list_changed the plugin must be held, got %v", err)
 	}
 	var held bool

@@ -29,7 +29,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	echo := func(text string) (string, error) {
 		in, _ := json.Marshal(map[string]string{"text": text})
-		r, err := p.Call(ctx, "echo", in, "")
+		r, err := p.call(ctx, "echo", in, "")
 		return r.Content, err
 	}
 	pid := func() int {
@@ -122,7 +122,7 @@ func TestLoadFollowsUpdates(t *testing.T) {
 	if again, _ := e.host.Load(ctx, "com.example.echo"); again != p1 {
 		t.Fatal("Load recompiled an unchanged plugin")
 	}
-	if _, err := p1.Call(ctx, "echo", json.RawMessage(`{"text":"v1"}`), ""); err != nil {
+	if _, err := p1.call(ctx, "echo", json.RawMessage(`{"text":"v1"}`), ""); err != nil {
 		t.Fatal(err)
 	}
 	before := p1.proc.Pid()
@@ -147,7 +147,7 @@ func TestLoadFollowsUpdates(t *testing.T) {
 	if processAlive(before) {
 		t.Error("the old version's process still runs")
 	}
-	if out, err := p2.Call(ctx, "echo", json.RawMessage(`{"text":"v2"}`), ""); err != nil || out.Content != "v2" {
+	if out, err := p2.call(ctx, "echo", json.RawMessage(`{"text":"v2"}`), ""); err != nil || out.Content != "v2" {
 		t.Fatalf("new version: %+v %v", out, err)
 	}
 }

@@ -87,7 +87,7 @@ func TestThirdPartyServerConfined(t *testing.T) {
 	}
 	read := func(path string) (string, bool) {
 		in, _ := json.Marshal(map[string]string{"path": path})
-		res, err := p.Call(ctx, "read_text_file", in, "")
+		res, err := p.call(ctx, "read_text_file", in, "")
 		if err != nil {
 			return err.Error(), true
 		}

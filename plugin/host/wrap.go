@@ -14,6 +14,7 @@ import (
 
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 )
 
 // WrapOptions configures Wrap.
@@ -43,25 +44,14 @@ func Wrap(ctx context.Context, argv []string, o WrapOptions) ([]byte, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	ro := slices.Clone(o.ReadOnly)
-	if wd, err := os.Getwd(); err == nil && wd != "/" {
-		ro = append(ro, wd)
-	}
-	for _, a := range argv {
-		if fi, err := os.Stat(a); err == nil && (strings.Contains(a, "/") || fi.Mode().IsRegular()) {
-			if abs, err := filepath.Abs(a); err == nil && abs != "/" {
-				ro = append(ro, abs)
-			}
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	var stderr ringBuffer
 	stderr.n = 16 << 10
 	proc, err := o.Runner.Start(ctx, sandbox.Spec{
-		Argv: argv, Dir: "/tmp", ReadOnly: dedupe(ro),
+		Argv: argv, Dir: "/tmp", ReadOnly: wrapReadOnly(argv, o.ReadOnly),
 		Env:    []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"},
-		Stderr: &stderr, Limits: DefaultLimits,
+		Stderr: &stderr, Limits: sandboxpolicy.DefaultLimits,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("plugin wrap: start: %w", err)
@@ -77,6 +67,30 @@ func Wrap(ctx context.Context, argv []string, o WrapOptions) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin wrap: tools/list: %w", err)
 	}
+	return wrapManifest(argv, o, res.Tools)
+}
+
+// wrapReadOnly returns the sorted, distinct host paths a wrapped server
+// sees: ro, the current directory and the existing paths among argv (never
+// "/").
+func wrapReadOnly(argv, ro []string) []string {
+	ro = slices.Clone(ro)
+	if wd, err := os.Getwd(); err == nil && wd != "/" {
+		ro = append(ro, wd)
+	}
+	for _, a := range argv {
+		if fi, err := os.Stat(a); err == nil && (strings.Contains(a, "/") || fi.Mode().IsRegular()) {
+			if abs, err := filepath.Abs(a); err == nil && abs != "/" {
+				ro = append(ro, abs)
+			}
+		}
+	}
+	return dedupe(ro)
+}
+
+// wrapManifest returns the starting manifest of a server run as argv that
+// serves tools, validated.
+func wrapManifest(argv []string, o WrapOptions, tools []*mcp.Tool) ([]byte, error) {
 	name := strings.ToLower(filepath.Base(argv[0]))
 	if o.ID == "" {
 		o.ID = "local.wrapped." + sanitizeID(name)
@@ -106,11 +120,8 @@ func Wrap(ctx context.Context, argv []string, o WrapOptions) ([]byte, error) {
 		Description: "Wrapped MCP server: " + strings.Join(argv, " ") + ". Review every tool and permission before installing.",
 		Permissions: map[string]any{"process": map[string]string{"spawn": "deny"}, "external_writes": map[string]string{"default": "approval_required"}},
 	}
-	for _, t := range res.Tools {
-		d := t.Description
-		if i := strings.IndexByte(d, '\n'); i >= 0 {
-			d = d[:i]
-		}
+	for _, t := range tools {
+		d, _, _ := strings.Cut(t.Description, "\n")
 		if len(d) > 200 {
 			d = d[:200]
 		}

@@ -22,7 +22,7 @@ func BenchmarkBashTrue(b *testing.B) {
 }
 
 // BenchmarkSandboxPaths isolates the policy-to-mounts derivation that every
-// call performs.
+// call performs (sandboxpolicy.Derive, through Manager.spec).
 func BenchmarkSandboxPaths(b *testing.B) {
 	f := newFixture(b, fixtureOpts{})
 	b.ReportAllocs()

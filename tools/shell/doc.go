@@ -16,17 +16,19 @@
 //
 // Whatever the gate lets through runs inside the OS sandbox (package
 // sandbox), built per command from the run's effective file capabilities
-// with plugin/host.SandboxPaths: the directories the policy grants are
-// bound read-only or read-write, and every entry under them the policy does
-// not allow (a deny glob such as **/.env*) is hidden. The workspace root is
-// always proposed as a candidate besides the layers' literal directories
-// (docs/** proposes docs); the policy decides. So `cat .env`, `grep -r TOKEN .`,
-// `ln -s ../outside x && cat x` and `curl http://169.254.169.254/` fail even
-// when a rule allows cat, grep, ln and curl. The network is none unless the
-// Config gives a broker; the environment is the Config's allow-list plus
-// PATH, HOME and TMPDIR defaults, and names a shell would run as code
-// (BASH_ENV, ENV, PROMPT_COMMAND, PS1, BASH_FUNC_*, LD_*, …) are refused.
-// The working directory is the workspace when it is granted, else /tmp.
+// with sandboxpolicy.Derive, the derivation the plugin host uses too (this
+// package does not import plugin/host): the directories the policy grants
+// are bound read-only or read-write, and every entry under them the policy
+// does not allow (a deny glob such as **/.env*) is hidden. The workspace
+// root is always proposed as a candidate besides the layers' literal
+// directories (docs/** proposes docs); the policy decides. So `cat .env`,
+// `grep -r TOKEN .`, `ln -s ../outside x && cat x` and
+// `curl http://169.254.169.254/` fail even when a rule allows cat, grep, ln
+// and curl. The network is none unless the Config gives a broker; the
+// environment is the Config's allow-list plus PATH, HOME and TMPDIR
+// defaults, and names a shell would run as code (BASH_ENV, ENV,
+// PROMPT_COMMAND, PS1, BASH_FUNC_*, LD_*, …) are refused. The working
+// directory is the workspace when it is granted, else /tmp.
 //
 // # Foreground commands and tasks
 //

@@ -14,9 +14,9 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
-	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -238,7 +238,7 @@ func (m *Manager) spec(ctx context.Context, argv []string) (sandbox.Spec, error)
 		Write: []string{manifest.WorkspaceScheme + "."},
 	}}
 	layers := append(slices.Clone(m.cfg.Layers), root)
-	p, err := host.SandboxPaths(ctx, m.cfg.Workspace, m.cfg.Policy, layers...)
+	p, err := sandboxpolicy.Derive(ctx, m.cfg.Workspace, m.cfg.Policy, layers...)
 	if err != nil {
 		return sandbox.Spec{}, fail(capability.ReasonShellSandbox, "deriving the sandbox's view of the workspace: %v", err)
 	}

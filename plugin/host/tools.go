@@ -1,0 +1,209 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/tool"
+)
+
+// ToolName is the registry name of a plugin tool.
+func ToolName(pluginID, name string) string { return "mcp__" + pluginID + "__" + name }
+
+// Tools returns the plugin's tools as CoreTools for the registry. Their
+// security metadata comes from the manifest, never from the server. They
+// are the only way to call a plugin tool: register them with the gate.
+func (p *Plugin) Tools() ([]tool.CoreTool, error) {
+	var out []tool.CoreTool
+	for _, mt := range p.m.Tools {
+		pt, ok := p.tools[mt.Name]
+		if !ok {
+			continue // declared but not served: nothing to call
+		}
+		call := func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
+			return p.call(ctx, mt.Name, in.Raw(), env.IdempotencyKey)
+		}
+		t, err := tool.Build(toolSpec(p.m, mt, pt.Description, pt.InputSchema, p.h.cfg.CallTimeout, call))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// toolSpec is the registry spec of m's declared tool mt, with the
+// description and input schema the server gave (or stand-ins), running
+// call. Everything the gate judges comes from the manifest.
+func toolSpec(m *manifest.Manifest, mt manifest.Tool, description string, schema json.RawMessage, timeout time.Duration,
+	call func(context.Context, tool.Env, tool.Input) (tool.Result, error)) tool.Spec {
+	writes := mt.WritesExternal()
+	readOnly := !writes && mt.Effects.Data != "send"
+	return tool.Spec{
+		Name:            ToolName(m.ID, mt.Name),
+		Description:     description,
+		Prompt:          fmt.Sprintf("Plugin %s tool %s. %s", m.Ref(), mt.Name, mt.Description),
+		Schema:          schema,
+		ReadOnly:        func(tool.Input) bool { return readOnly },
+		ConcurrencySafe: func(tool.Input) bool { return readOnly },
+		CheckPermissions: func(context.Context, tool.Input) tool.Permission {
+			if mt.NeedsApproval() {
+				return tool.Permission{Behavior: tool.Ask, Reason: "the manifest asks for approval on every call"}
+			}
+			return tool.Permission{Behavior: tool.Allow}
+		},
+		Accesses: func(in tool.Input) ([]tool.Access, error) {
+			if !writes {
+				return nil, nil
+			}
+			return []tool.Access{{Kind: capability.ExternalWrite, Tool: mt.Name, Target: Target(in)}}, nil
+		},
+		Timeout: timeout,
+		Call:    call,
+	}
+}
+
+// Target is the short description of what an external write touches, as
+// the gate and the approval prompt show it: "owner#42" for issue-style
+// inputs (a target, repo or owner field, with number when present), else
+// "-". `norma policy explain --tool` uses it too, so both name the same
+// target.
+func Target(in tool.Input) string {
+	var m map[string]any
+	if in.Decode(&m) != nil {
+		return "-"
+	}
+	for _, k := range []string{"target", "repo", "owner"} {
+		if s, ok := m[k].(string); ok {
+			if n, ok := m["number"]; ok {
+				return fmt.Sprintf("%s#%v", s, n)
+			}
+			return s
+		}
+	}
+	return "-"
+}
+
+// call calls a declared tool on the plugin; only the CoreTools of Tools
+// (behind the gate) and this package's tests call it. The idempotency key
+// travels as MCP request metadata (norma/idempotency_key).
+func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, idem string) (tool.Result, error) {
+	mt, ok := p.m.Tool(name)
+	if !ok {
+		return tool.Result{}, capability.Denied(capability.ReasonToolUndeclared, name, "not in the manifest")
+	}
+	if err := p.ensureStarted(ctx); err != nil {
+		return tool.Result{}, err
+	}
+	p.mu.Lock()
+	session := p.session
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, p.h.cfg.CallTimeout)
+	defer cancel()
+	if mt.WritesExternal() && idem != "" {
+		// The gate let this external-write call run (approved, or allowed
+		// by an explicit rule): it may make one approval_required request.
+		select {
+		case p.credits <- idem:
+		default:
+		}
+		defer p.drainCredit(idem)
+	}
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if idem != "" {
+		params.Meta = mcp.Meta{"norma/idempotency_key": idem}
+	}
+	res, err := session.CallTool(ctx, params)
+	if err != nil {
+		// A hang (deadline), a crash or a protocol error: end the call,
+		// kill the tree, restart later with backoff.
+		p.crashed(ctx, err)
+		return tool.Result{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginCrashed, Layer: "host"},
+			Detail: p.h.cfg.Redactor.Redact(err.Error())}
+	}
+	if held := p.isHeld(); held != nil {
+		return tool.Result{}, held
+	}
+	return p.result(ctx, name, res)
+}
+
+// result collects the text of res, redacted, bounded by MaxOutput: a
+// larger result restarts the plugin.
+func (p *Plugin) result(ctx context.Context, name string, res *mcp.CallToolResult) (tool.Result, error) {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+		if b.Len() > p.h.cfg.MaxOutput {
+			p.crashed(ctx, errors.New("output flood"))
+			return tool.Result{}, capability.Denied(ReasonOutputTooLarge, name, fmt.Sprintf("result larger than %d bytes", p.h.cfg.MaxOutput))
+		}
+	}
+	return tool.Result{Content: p.h.cfg.Redactor.Redact(b.String()), IsError: res.IsError}, nil
+}
+
+// checkToolsLocked lists the served tools: every one must be declared, and
+// their digests must match the pins (pinned now when there are none).
+func (p *Plugin) checkToolsLocked(ctx context.Context) error {
+	res, err := p.session.ListTools(ctx, nil)
+	if err != nil {
+		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginStart, Layer: "host"}, Detail: "tools/list: " + err.Error()}
+	}
+	served, undeclared := p.served(res.Tools)
+	if len(undeclared) > 0 {
+		detail := "tools not in the manifest: " + strings.Join(undeclared, ", ")
+		p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypeCapabilityDecision, RunID: p.h.cfg.RunID,
+			Plugin: p.m.ID, PluginVersion: p.m.Version, ManifestDigest: p.m.Digest(), Decision: "deny",
+			Reason: string(capability.ReasonToolUndeclared), Layer: policy.LayerPlugin, Detail: map[string]string{"tools": strings.Join(undeclared, ",")}})
+		p.tools = nil
+		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonToolUndeclared, Layer: policy.LayerPlugin}, Detail: detail}
+	}
+	if p.tools == nil {
+		p.tools = served
+		return p.writePins()
+	}
+	for name, pt := range served {
+		if old, ok := p.tools[name]; !ok || old.Digest != pt.Digest {
+			p.mu.Unlock()
+			err := p.hold(ctx, ReasonToolsChanged, "tool "+name+" changed since consent")
+			p.mu.Lock()
+			return err
+		}
+	}
+	return nil
+}
+
+// served returns the declared tools among ts with their digests, and the
+// sorted names of the undeclared ones.
+func (p *Plugin) served(ts []*mcp.Tool) (map[string]pinnedTool, []string) {
+	served := map[string]pinnedTool{}
+	var undeclared []string
+	for _, t := range ts {
+		if _, ok := p.m.Tool(t.Name); !ok {
+			undeclared = append(undeclared, t.Name)
+			continue
+		}
+		schema, _ := json.Marshal(t.InputSchema)
+		pt := pinnedTool{Name: t.Name, Description: t.Description, InputSchema: schema}
+		sum := sha256.Sum256(bytes.Join([][]byte{[]byte(t.Name), []byte(t.Description), schema}, []byte{0}))
+		pt.Digest = "sha256:" + hex.EncodeToString(sum[:])
+		served[t.Name] = pt
+	}
+	slices.Sort(undeclared)
+	return served, undeclared
+}

@@ -1,0 +1,177 @@
+package sandboxpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/sandbox"
+)
+
+// MaxWalk bounds how many entries Derive inspects under the granted
+// directories when it looks for denied files to hide. A larger tree is an
+// error (the caller refuses to start the sandbox) rather than a sandbox
+// with something unhidden.
+const MaxWalk = 200_000
+
+// DefaultLimits bound a sandboxed process tree: a plugin's (the plugin
+// host's default) and a shell command's (what `norma run` configures).
+var DefaultLimits = sandbox.Limits{NProc: 64, NoFile: 512, FSize: 256 << 20, CPU: 600}
+
+// Paths are the host paths a sandboxed process sees: the fields of the
+// same names in [sandbox.Spec].
+type Paths struct {
+	ReadOnly, ReadWrite, Deny []string
+}
+
+// Derive derives the sandbox's view of the workspace ws from the effective
+// file capabilities of set:
+//
+//   - every glob of every layer contributes its literal directory prefix as
+//     a candidate (docs/** → docs); a candidate is granted when set allows
+//     the access on that directory itself, so a grant narrowed to
+//     docs/api/** yields docs/api, not docs;
+//   - globs without a literal prefix (**/*.txt) cannot be expressed as a
+//     bind and are not granted to the sandbox at all (fail closed; the
+//     process sees nothing rather than too much);
+//   - under every granted directory, each entry the policy does not allow
+//     (a deny glob such as **/.env*, a file outside a narrower grant) is
+//     added to Deny, which the sandbox hides.
+//
+// Write candidates that do not exist yet are created (they are granted
+// writes); read candidates that do not exist are left out. layers are the
+// permissions of the policy's layers (manifest, grant, workspace, run).
+// More than [MaxWalk] entries under the granted directories is an error.
+func Derive(ctx context.Context, ws string, set *policy.Set, layers ...manifest.Permissions) (Paths, error) {
+	var p Paths
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return p, err
+	}
+	for _, kind := range []capability.Kind{capability.FSRead, capability.FSWrite} {
+		for _, g := range granted(ctx, set, kind, candidates(kind, layers)) {
+			abs := filepath.Join(ws, filepath.FromSlash(g))
+			if kind == capability.FSWrite {
+				if err := os.MkdirAll(abs, 0o755); err != nil {
+					return p, err
+				}
+				p.ReadWrite = append(p.ReadWrite, abs)
+				continue
+			}
+			if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			p.ReadOnly = append(p.ReadOnly, abs)
+		}
+	}
+	// A directory granted for writing is also readable; drop ro binds it covers.
+	p.ReadOnly = slices.DeleteFunc(p.ReadOnly, func(r string) bool {
+		return slices.ContainsFunc(p.ReadWrite, func(w string) bool { return within(r, w) })
+	})
+	if p.Deny, err = hidden(ctx, ws, set, p); err != nil {
+		return Paths{}, err
+	}
+	return p, nil
+}
+
+// candidates returns the sorted, distinct literal directories of the
+// layers' globs for kind (fs.read or fs.write).
+func candidates(kind capability.Kind, layers []manifest.Permissions) []string {
+	var cands []string
+	for _, l := range layers {
+		if l.Filesystem == nil {
+			continue
+		}
+		list := l.Filesystem.Read
+		if kind == capability.FSWrite {
+			list = l.Filesystem.Write
+		}
+		for _, g := range list {
+			if pre := literalDir(manifest.WorkspaceGlob(g)); pre != "" {
+				cands = append(cands, pre)
+			}
+		}
+	}
+	slices.Sort(cands)
+	return slices.Compact(cands)
+}
+
+// granted returns the sorted candidates set allows for kind, leaving out
+// those under an already granted one.
+func granted(ctx context.Context, set *policy.Set, kind capability.Kind, cands []string) []string {
+	var out []string
+	for _, c := range cands {
+		if set.Decide(ctx, capability.Request{Kind: kind, Path: c}).Mode != capability.Allow {
+			continue
+		}
+		if slices.ContainsFunc(out, func(g string) bool { return within(c, g) }) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// hidden walks the binds of p and returns every entry under them the
+// policy does not allow. A read-write bind is judged on writes (what the
+// process may change there it may also read back); a read-only one on
+// reads.
+func hidden(ctx context.Context, ws string, set *policy.Set, p Paths) ([]string, error) {
+	var deny []string
+	seen := 0
+	for _, root := range slices.Concat(p.ReadOnly, p.ReadWrite) {
+		kind := capability.FSRead
+		if slices.Contains(p.ReadWrite, root) {
+			kind = capability.FSWrite
+		}
+		err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if seen++; seen > MaxWalk {
+				return fmt.Errorf("sandboxpolicy: more than MaxWalk (%d) entries under the granted paths", MaxWalk)
+			}
+			if abs == root {
+				return nil // granted by the decision in Derive
+			}
+			rel, _ := filepath.Rel(ws, abs)
+			if set.Decide(ctx, capability.Request{Kind: kind, Path: filepath.ToSlash(rel)}).Mode == capability.Allow {
+				return nil
+			}
+			deny = append(deny, abs)
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return deny, nil
+}
+
+// literalDir returns the directory part of a glob before its first
+// metacharacter: docs/** → docs, docs/*.md → docs, a/b.md → a/b.md, **/x → "".
+func literalDir(g string) string {
+	i := strings.IndexAny(g, "*?[{\\")
+	if i < 0 {
+		return path.Clean(g)
+	}
+	d := g[:i]
+	if j := strings.LastIndexByte(d, '/'); j >= 0 {
+		return path.Clean(d[:j])
+	}
+	return ""
+}
+
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
