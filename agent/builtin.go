@@ -2,10 +2,14 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"net/http"
+	"net/netip"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tools"
@@ -29,6 +33,18 @@ func BuiltinPolicy(workspace, run *manifest.Layer, sandbox bool) (*policy.Set, e
 		return nil, fmt.Errorf("agent: built-in policy: %w", err)
 	}
 	return s, nil
+}
+
+// builtinHTTP is the built-in tools' HTTP client (tool.Env.HTTP): every
+// request and every redirect hop is decided by the same policy value that
+// the gate decided the call with, and every address is checked at dial
+// time, private ones admitted only as that policy's allow_private says.
+func builtinHTTP(d gate.Decider, roots *x509.CertPool) *http.Client {
+	dialer := &netguard.Dialer{}
+	if p, ok := d.(interface{ AllowPrivate() []netip.Prefix }); ok {
+		dialer.AllowPrivate = p.AllowPrivate()
+	}
+	return netguard.NewClient(&netguard.Transport{Checker: deciderChecker{d}, Dialer: dialer, RootCAs: roots})
 }
 
 // deciderChecker lets a gate.Decider serve as the file guard's checker, so

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"time"
@@ -108,6 +109,7 @@ type config struct {
 	todos         TodoSource
 	gateTimeout   time.Duration
 	reg           *tool.Registry
+	rootCAs       *x509.CertPool
 }
 
 // TodoSource reads a run's todo list, as JSON, for the state file; the
@@ -320,6 +322,10 @@ func WithUnlocked(names ...string) Option {
 
 // WithTodoSource lets the state file carry the run's todo list.
 func WithTodoSource(fn TodoSource) Option { return func(c *config) error { c.todos = fn; return nil } }
+
+// WithRootCAs sets the roots the built-in tools' HTTP client (WebFetch,
+// WebSearch) verifies servers against; nil means the system roots.
+func WithRootCAs(p *x509.CertPool) Option { return func(c *config) error { c.rootCAs = p; return nil } }
 
 // WithSpillDir sets where the gate spills capped tool output.
 func WithSpillDir(dir string) Option { return func(c *config) error { c.spillDir = dir; return nil } }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/norma-run/norma/approval"
@@ -62,6 +63,8 @@ type Session struct {
 	resumed   bool
 	pending   map[string]string // tool_use id → approval id awaiting a decision
 	approvals map[string]int    // tool_use id → index in st.Approvals
+
+	explains atomic.Uint64 // numbers explained calls (each gets its own tool_use id)
 
 	obsMu sync.Mutex
 	log   *slog.Logger
@@ -171,6 +174,10 @@ func (s *Session) build(ctx context.Context) error {
 			return fmt.Errorf("agent: workspace: %w", err)
 		}
 	}
+	builtinEnv := tool.Env{HTTP: builtinHTTP(builtin, c.rootCAs)}
+	if fsys != nil {
+		builtinEnv.FS = fsys
+	}
 	var approver gate.Approver
 	switch {
 	case c.svc != nil:
@@ -193,8 +200,8 @@ func (s *Session) build(ctx context.Context) error {
 			return nil, fmt.Errorf("agent: no policy for plugin %s", p.Ref())
 		},
 		Capabilities: func(p tool.Plugin) (tool.Env, error) {
-			if p == (tool.Plugin{}) && fsys != nil {
-				return tool.Env{FS: fsys}, nil
+			if p == (tool.Plugin{}) {
+				return builtinEnv, nil
 			}
 			return tool.Env{}, nil // plugins get their capabilities from the plugin host
 		},

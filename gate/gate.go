@@ -246,6 +246,13 @@ type exec struct {
 	in     tool.Input
 	reqs   []capability.Request
 	known  bool
+	// unknown names what cannot be known about the call (an unparseable
+	// command); such a call is never allowed by a rule.
+	unknown string
+	// explain is set by Explain: decide with every layer's trace, and stop
+	// before approval.
+	explain bool
+	trace   []capability.LayerResult
 	dec    capability.Decision
 	ticket Ticket
 	res    Result
@@ -301,23 +308,7 @@ func (g *Gate) Execute(ctx context.Context, c Call) Result {
 // run performs steps 1–8 and reports whether the handler was started.
 func (x *exec) run(ctx context.Context) bool {
 	g, c := x.g, x.c
-	// 1. lookup
-	x.step(StepLookup)
-	if len(c.Principals) == 0 || c.RunID == "" || c.ID == "" {
-		x.fail(capability.ReasonInvalidRequest, "the call has no tool_use id, run id or principal")
-		return false
-	}
-	v, err := g.reg.View(c.RunID, c.Principals)
-	if err == nil {
-		x.view = v
-		x.entry, _ = v.Lookup(c.Tool)
-	}
-	if x.entry == nil {
-		x.fail(capability.ReasonToolUnknown, "unknown tool "+quoteName(c.Tool))
-		return false
-	}
-	if err := ctx.Err(); err != nil {
-		x.fail(capability.ReasonCanceled, "canceled")
+	if !x.lookup(ctx) {
 		return false
 	}
 	// 2–4. schema, policy, approval
@@ -423,9 +414,48 @@ func (x *exec) run(ctx context.Context) bool {
 	return true
 }
 
+// lookup is step 1: the call's tool in the caller's registry view.
+func (x *exec) lookup(ctx context.Context) bool {
+	g, c := x.g, x.c
+	x.step(StepLookup)
+	if len(c.Principals) == 0 || c.RunID == "" || c.ID == "" {
+		x.fail(capability.ReasonInvalidRequest, "the call has no tool_use id, run id or principal")
+		return false
+	}
+	v, err := g.reg.View(c.RunID, c.Principals)
+	if err == nil {
+		x.view = v
+		x.entry, _ = v.Lookup(c.Tool)
+	}
+	if x.entry == nil {
+		x.fail(capability.ReasonToolUnknown, "unknown tool "+quoteName(c.Tool))
+		return false
+	}
+	if err := ctx.Err(); err != nil {
+		x.fail(capability.ReasonCanceled, "canceled")
+		return false
+	}
+	return true
+}
+
 // authorize runs steps 2–4 on raw: schema, policy, approval. first is
 // false for a hook rewrite, whose decision is combined with the first one.
 func (x *exec) authorize(ctx context.Context, raw json.RawMessage, first bool) bool {
+	if !x.check(ctx, raw, first) {
+		return false
+	}
+	// 4. approval
+	x.step(StepApproval)
+	if x.dec.Mode == capability.ApprovalRequired {
+		return x.approve(ctx)
+	}
+	return true
+}
+
+// check runs steps 2 and 3 on raw: schema, then policy (mode and rules,
+// every capability layer). It reports whether the call may go on, to
+// approval when x.dec requires it.
+func (x *exec) check(ctx context.Context, raw json.RawMessage, first bool) bool {
 	g, e := x.g, x.entry
 	// 2. schema
 	x.step(StepSchema)
@@ -492,11 +522,6 @@ func (x *exec) authorize(ctx context.Context, raw json.RawMessage, first bool) b
 	if d.Mode == capability.Deny {
 		x.fail(d.Reason, denyMessage(d))
 		return false
-	}
-	// 4. approval
-	x.step(StepApproval)
-	if d.Mode == capability.ApprovalRequired {
-		return x.approve(ctx)
 	}
 	return true
 }

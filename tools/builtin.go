@@ -63,8 +63,11 @@ type Config struct {
 	// Shell.Policy is set by Build.
 	Shell *shell.Config
 	// Policy compiles the effective policy of the built-in tools from their
-	// manifest (with the host's grant, workspace and run layers); required
-	// with Shell, whose sandbox grants exactly what that policy allows.
+	// manifest (with the host's grant, workspace and run layers). Build
+	// calls it exactly once and returns the result as [Builtin.Policy], so
+	// that the one compiled value bounds the gate, the file guard, the
+	// shell sandbox and the HTTP client. Required with Shell, whose sandbox
+	// grants exactly what that policy allows.
 	Policy func(*manifest.Manifest) (*policy.Set, error)
 }
 
@@ -89,6 +92,9 @@ type Builtin struct {
 	// Tools are every installed tool, in catalogue order. Register them as
 	// built-in (the zero tool.Plugin) and Visible.
 	Tools []tool.CoreTool
+	// Policy is the built-in tools' compiled policy, from Config.Policy;
+	// nil without it. Decide the built-in tools with this value only.
+	Policy *policy.Set
 	// Shell owns the background tasks and PTYs; nil without Config.Shell.
 	// Close it when the session ends.
 	Shell *shell.Manager
@@ -117,6 +123,11 @@ func Build(cfg Config) (*Builtin, error) {
 	specs = append(specs, webSpecs(cfg)...)
 	specs = append(specs, sessionSpecs(cfg)...)
 	out := &Builtin{Manifest: m}
+	if cfg.Policy != nil {
+		if out.Policy, err = cfg.Policy(m); err != nil {
+			return nil, fmt.Errorf("tools: compiling the built-in policy: %w", err)
+		}
+	}
 	for _, s := range specs {
 		t, err := tool.Build(s)
 		if err != nil {
@@ -125,15 +136,11 @@ func Build(cfg Config) (*Builtin, error) {
 		out.Tools = append(out.Tools, t)
 	}
 	if cfg.Shell != nil {
-		if cfg.Policy == nil {
+		if out.Policy == nil {
 			return nil, errors.New("tools: Config.Shell needs Config.Policy to compile the shell's policy")
 		}
-		set, err := cfg.Policy(m)
-		if err != nil {
-			return nil, fmt.Errorf("tools: compiling the built-in policy: %w", err)
-		}
 		sc := *cfg.Shell
-		sc.Policy = set
+		sc.Policy = out.Policy
 		mgr, ts, err := shell.Tools(sc)
 		if err != nil {
 			return nil, fmt.Errorf("tools: %w", err)

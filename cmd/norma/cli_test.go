@@ -91,7 +91,8 @@ func TestPolicyExplain(t *testing.T) {
 		{[]string{"--op", "fs.write output/../../secret.txt"}, 0, map[string]any{"decision": "deny", "reason": "PATH_ESCAPE"}},
 		{[]string{"--op", "net.request GET http://169.254.169.254/latest/meta-data"}, 0, map[string]any{"decision": "deny", "reason": "NETWORK_DESTINATION_DENIED"}},
 		{[]string{"--op", "net.request POST https://api.example.invalid/repos/acme/issues/42/comments"}, 0, map[string]any{"decision": "approval_required", "rule": "plugin:permissions.network.requests[1]"}},
-		{[]string{"--tool", "issues.delete", "--input", "{}"}, 0, map[string]any{"decision": "deny", "reason": "TOOL_UNDECLARED"}},
+		// A tool the manifest does not declare is unknown to the gate, as in a run.
+		{[]string{"--tool", "issues.delete", "--input", "{}"}, 0, map[string]any{"decision": "deny", "reason": "TOOL_UNKNOWN"}},
 		// The same target the plugin host gives the gate for this call.
 		{[]string{"--tool", "issues.comment", "--input", `{"owner":"acme","number":42,"body":"x"}`}, 0,
 			map[string]any{"decision": "approval_required", "request": "external.write issues.comment acme#42"}},
@@ -148,7 +149,8 @@ func TestPolicyExplainBuiltinTool(t *testing.T) {
 		{"Read", `{"file_path":"docs/a.md"}`, "deny", "SCHEMA_INVALID"},
 		{"Write", `{"path":"../x","content":"y"}`, "deny", "PATH_ESCAPE"},
 		{"Bash", `{"command":"cat docs/a.md > .env"}`, "deny", "FILESYSTEM_WRITE_DENIED"},
-		{"Bash", `{"command":"eval $X"}`, "deny", "COMMAND_UNPARSEABLE"},
+		// What cannot be known is never allowed: the gate asks.
+		{"Bash", `{"command":"eval $X"}`, "approval_required", "COMMAND_UNPARSEABLE"},
 		{"WebFetch", `{"url":"http://169.254.169.254/"}`, "deny", "NETWORK_DESTINATION_DENIED"},
 	} {
 		code, out, errs := norma(t, "policy", "explain", "--tool", tc.tool, "--input", tc.input, "--json")

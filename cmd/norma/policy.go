@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,11 +13,7 @@ import (
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/manifest"
-	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/tool"
-	"github.com/norma-run/norma/tools"
-	"github.com/norma-run/norma/tools/shell"
 	"github.com/spf13/cobra"
 )
 
@@ -40,8 +35,6 @@ type LayerFiles struct {
 	WorkspacePolicy string `yaml:"workspace_policy,omitempty"`
 	RunPolicy       string `yaml:"run_policy,omitempty"`
 	Workspace       string `yaml:"workspace,omitempty"`
-
-	builtin bool // the request is a built-in tool's: the manifest defaults to tools.Manifest
 }
 
 // load compiles the set. A workspace directory with .norma/policy.yaml
@@ -51,13 +44,9 @@ func (f LayerFiles) load() (*policy.Set, policy.Inputs, error) {
 	var m *manifest.Manifest
 	var err error
 	if f.Manifest == "" {
-		if !f.builtin {
-			return nil, in, errors.New("--manifest is required (it may be left out for a built-in --tool)")
-		}
-		m, err = tools.Manifest()
-	} else {
-		m, err = manifest.ParseFile(f.Manifest)
+		return nil, in, errors.New("--manifest is required (it may be left out for a built-in --tool and for --op on the built-in tools)")
 	}
+	m, err = manifest.ParseFile(f.Manifest)
 	if err != nil {
 		return nil, in, err
 	}
@@ -91,211 +80,23 @@ func fileExists(p string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// request builds the normalized request for --op, or for --tool/--input.
-func (f LayerFiles) request(s *policy.Set, m *manifest.Manifest, op, tool, input string) (capability.Request, error) {
+// request parses op into a normalized request, its paths resolved in the
+// workspace directory (symlinks followed) as the gate resolves them.
+func (f LayerFiles) request(op string) (capability.Request, error) {
 	var resolve func(string) (string, error)
 	if f.Workspace != "" {
-		ws, err := fsguard.New(f.Workspace, capability.AllowAll)
+		dir, err := filepath.Abs(f.Workspace)
+		if err != nil {
+			return capability.Request{}, err
+		}
+		ws, err := fsguard.New(dir, capability.AllowAll)
 		if err != nil {
 			return capability.Request{}, err
 		}
 		defer ws.Close()
 		resolve = ws.Resolve
 	}
-	if op != "" {
-		return policy.ParseOp(op, resolve)
-	}
-	return toolRequest(m, tool, input)
-}
-
-// builtinTool returns the built-in tool named name, if there is one. The
-// shell tools are built against a scratch workspace: explain only asks them
-// what their input declares, it never runs them.
-func builtinTool(name string) (tool.CoreTool, bool) {
-	b, err := tools.Build(tools.Config{
-		Shell: &shell.Config{Workspace: os.TempDir(), SessionID: "explain"},
-		Policy: func(m *manifest.Manifest) (*policy.Set, error) {
-			return policy.Compile(policy.Inputs{Manifest: m, Host: policy.Host{Sandbox: true}})
-		},
-	})
-	if err != nil {
-		return nil, false
-	}
-	if b.Shell != nil {
-		defer b.Shell.Close()
-	}
-	for _, t := range b.Tools {
-		if t.Name() == name {
-			return t, true
-		}
-	}
-	return nil, false
-}
-
-// explainBuiltin decides a built-in tool call on the capability requests
-// its input declares, normalized as the gate's policy step normalizes them,
-// and returns the most restrictive decision with every request's trace.
-func (f LayerFiles) explainBuiltin(ctx context.Context, s *policy.Set, t tool.CoreTool, input string) (capability.Decision, error) {
-	in, err := tool.ParseInput([]byte(input))
-	if err != nil {
-		return capability.Decision{}, fmt.Errorf("--input: %w", err)
-	}
-	// The gate validates before it decides; so does explain.
-	schema, err := gate.CompileSchema(t.Name(), t.InputSchema())
-	if err != nil {
-		return capability.Decision{}, err
-	}
-	if v := schema.Validate(in); len(v) > 0 {
-		return capability.Decision{Mode: capability.Deny, Reason: capability.ReasonSchemaInvalid, Layer: "gate",
-			Request: "tool " + t.Name() + ": " + v[0].Keyword + ": " + v[0].Message, ManifestDigest: s.ManifestDigest()}, nil
-	}
-	d, ok := t.(tool.Declarer)
-	if !ok {
-		return capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPolicyError, Layer: "gate", Request: "tool " + t.Name(),
-			ManifestDigest: s.ManifestDigest()}, nil
-	}
-	acc, err := d.Accesses(in)
-	if err != nil {
-		return capability.Decision{}, fmt.Errorf("--input: %w", err)
-	}
-	var resolve func(string) (string, error)
-	if f.Workspace != "" {
-		ws, err := fsguard.New(f.Workspace, capability.AllowAll)
-		if err != nil {
-			return capability.Decision{}, err
-		}
-		defer ws.Close()
-		resolve = ws.Resolve
-	}
-	reqs, unknown, bad := gate.Requests(t.Name(), acc, resolve)
-	switch {
-	case bad != nil:
-		bad.ManifestDigest = s.ManifestDigest()
-		return *bad, nil
-	case unknown != "":
-		return capability.Decision{Mode: capability.Deny, Reason: capability.ReasonCommandUnparseable, Layer: "gate",
-			Request: "tool " + t.Name() + ": " + unknown, ManifestDigest: s.ManifestDigest()}, nil
-	case len(reqs) == 0:
-		return capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, Request: "tool " + t.Name() + " (no capability requested)",
-			ManifestDigest: s.ManifestDigest()}, nil
-	}
-	var out capability.Decision
-	var names []string
-	for i, r := range reqs {
-		e := s.Explain(ctx, r)
-		names = append(names, e.Request)
-		if i == 0 || e.Mode < out.Mode {
-			trace := append(out.Trace, e.Trace...)
-			out = e
-			out.Trace = trace
-		} else {
-			out.Trace = append(out.Trace, e.Trace...)
-		}
-	}
-	out.Request = strings.Join(names, "; ")
-	return out, nil
-}
-
-// toolRequest maps a plugin tool call to the capability it exercises: an
-// external write for tools that declare one, else a read-only call that
-// only needs to be declared.
-func toolRequest(m *manifest.Manifest, name, input string) (capability.Request, error) {
-	if input == "" {
-		input = "{}"
-	}
-	in, err := tool.ParseInput([]byte(input))
-	if err != nil {
-		return capability.Request{}, fmt.Errorf("--input: %w", err)
-	}
-	t, ok := m.Tool(name)
-	if !ok || t.WritesExternal() {
-		return capability.Request{Kind: capability.ExternalWrite, Tool: name, Target: host.Target(in)}, nil
-	}
-	return capability.Request{}, nil
-}
-
-func newPolicyExplainCmd() *cobra.Command {
-	var f LayerFiles
-	var op, tool, input string
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "explain --manifest FILE [--grant FILE] [--workspace-policy FILE] [--run-policy FILE] [--workspace DIR] (--op 'KIND ARGS...' | --tool NAME --input JSON)",
-		Short: "Decide one request and show the reason and the per-layer trace; exit 0 when decided",
-		Long: "Decide one request against the layers and explain it.\n\nOps: fs.read PATH | fs.write PATH | net.request METHOD URL | secret.use NAME ORIGIN |\n" +
-			"     process.spawn ARGV... | external.write TOOL TARGET\n\nExit 0 when a decision was made (allow, deny or approval_required), 1 on bad input.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (op == "") == (tool == "") {
-				return exitWith(exitUsage, errors.New("give exactly one of --op or --tool"))
-			}
-			bt, isBuiltin := builtinTool(tool)
-			f.builtin = isBuiltin && op == ""
-			s, in, err := f.load()
-			if err != nil {
-				printProblems(cmd.ErrOrStderr(), err)
-				return exitWith(exitFailed, nil)
-			}
-			if f.builtin {
-				if _, declared := in.Manifest.Tool(tool); declared || f.Manifest == "" {
-					d, err := f.explainBuiltin(cmd.Context(), s, bt, input)
-					if err != nil {
-						return exitWith(exitFailed, err)
-					}
-					if asJSON {
-						writeJSON(cmd.OutOrStdout(), explainJSON(d))
-					} else {
-						printDecision(cmd.OutOrStdout(), d)
-					}
-					return nil
-				}
-			}
-			var d capability.Decision
-			req, err := f.request(s, in.Manifest, op, tool, input)
-			switch {
-			case err != nil && capability.ReasonOf(err) != "":
-				// A refused request (escape, bad URL) is a decision, explained like any other.
-				var ce *capability.Error
-				errors.As(err, &ce)
-				d = ce.Decision
-				d.ManifestDigest = s.ManifestDigest()
-				if d.Request == "" {
-					d.Request = strings.TrimSpace(op)
-				}
-				d.Trace = []capability.LayerResult{{Layer: d.Layer, Mode: d.Mode, Reason: d.Reason, Rule: d.Rule}}
-			case err != nil:
-				return exitWith(exitFailed, err)
-			case tool != "" && req.Kind == capability.KindInvalid:
-				t, _ := in.Manifest.Tool(tool)
-				d = capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, Rule: "plugin:tools." + t.Name,
-					Request: "tool " + tool, ManifestDigest: s.ManifestDigest(),
-					Trace: []capability.LayerResult{{Layer: policy.LayerPlugin, Mode: capability.Allow, Reason: capability.ReasonAllowed, Rule: "plugin:tools." + t.Name}}}
-			default:
-				d = s.Explain(cmd.Context(), req)
-				if tool != "" {
-					if _, ok := in.Manifest.Tool(tool); !ok {
-						d.Reason, d.Layer = capability.ReasonToolUndeclared, policy.LayerPlugin
-					}
-				}
-			}
-			if asJSON {
-				writeJSON(cmd.OutOrStdout(), explainJSON(d))
-				return nil
-			}
-			printDecision(cmd.OutOrStdout(), d)
-			return nil
-		},
-	}
-	fl := c.Flags()
-	fl.StringVar(&f.Manifest, "manifest", "", "plugin manifest (required)")
-	fl.StringVar(&f.Grant, "grant", "", "user grant layer file")
-	fl.StringVar(&f.WorkspacePolicy, "workspace-policy", "", "workspace policy file (default DIR/.norma/policy.yaml with --workspace)")
-	fl.StringVar(&f.RunPolicy, "run-policy", "", "run policy file")
-	fl.StringVar(&f.Workspace, "workspace", "", "workspace directory: paths are resolved in it (symlinks followed)")
-	fl.StringVar(&op, "op", "", "the request, e.g. 'fs.write workspace://.agent-output/r.md'")
-	fl.StringVar(&tool, "tool", "", "a tool name of the manifest")
-	fl.StringVar(&input, "input", "", "the tool input as JSON (with --tool)")
-	fl.BoolVar(&asJSON, "json", false, "print the decision as one JSON object")
-	return c
+	return policy.ParseOp(op, resolve)
 }
 
 func explainJSON(d capability.Decision) map[string]any {
@@ -345,6 +146,20 @@ type policyCase struct {
 	Grant           string `yaml:"grant,omitempty"`
 	WorkspacePolicy string `yaml:"workspace_policy,omitempty"`
 	RunPolicy       string `yaml:"run_policy,omitempty"`
+}
+
+// decideCase decides one case of a policy test file the way explain does:
+// a tool call through the run's gate, an op against the capability layers.
+func (f LayerFiles) decideCase(cmd *cobra.Command, pc policyCase) (capability.Decision, error) {
+	if pc.Tool != "" {
+		e, err := explainTool(cmd, f, gate.ModeDefault, pc.Tool, pc.Input)
+		return e.Decision, err
+	}
+	s, _, err := f.load()
+	if err != nil {
+		return capability.Decision{}, err
+	}
+	return decideOp(cmd.Context(), s, f.Workspace, pc.Op)
 }
 
 func newPolicyTestCmd() *cobra.Command {
@@ -409,24 +224,10 @@ func newPolicyTestCmd() *cobra.Command {
 				if pc.Tool != "" {
 					r.Op = "tool " + pc.Tool
 				}
-				s, in, err := f.load()
+				d, err := f.decideCase(cmd, pc)
 				if err != nil {
-					printProblems(cmd.ErrOrStderr(), err)
+					printProblems(cmd.ErrOrStderr(), fmt.Errorf("case %d: %w", i+1, err))
 					return exitWith(exitFailed, nil)
-				}
-				req, err := f.request(s, in.Manifest, pc.Op, pc.Tool, pc.Input)
-				var d capability.Decision
-				switch {
-				case err != nil && capability.ReasonOf(err) != "":
-					var ce *capability.Error
-					errors.As(err, &ce)
-					d = ce.Decision
-				case err != nil:
-					return exitWith(exitFailed, fmt.Errorf("case %d: %w", i+1, err))
-				case req.Kind == capability.KindInvalid:
-					d = capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed}
-				default:
-					d = s.Decide(cmd.Context(), req)
 				}
 				r.Got, r.Reason, r.Layer, r.Rule = d.Mode.String(), string(d.Reason), d.Layer, d.Rule
 				r.Pass = r.Got == pc.Expect && (pc.Reason == "" || pc.Reason == r.Reason)

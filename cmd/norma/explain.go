@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/norma-run/norma/agent"
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/plugin/host"
+	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/workspace"
+)
+
+type explainFlags struct {
+	LayerFiles
+	mode, op, tool, input string
+	asJSON                bool
+}
+
+func newPolicyExplainCmd() *cobra.Command {
+	var f explainFlags
+	c := &cobra.Command{
+		Use:   "explain [--workspace DIR] [--mode MODE] (--tool NAME --input JSON | --op 'KIND ARGS...') [--manifest FILE [--grant FILE]] [--workspace-policy FILE] [--run-policy FILE]",
+		Short: "Decide one call or request as a run would, and show the reason and the per-layer trace; exit 0 when decided",
+		Long: `Decide one tool call the way "norma run" decides it in the same workspace and
+mode, and explain it. --tool goes through the run's own gate: lookup, schema
+validation, mode and permission rules, every capability layer; it stops
+before approval and never runs the call. The answer is allow, deny or
+approval_required (a deny with MODE_DENIED in dontAsk), with its reason code,
+layer, rule and trace.
+
+--tool names a built-in tool (Read, Bash, WebFetch, ...), an installed
+plugin's tool (mcp__PLUGIN__TOOL), or with --manifest a tool of that manifest
+(its own name), decided with --grant as the user's grant; a manifest's tool
+has no server to give its input schema, so any JSON object passes the schema
+step.
+
+--op decides one capability request against the capability layers only (the
+policy a call's requests are decided by); without --manifest, the built-in
+tools' policy in the workspace.
+
+Ops: fs.read PATH | fs.write PATH | net.request METHOD URL | secret.use NAME ORIGIN |
+     process.spawn ARGV... | external.write TOOL TARGET
+
+Exit 0 when a decision was made (allow, deny or approval_required), 1 on bad input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (f.op == "") == (f.tool == "") {
+				return exitWith(exitUsage, errors.New("give exactly one of --op or --tool"))
+			}
+			mode, err := gate.ParseMode(f.mode)
+			if err != nil || mode == gate.ModeBypass {
+				return exitWith(exitUsage, errors.New("--mode must be default, acceptEdits, plan or dontAsk"))
+			}
+			var d capability.Decision
+			if f.tool != "" {
+				e, err := explainTool(cmd, f.LayerFiles, mode, f.tool, f.input)
+				if err != nil {
+					printProblems(cmd.ErrOrStderr(), err)
+					return exitWith(exitFailed, nil)
+				}
+				d = e.Decision
+			} else if d, err = explainOp(cmd, f.LayerFiles, f.op); err != nil {
+				printProblems(cmd.ErrOrStderr(), err)
+				return exitWith(exitFailed, nil)
+			}
+			if f.asJSON {
+				writeJSON(cmd.OutOrStdout(), explainJSON(d))
+			} else {
+				printDecision(cmd.OutOrStdout(), d)
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.Manifest, "manifest", "", "a plugin manifest (not installed) whose tool or request to decide")
+	fl.StringVar(&f.Grant, "grant", "", "user grant layer file (with --manifest)")
+	fl.StringVar(&f.WorkspacePolicy, "workspace-policy", "", "workspace policy file (default DIR/"+workspace.PolicyFile+")")
+	fl.StringVar(&f.RunPolicy, "run-policy", "", "run policy file")
+	fl.StringVar(&f.Workspace, "workspace", ".", "workspace directory, as norma run's: paths are resolved in it (symlinks followed)")
+	fl.StringVar(&f.mode, "mode", "default", "permission mode: default | acceptEdits | plan | dontAsk")
+	fl.StringVar(&f.op, "op", "", "the request, e.g. 'fs.write workspace://.agent-output/r.md'")
+	fl.StringVar(&f.tool, "tool", "", "a tool name: built-in, mcp__PLUGIN__TOOL, or a tool of --manifest")
+	fl.StringVar(&f.input, "input", "", "the tool input as JSON (with --tool; default {})")
+	fl.BoolVar(&f.asJSON, "json", false, "print the decision as one JSON object")
+	return c
+}
+
+// layers parses the workspace and run policy files of f; the workspace
+// policy defaults to the workspace's own file.
+func (f LayerFiles) layers() (ws, run *manifest.Layer, err error) {
+	if f.WorkspacePolicy != "" {
+		if ws, err = manifest.ParseLayerFile(f.WorkspacePolicy); err != nil {
+			return nil, nil, err
+		}
+	} else if f.Workspace != "" {
+		if ws, err = workspace.LoadPolicy(f.Workspace); err != nil {
+			return nil, nil, err
+		}
+	}
+	if f.RunPolicy != "" {
+		if run, err = manifest.ParseLayerFile(f.RunPolicy); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ws, run, nil
+}
+
+// openRuntime opens the workspace runtime `norma run` would use, with the
+// layers of f; extra are plugins besides the installed ones.
+func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, extra []agent.Plugin) (*workspace.Runtime, error) {
+	ws, run, err := f.layers()
+	if err != nil {
+		return nil, err
+	}
+	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run, Plugins: extra}
+	if o.Dir == "" {
+		o.Dir = "."
+	}
+	if extra == nil {
+		home, err := stateDir(cmd)
+		if err != nil {
+			return nil, err
+		}
+		o.Home = home
+		o.Vault = func(context.Context) (secret.Vault, error) { return openVault(cmd) }
+	}
+	return workspace.Open(cmd.Context(), o)
+}
+
+// explainTool decides one call through the gate of the workspace's runtime.
+func explainTool(cmd *cobra.Command, f LayerFiles, mode gate.Mode, name, input string) (gate.Explanation, error) {
+	var extra []agent.Plugin
+	if f.Manifest != "" {
+		p, err := declaredPlugin(f)
+		if err != nil {
+			return gate.Explanation{}, err
+		}
+		extra = []agent.Plugin{p}
+		if !strings.HasPrefix(name, "mcp__") {
+			name = host.ToolName(p.Manifest().ID, name)
+		}
+	}
+	rt, err := openRuntime(cmd, f, mode, extra)
+	if err != nil {
+		return gate.Explanation{}, err
+	}
+	defer rt.Close()
+	if input == "" {
+		input = "{}"
+	}
+	return rt.Explain(cmd.Context(), name, json.RawMessage(input))
+}
+
+// declaredPlugin is the plugin of --manifest, compiled with the layers of
+// f as the plugin host compiles an installed plugin's.
+func declaredPlugin(f LayerFiles) (*host.Declared, error) {
+	s, in, err := f.load()
+	if err != nil {
+		return nil, err
+	}
+	return host.NewDeclared(in.Manifest, s), nil
+}
+
+// explainOp decides one capability request: against --manifest's layers,
+// else against the built-in tools' policy of the workspace's runtime.
+func explainOp(cmd *cobra.Command, f LayerFiles, op string) (capability.Decision, error) {
+	var s *policy.Set
+	if f.Manifest != "" {
+		var err error
+		if s, _, err = f.load(); err != nil {
+			return capability.Decision{}, err
+		}
+	} else {
+		rt, err := openRuntime(cmd, f, gate.ModeDefault, []agent.Plugin{})
+		if err != nil {
+			return capability.Decision{}, err
+		}
+		defer rt.Close()
+		s = rt.Policy()
+	}
+	return decideOp(cmd.Context(), s, f.Workspace, op)
+}
+
+// decideOp parses op, resolving paths in the workspace dir, and explains it
+// against s. A request refused while parsing (an escape, a bad URL) is a
+// decision too.
+func decideOp(ctx context.Context, s *policy.Set, dir, op string) (capability.Decision, error) {
+	req, err := LayerFiles{Workspace: dir}.request(op)
+	if err == nil {
+		return s.Explain(ctx, req), nil
+	}
+	ce, ok := errors.AsType[*capability.Error](err)
+	if !ok {
+		return capability.Decision{}, fmt.Errorf("--op: %w", err)
+	}
+	d := ce.Decision
+	d.ManifestDigest = s.ManifestDigest()
+	if d.Request == "" {
+		d.Request = strings.TrimSpace(op)
+	}
+	d.Trace = []capability.LayerResult{{Layer: d.Layer, Mode: d.Mode, Reason: d.Reason, Rule: d.Rule}}
+	return d, nil
+}
+
+// discardSink is explain's audit sink: explaining decides nothing that
+// happens, so nothing is recorded.
+type discardSink struct{}
+
+func (discardSink) Record(context.Context, audit.Event) error { return nil }

@@ -1,0 +1,51 @@
+package gate
+
+import (
+	"context"
+
+	"github.com/norma-run/norma/capability"
+)
+
+// Explanation is what the gate decides for a call before approval and
+// before the call: the decision path of Execute, steps 1 to 3.
+type Explanation struct {
+	// Decision is what Execute acts on: Allow, ApprovalRequired (in
+	// dontAsk, a Deny with MODE_DENIED) or Deny, with reason, layer and
+	// rule. Its Trace holds every capability layer's answer for every
+	// request of the call.
+	Decision capability.Decision
+	// Stage is the step that decided: lookup, schema or policy.
+	Stage Step
+	// Requests are the call's normalized capability requests, the ones the
+	// policy, the approval preview and the audit event see.
+	Requests []capability.Request
+	// Known is false when part of the call's effect cannot be known (an
+	// unparseable command).
+	Known bool
+	// Message is what the model would be told of a refusal; empty unless
+	// the decision is Deny.
+	Message string
+	// Preview is the approval preview a run would show.
+	Preview string
+}
+
+// Explain runs the decision path of [Gate.Execute] for c — lookup, schema,
+// mode and rules, every capability layer — without PreToolUse hooks,
+// without approval and without the call, and writes no audit event. It is
+// the gate's own decision, so `norma policy explain` reports exactly what
+// a run does.
+func (g *Gate) Explain(ctx context.Context, c Call) Explanation {
+	x := &exec{g: g, c: &c, mode: g.Mode(), explain: true}
+	if x.lookup(ctx) {
+		x.check(ctx, c.Input, true)
+	}
+	e := Explanation{Decision: x.dec, Stage: x.res.Stage, Requests: x.reqs, Known: x.known}
+	e.Decision.Trace = x.trace
+	if x.res.IsError {
+		e.Message = x.res.Content
+	}
+	if x.entry != nil {
+		e.Preview = x.preview()
+	}
+	return e
+}

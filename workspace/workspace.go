@@ -1,0 +1,324 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/norma-run/norma/agent"
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/plugin"
+	"github.com/norma-run/norma/plugin/host"
+	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/provider"
+	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
+	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/tool"
+	"github.com/norma-run/norma/tools"
+	"github.com/norma-run/norma/tools/shell"
+)
+
+// PolicyFile is the workspace policy, relative to the workspace directory:
+// the user's ceiling over every tool and plugin of the workspace. Its
+// network section is also what the built-in web tools may reach.
+const PolicyFile = ".norma/policy.yaml"
+
+// Options configures [Open]. Dir is required; every other zero field has
+// the documented default.
+type Options struct {
+	// Dir is the workspace directory.
+	Dir string
+	// Home is Norma's state directory; the plugins installed there are
+	// loaded. Empty means no plugins.
+	Home string
+	// RunID names the run: the shell's tasks and PTYs, the todo list and
+	// the plugin host belong to it. Empty means a new run id.
+	RunID string
+	// Resume continues run RunID from its saved state (the session's
+	// state directory is the door's agent.WithStateDir).
+	Resume bool
+	// Policy replaces the workspace policy read from Dir/[PolicyFile];
+	// nil reads the file.
+	Policy *manifest.Layer
+	// RunPolicy is the run's ceiling layer over every tool; nil means none.
+	RunPolicy *manifest.Layer
+	// Plugins are plugins besides the installed ones (an embedder's own,
+	// or explain's plugin known by its manifest only).
+	Plugins []agent.Plugin
+	// Mode is the permission mode the session starts in.
+	Mode gate.Mode
+	// Rules are the permission rules (allow, ask, deny).
+	Rules gate.Rules
+	// Audit receives every decision and the registry's replacements.
+	// Required.
+	Audit audit.Sink
+	// Vault opens the secret vault, once and only when a plugin is
+	// installed (so that no key file is created for nothing). Nil means
+	// plugins are not loaded.
+	Vault func(ctx context.Context) (secret.Vault, error)
+	// Todos persists TodoWrite's lists; nil means a file per run under
+	// Home/runs/RUN (in memory without Home).
+	Todos tools.TodoStore
+	// ShellEnv is the shell's whole environment (KEY=VALUE); nil means
+	// LANG=C.UTF-8 and the shell's defaults.
+	ShellEnv []string
+	// NoSandbox pretends the OS sandbox is unavailable: no shell tools, no
+	// process spawning. By default sandbox.Probe decides.
+	NoSandbox bool
+	// UnsafeNoSandbox runs plugins without the OS sandbox (audited by the
+	// plugin host).
+	UnsafeNoSandbox bool
+	// Warn receives problems that do not stop the run, such as a plugin
+	// that does not load; nil discards them.
+	Warn func(error)
+}
+
+// Runtime is a workspace's assembled runtime. It is not safe for
+// concurrent use until [Runtime.Session] or the first [Runtime.Explain]
+// returned; then the session is, as agent.Session documents.
+type Runtime struct {
+	opts    Options
+	dir     string
+	layer   *manifest.Layer
+	sandbox bool
+	builtin *tools.Builtin
+	reg     *tool.Registry
+	ref     *tools.GateRef
+	host    *host.Host
+	plugins []agent.Plugin
+
+	once    sync.Once // the registry serves one session
+	explain *agent.Session
+}
+
+// Open reads the workspace policy, builds the built-in tools with their
+// policy compiled once, and loads the installed plugins. Errors name the
+// file (and line and column for a bad policy file).
+func Open(ctx context.Context, o Options) (*Runtime, error) {
+	if o.Audit == nil {
+		return nil, errors.New("workspace: Open: Audit is required")
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("workspace: %s is not a directory", o.Dir)
+	}
+	layer := o.Policy
+	if layer == nil {
+		if layer, err = LoadPolicy(dir); err != nil {
+			return nil, err
+		}
+	}
+	if o.RunID == "" {
+		o.RunID = agent.NewRunID()
+	}
+	if !agent.ValidRunID(o.RunID) {
+		return nil, fmt.Errorf("workspace: %q is not a run id", o.RunID)
+	}
+	if o.Todos == nil && o.Home != "" {
+		o.Todos = tools.FileTodoStore{Dir: filepath.Join(o.Home, "runs", o.RunID)}
+	}
+	if o.ShellEnv == nil {
+		o.ShellEnv = []string{"LANG=C.UTF-8"}
+	}
+	r := &Runtime{opts: o, dir: dir, layer: layer, sandbox: !o.NoSandbox && sandbox.Probe().Ready,
+		reg: tool.NewRegistry(&tool.Options{Audit: o.Audit}), ref: &tools.GateRef{}, plugins: o.Plugins}
+	if r.builtin, err = tools.Build(r.toolsConfig()); err != nil {
+		return nil, err
+	}
+	if err := r.loadPlugins(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// LoadPolicy reads dir's workspace policy ([PolicyFile]); nil when there is
+// none.
+func LoadPolicy(dir string) (*manifest.Layer, error) {
+	p := filepath.Join(dir, PolicyFile)
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	return manifest.ParseLayerFile(p)
+}
+
+// toolsConfig configures the built-in tools: the web tools may request what
+// the workspace policy's network section lists (the policy is then both
+// their request and their ceiling), and the shell tools are installed only
+// with the OS sandbox.
+func (r *Runtime) toolsConfig() tools.Config {
+	cfg := tools.Config{SessionID: r.opts.RunID, Todos: r.opts.Todos, Gate: r.ref, Registry: r.reg,
+		Policy: func(m *manifest.Manifest) (*policy.Set, error) {
+			return policy.Compile(policy.Inputs{Manifest: m, Workspace: r.layer, Run: r.opts.RunPolicy, Host: policy.Host{Sandbox: r.sandbox}})
+		}}
+	if r.layer != nil && r.layer.Permissions.Network != nil {
+		cfg.Network = r.layer.Permissions.Network.Requests
+	}
+	if r.sandbox {
+		cfg.Shell = &shell.Config{Workspace: r.dir, SessionID: r.opts.RunID, Env: r.opts.ShellEnv, Limits: sandboxpolicy.DefaultLimits}
+	}
+	return cfg
+}
+
+// loadPlugins loads every installed plugin through the plugin host, with
+// the workspace policy as a ceiling. A plugin that does not load is
+// reported to Warn and left out.
+func (r *Runtime) loadPlugins(ctx context.Context) error {
+	home := r.opts.Home
+	if home == "" || r.opts.Vault == nil {
+		return nil
+	}
+	if fi, err := os.Stat(filepath.Join(home, "plugins")); err != nil || !fi.IsDir() {
+		return nil // nothing installed
+	}
+	m, err := plugin.NewManager(plugin.Options{Home: home, Audit: r.opts.Audit, Workspace: r.layer})
+	if err != nil {
+		return err
+	}
+	list, err := m.List()
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	vault, err := r.opts.Vault(ctx)
+	if err != nil {
+		return err
+	}
+	if r.host, err = host.New(host.Config{Home: home, Manager: m, Workspace: r.dir, WorkspacePolicy: r.layer,
+		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Vault: vault, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox}); err != nil {
+		return err
+	}
+	for _, st := range list {
+		p, err := r.host.Load(ctx, st.ID)
+		if err != nil {
+			r.warn(fmt.Errorf("plugin %s not loaded: %w", st.ID, err))
+			continue
+		}
+		r.plugins = append(r.plugins, p)
+	}
+	return nil
+}
+
+func (r *Runtime) warn(err error) {
+	if r.opts.Warn != nil {
+		r.opts.Warn(err)
+	}
+}
+
+// Dir returns the absolute workspace directory.
+func (r *Runtime) Dir() string { return r.dir }
+
+// RunID returns the run's id.
+func (r *Runtime) RunID() string { return r.opts.RunID }
+
+// Layer returns the workspace policy; nil when there is none.
+func (r *Runtime) Layer() *manifest.Layer { return r.layer }
+
+// Policy returns the built-in tools' policy: the one value that decides
+// their calls at the gate and bounds their file guard, shell sandbox and
+// HTTP client.
+func (r *Runtime) Policy() *policy.Set { return r.builtin.Policy }
+
+// Sandbox reports whether the OS sandbox is used.
+func (r *Runtime) Sandbox() bool { return r.sandbox }
+
+// Plugins returns the loaded plugins.
+func (r *Runtime) Plugins() []agent.Plugin { return r.plugins }
+
+// options are the agent options the workspace determines.
+func (r *Runtime) options() []agent.Option {
+	opts := []agent.Option{
+		agent.WithRegistry(r.reg), agent.WithTools(r.builtin.Tools...),
+		agent.WithBuiltinPolicy(r.builtin.Policy), agent.WithPolicy(r.layer, r.opts.RunPolicy), agent.WithSandbox(r.sandbox),
+		agent.WithGateBinder(r.ref.Bind), agent.WithWorkspace(r.dir), agent.WithMode(r.opts.Mode),
+		agent.WithRules(r.opts.Rules), agent.WithAudit(r.opts.Audit),
+	}
+	if len(r.plugins) > 0 {
+		opts = append(opts, agent.WithPlugins(r.plugins...))
+	}
+	if r.opts.Todos != nil {
+		opts = append(opts, agent.WithTodoSource(func(ctx context.Context, run string) ([]byte, error) {
+			l, err := r.opts.Todos.Load(ctx, run)
+			if err != nil || l == nil {
+				return nil, err
+			}
+			return json.Marshal(l)
+		}))
+	}
+	return opts
+}
+
+// Session starts the runtime's one session. extra are the door's own
+// options: the provider, approvals, state directory, observer, limits, and
+// WithRunID or WithResume (by default the runtime's run id).
+func (r *Runtime) Session(ctx context.Context, extra ...agent.Option) (*agent.Session, error) {
+	if !r.claim() {
+		return nil, errors.New("workspace: the runtime already serves a session")
+	}
+	run := agent.WithRunID(r.opts.RunID)
+	if r.opts.Resume {
+		run = agent.WithResume(r.opts.RunID)
+	}
+	opts := append(r.options(), run)
+	return agent.NewSession(ctx, append(opts, extra...)...)
+}
+
+func (r *Runtime) claim() bool {
+	ok := false
+	r.once.Do(func() { ok = true })
+	return ok
+}
+
+// Close stops the shell's tasks and PTYs and the plugins.
+func (r *Runtime) Close() error {
+	var errs []error
+	if r.explain != nil {
+		errs = append(errs, r.explain.Close())
+	}
+	if r.builtin != nil && r.builtin.Shell != nil {
+		errs = append(errs, r.builtin.Shell.Close())
+	}
+	if r.host != nil {
+		errs = append(errs, r.host.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Explain reports what a run in this workspace decides for one call of
+// toolName with input, in the runtime's mode and rules: the gate's own
+// decision path (lookup, schema, mode and rules, capability layers)
+// without approval and without the call. The first Explain claims the
+// runtime's one session; later ones reuse it.
+func (r *Runtime) Explain(ctx context.Context, toolName string, input json.RawMessage) (gate.Explanation, error) {
+	if r.explain == nil {
+		if !r.claim() {
+			return gate.Explanation{}, errors.New("workspace: the runtime already serves a session")
+		}
+		opts := append(r.options(), agent.WithRunID(r.opts.RunID), agent.WithProvider(noModel{}, "explain"))
+		s, err := agent.NewSession(ctx, opts...)
+		if err != nil {
+			return gate.Explanation{}, err
+		}
+		r.explain = s
+	}
+	return r.explain.Explain(ctx, toolName, input), nil
+}
+
+// noModel is the provider of an explaining session: it has no model, and a
+// turn is an error.
+type noModel struct{}
+
+func (noModel) Name() string { return "none" }
+
+func (noModel) Complete(context.Context, provider.Request, func(string)) (provider.Response, error) {
+	return provider.Response{}, errors.New("workspace: an explaining session has no model")
+}
