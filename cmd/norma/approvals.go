@@ -17,8 +17,6 @@ import (
 	"github.com/norma-run/norma/store"
 )
 
-func init() { commands = append(commands, newApprovalsCmd) }
-
 func newApprovalsCmd() *cobra.Command {
 	c := &cobra.Command{Use: "approvals", Short: "List and decide approval requests from headless runs"}
 	c.AddCommand(newApprovalsListCmd(), newApprovalsShowCmd(),

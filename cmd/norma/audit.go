@@ -15,8 +15,6 @@ import (
 	"github.com/norma-run/norma/store"
 )
 
-func init() { commands = append(commands, newAuditCmd) }
-
 // openStore opens <stateDir>/norma.db; failures exit with exitInternal.
 func openStore(cmd *cobra.Command) (*store.DB, error) {
 	dir, err := stateDir(cmd)

@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newDemoCmd) }
-
 func newDemoCmd() *cobra.Command {
 	var yes, keep, asJSON bool
 	c := &cobra.Command{

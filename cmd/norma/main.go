@@ -49,10 +49,14 @@ func (e *exitError) Unwrap() error { return e.err }
 // (when non-nil) on stderr.
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
 
-// commands are constructors added by init functions in the other files of
-// this package, one file per command group, so that each group stays
-// self-contained. Every run builds fresh commands (no flag state survives).
-var commands []func() *cobra.Command
+// commands are the command groups, one file each, in the order --help
+// lists them. Every run builds fresh commands (no flag state survives).
+func commands() []*cobra.Command {
+	return []*cobra.Command{
+		newRunCmd(), newPolicyCmd(), newManifestCmd(), newPluginCmd(), newApprovalsCmd(),
+		newAuditCmd(), newSecretCmd(), newSandboxCmd(), newToolsCmd(), newDemoCmd(),
+	}
+}
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
@@ -62,9 +66,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("home", "", "state directory (default $NORMA_HOME, else the user's state directory)")
-	for _, newCmd := range commands {
-		root.AddCommand(newCmd())
-	}
+	root.AddCommand(commands()...)
 	return root
 }
 

@@ -11,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newManifestCmd) }
-
 func newManifestCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "manifest",

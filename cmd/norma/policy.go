@@ -17,8 +17,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { commands = append(commands, newPolicyCmd) }
-
 func newPolicyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "policy",

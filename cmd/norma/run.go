@@ -29,8 +29,6 @@ import (
 	"github.com/norma-run/norma/workspace"
 )
 
-func init() { commands = append(commands, newRunCmd) }
-
 type runFlags struct {
 	provider, model, baseURL, script, workspace, mode, resume string
 	asJSON, yes, unsafeNoSandbox                              bool

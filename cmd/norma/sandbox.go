@@ -17,8 +17,6 @@ import (
 	"github.com/norma-run/norma/sandbox"
 )
 
-func init() { commands = append(commands, newSandboxCmd) }
-
 // Exit codes of `norma sandbox exec` when the command itself did not run
 // (the command's own status is passed through otherwise), following the
 // env(1)/timeout(1) convention.

@@ -16,8 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() { commands = append(commands, newSecretCmd) }
-
 func newSecretCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "secret",

@@ -8,8 +8,6 @@ import (
 	"github.com/norma-run/norma/tools"
 )
 
-func init() { commands = append(commands, newToolsCmd) }
-
 func newToolsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "tools", Short: "The built-in tools"}
 	var asJSON bool
