@@ -20,23 +20,14 @@ import (
 	"github.com/norma-run/norma/approval/prompt"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/gate"
-	"github.com/norma-run/norma/manifest"
-	"github.com/norma-run/norma/plugin"
-	"github.com/norma-run/norma/plugin/host"
-	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/anthropic"
 	"github.com/norma-run/norma/provider/openai"
 	"github.com/norma-run/norma/provider/scripted"
-	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
-	"github.com/norma-run/norma/tool"
-	"github.com/norma-run/norma/tools"
-	"github.com/norma-run/norma/tools/shell"
+	"github.com/norma-run/norma/workspace"
 )
-
-func init() { commands = append(commands, newRunCmd) }
 
 type runFlags struct {
 	provider, model, baseURL, script, workspace, mode, resume string
@@ -122,13 +113,6 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return exitWith(exitUsage, fmt.Errorf("run: --workspace %s is not a directory", f.workspace))
 	}
-	var wsLayer *manifest.Layer
-	if p := filepath.Join(ws, ".norma", "policy.yaml"); fileExists(p) {
-		if wsLayer, err = manifest.ParseLayerFile(p); err != nil {
-			return exitWith(exitFailed, err)
-		}
-	}
-
 	runID := f.resume
 	var resumed *agent.State
 	if runID != "" {
@@ -179,61 +163,23 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		return exitWith(exitInternal, err)
 	}
 
-	reg := tool.NewRegistry(&tool.Options{Audit: log})
-	ref := &tools.GateRef{}
-	todos := tools.FileTodoStore{Dir: filepath.Join(home, "runs", runID)}
-	sandboxOK := sandboxAvailable()
-	tcfg := tools.Config{SessionID: runID, Todos: todos, Gate: ref, Registry: reg}
-	if sandboxOK {
-		// Bash, tasks and PTYs run in the OS sandbox built from the same
-		// policy the gate decides with; without a sandbox they are not
-		// installed at all.
-		tcfg.Shell = &shell.Config{Workspace: ws, SessionID: runID, Env: []string{"LANG=C.UTF-8"}, Limits: sandboxpolicy.DefaultLimits}
-		tcfg.Policy = func(m *manifest.Manifest) (*policy.Set, error) {
-			return policy.Compile(policy.Inputs{Manifest: m, Workspace: wsLayer, Host: policy.Host{Sandbox: true}})
-		}
-	}
-	bi, err := tools.Build(tcfg)
-	if err != nil {
-		return exitWith(exitInternal, err)
-	}
-	if bi.Shell != nil {
-		defer bi.Shell.Close()
-	}
-	builtin, err := policy.Compile(policy.Inputs{Manifest: bi.Manifest, Workspace: wsLayer, Host: policy.Host{Sandbox: sandboxOK}})
+	rt, err := workspace.Open(ctx, workspace.Options{
+		Dir: ws, Home: home, RunID: runID, Resume: f.resume != "", Mode: mode, Audit: log,
+		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
+		UnsafeNoSandbox: f.unsafeNoSandbox,
+		Warn:            func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %v\n", err) },
+	})
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
-
+	defer rt.Close()
 	opts := []agent.Option{
-		agent.WithProvider(prov, model), agent.WithRegistry(reg), agent.WithTools(bi.Tools...),
-		agent.WithBuiltinPolicy(builtin), agent.WithPolicy(wsLayer, nil), agent.WithGateBinder(ref.Bind),
-		agent.WithWorkspace(ws), agent.WithMode(mode), agent.WithAudit(log), agent.WithApprovalService(svc),
+		agent.WithProvider(prov, model), agent.WithApprovalService(svc),
 		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
 		agent.WithUser("user:" + whoami()), agent.WithSubagents(0), agent.WithObserver(out.event),
 		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
-		agent.WithTodoSource(func(ctx context.Context, run string) ([]byte, error) {
-			l, err := todos.Load(ctx, run)
-			if err != nil || l == nil {
-				return nil, err
-			}
-			return json.Marshal(l)
-		}),
 	}
-	if f.resume != "" {
-		opts = append(opts, agent.WithResume(runID))
-	} else {
-		opts = append(opts, agent.WithRunID(runID))
-	}
-	plugins, closePlugins, err := loadPlugins(cmd, home, ws, wsLayer, runID, log, f.unsafeNoSandbox)
-	if err != nil {
-		return err
-	}
-	defer closePlugins()
-	if len(plugins) > 0 {
-		opts = append(opts, agent.WithPlugins(plugins...))
-	}
-	sess, err := agent.NewSession(ctx, opts...)
+	sess, err := rt.Session(ctx, opts...)
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
@@ -325,46 +271,6 @@ func apiKey(cmd *cobra.Command, home, env, vaultName string) (provider.APIKey, e
 		return provider.APIKey{}, nil // not stored: no key
 	}
 	return provider.NewAPIKey(string(val.Reveal())), nil
-}
-
-// loadPlugins loads every installed plugin through the plugin host, with
-// the workspace policy as a ceiling. No plugins installed: nothing is
-// started.
-func loadPlugins(cmd *cobra.Command, home, ws string, wsLayer *manifest.Layer, runID string, log audit.Sink, unsafe bool) ([]agent.Plugin, func(), error) {
-	nop := func() {}
-	if fi, err := os.Stat(filepath.Join(home, "plugins")); err != nil || !fi.IsDir() {
-		return nil, nop, nil // nothing installed
-	}
-	m, err := plugin.NewManager(plugin.Options{Home: home, Audit: log, Workspace: wsLayer})
-	if err != nil {
-		return nil, nop, pluginErr(err)
-	}
-	list, err := m.List()
-	if err != nil {
-		return nil, nop, pluginErr(err)
-	}
-	if len(list) == 0 {
-		return nil, nop, nil
-	}
-	vault, err := openVault(cmd)
-	if err != nil {
-		return nil, nop, err
-	}
-	h, err := host.New(host.Config{Home: home, Manager: m, Workspace: ws, WorkspacePolicy: wsLayer, RunID: runID,
-		Vault: vault, Audit: log, Unsafe: unsafe})
-	if err != nil {
-		return nil, nop, exitWith(exitInternal, err)
-	}
-	var out []agent.Plugin
-	for _, st := range list {
-		p, err := h.Load(cmd.Context(), st.ID)
-		if err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "norma: plugin %s not loaded: %v\n", st.ID, err)
-			continue
-		}
-		out = append(out, p)
-	}
-	return out, func() { h.Close() }, nil
 }
 
 // stdinIsTerminal reports whether r is a terminal (a TCGETS ioctl
