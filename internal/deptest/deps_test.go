@@ -1,0 +1,251 @@
+// Package deptest holds the module's dependency rules: which packages may
+// import which. The rules keep the security core small and reviewable —
+// the vocabulary (capability) depends on nothing, the declarative layers
+// (manifest, policy) can neither do network or process I/O nor reach the
+// enforcement layers, nothing below the gate can call back into it, the
+// built-in tools do not load plugins, and test doubles stay out of
+// production binaries.
+//
+// The rules are checked against `go list -deps -json` for every GOOS the
+// module supports, so a file behind a build tag cannot hide an import.
+package deptest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const mod = "github.com/norma-run/norma"
+
+// m returns the import path of a package of the module.
+func m(rel string) string { return mod + "/" + rel }
+
+// goos are the platforms whose import graphs are checked.
+var goos = []string{"linux", "darwin"}
+
+// belowGate are the packages the gate is built on; none of them may
+// import it, directly or not.
+var belowGate = []string{
+	"capability", "manifest", "policy", "guard/...", "broker/...", "sandbox/...",
+	"plugin", "plugin/host", "audit/...", "approval/...", "hook/...", "tool/...",
+	"secret/...", "store/...", "internal/...",
+}
+
+// declarative are I/O-free layers: they describe and decide, others act.
+var declarative = map[string]string{
+	"net/http":   "the declarative layers do no network I/O; netguard enforces URLs at the gate and in the broker",
+	"os/exec":    "the declarative layers start no process",
+	m("gate"):    "the gate enforces policy; policy cannot depend on its enforcer",
+	m("broker"):  "the broker enforces policy; policy cannot depend on its enforcer",
+	m("sandbox"): "the sandbox enforces policy; policy cannot depend on its enforcer",
+}
+
+var rules = []struct {
+	name string
+	// pkgs are module-relative package paths; a trailing "/..." also
+	// matches the subpackages.
+	pkgs []string
+	// BadDeps maps an import path that must not be among the transitive
+	// dependencies to why. A trailing "/..." also matches subpackages;
+	// mod+"/..." matches every package of the module.
+	BadDeps map[string]string
+}{
+	{
+		name: "capability is a leaf",
+		pkgs: []string{"capability"},
+		BadDeps: map[string]string{
+			mod + "/...": "capability is the vocabulary every package shares; importing any package of the module risks a cycle and widens what every package trusts",
+		},
+	},
+	{name: "manifest is declarative", pkgs: []string{"manifest"}, BadDeps: declarative},
+	{name: "policy is declarative", pkgs: []string{"policy"}, BadDeps: declarative},
+	{
+		name: "nothing below the gate imports it",
+		pkgs: belowGate,
+		BadDeps: map[string]string{
+			m("gate"): "the gate is the one choke point on top of these packages; a package below it calling back would create a second path around it",
+		},
+	},
+	{
+		name: "built-in tools do not load plugins",
+		pkgs: []string{"tools", "tools/shell"},
+		BadDeps: map[string]string{
+			m("plugin/host"): "the built-in tools run in-process behind the gate; loading and supervising plugins is the host's job, wired by the caller",
+		},
+	},
+	{
+		name: "test doubles stay out of production",
+		pkgs: []string{"..."},
+		BadDeps: map[string]string{
+			m("gate/gatetest"):             "test doubles (in-memory sink and approver) must not be linked into production code",
+			m("capability/capabilitytest"): "test doubles must not be linked into production code",
+			m("sandbox/sandboxtest"):       "test helpers (a fake sandbox) must not be linked into production code",
+		},
+	},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+	Standard   bool
+	Error      *struct{ Err string }
+}
+
+// graphs caches the import graph per GOOS.
+var (
+	graphMu sync.Mutex
+	graphs  = map[string]map[string]*pkg{}
+)
+
+// load runs `go list -deps -json ./...` for one GOOS (non-test imports
+// only) and returns the packages by import path.
+func load(t *testing.T, g string) map[string]*pkg {
+	t.Helper()
+	graphMu.Lock()
+	defer graphMu.Unlock()
+	if p := graphs[g]; p != nil {
+		return p
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to read the import graph: %v", err)
+	}
+	cmd := exec.Command(goBin, "list", "-e", "-deps", "-json=ImportPath,Imports,Deps,Standard,Error", "./...")
+	cmd.Dir = "../.."
+	cmd.Env = append(cmd.Environ(), "GOOS="+g, "GOFLAGS=-mod=readonly")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("GOOS=%s go list: %v\n%s", g, err, stderr.Bytes())
+	}
+	pkgs := map[string]*pkg{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("GOOS=%s go list: decoding: %v", g, err)
+		}
+		pkgs[p.ImportPath] = &p
+	}
+	// The checks below are vacuous if the graph is not what it should be.
+	if gp := pkgs[m("gate")]; gp == nil || !slices.Contains(gp.Deps, m("capability")) {
+		t.Fatalf("GOOS=%s go list: no edge gate → capability in the graph; is the test run from internal/deptest?", g)
+	}
+	graphs[g] = pkgs
+	return pkgs
+}
+
+// matches reports whether path matches pattern (an import path, optionally
+// ending in "/...").
+func matches(pattern, path string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return path == base || strings.HasPrefix(path, base+"/")
+	}
+	return path == pattern
+}
+
+// chain returns an import chain from one package to dep, for the report.
+func chain(pkgs map[string]*pkg, from, dep string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == dep {
+			var out []string
+			for ; p != ""; p = prev[p] {
+				out = append(out, strings.TrimPrefix(p, mod+"/"))
+			}
+			slices.Reverse(out)
+			return out
+		}
+		if pp := pkgs[p]; pp != nil {
+			for _, i := range pp.Imports {
+				if _, seen := prev[i]; !seen {
+					prev[i] = p
+					queue = append(queue, i)
+				}
+			}
+		}
+	}
+	return []string{from, "…", dep}
+}
+
+func TestDeps(t *testing.T) {
+	for _, g := range goos {
+		t.Run(g, func(t *testing.T) {
+			pkgs := load(t, g)
+			var module []string
+			for path, p := range pkgs {
+				if !p.Standard && (path == mod || strings.HasPrefix(path, mod+"/")) {
+					module = append(module, path)
+				}
+			}
+			slices.Sort(module)
+			for _, rule := range rules {
+				t.Run(rule.name, func(t *testing.T) {
+					for _, rel := range rule.pkgs {
+						pattern := m(rel)
+						if rel == "..." {
+							pattern = mod + "/..."
+						}
+						n := 0
+						for _, path := range module {
+							if !matches(pattern, path) {
+								continue
+							}
+							n++
+							p := pkgs[path]
+							if p.Error != nil {
+								t.Errorf("%s: %s", path, p.Error.Err)
+							}
+							for _, dep := range p.Deps {
+								for bad, why := range rule.BadDeps {
+									if matches(bad, dep) && dep != path {
+										t.Errorf("%s must not import %s (%s): %s",
+											strings.TrimPrefix(path, mod+"/"), strings.TrimPrefix(dep, mod+"/"),
+											strings.Join(chain(pkgs, path, dep), " → "), why)
+									}
+								}
+							}
+						}
+						if n == 0 && !strings.HasSuffix(rel, "/...") {
+							t.Errorf("no package %s: update the rule when a package moves", rel)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestMatches(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{m("gate"), m("gate"), true},
+		{m("gate"), m("gate/gatetest"), false},
+		{m("guard/..."), m("guard"), true},
+		{m("guard/..."), m("guard/netguard/weburl"), true},
+		{m("guard/..."), m("guardx"), false},
+		{mod + "/...", m("capability"), true},
+		{mod + "/...", "net/http", false},
+		{"net/http", "net/http/httptrace", false},
+	} {
+		if got := matches(tt.pattern, tt.path); got != tt.want {
+			t.Errorf("matches(%q, %q) = %v, want %v", tt.pattern, tt.path, got, tt.want)
+		}
+	}
+}
