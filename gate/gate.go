@@ -239,13 +239,13 @@ type Result struct {
 
 // exec is the state of one call through the pipeline.
 type exec struct {
-	g      *Gate
-	c      *Call
-	entry  *tool.Entry
-	view   *tool.View
-	in     tool.Input
-	reqs   []capability.Request
-	known  bool
+	g     *Gate
+	c     *Call
+	entry *tool.Entry
+	view  *tool.View
+	in    tool.Input
+	reqs  []capability.Request
+	known bool
 	// unknown names what cannot be known about the call (an unparseable
 	// command); such a call is never allowed by a rule.
 	unknown string
@@ -253,11 +253,11 @@ type exec struct {
 	// before approval.
 	explain bool
 	trace   []capability.LayerResult
-	dec    capability.Decision
-	ticket Ticket
-	res    Result
-	mode   Mode
-	pol    Decider
+	dec     capability.Decision
+	ticket  Ticket
+	res     Result
+	mode    Mode
+	pol     Decider
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
@@ -303,115 +303,6 @@ func (g *Gate) Execute(ctx context.Context, c Call) Result {
 	executed := x.run(ctx)
 	x.finish(ctx, executed)
 	return x.res
-}
-
-// run performs steps 1–8 and reports whether the handler was started.
-func (x *exec) run(ctx context.Context) bool {
-	g, c := x.g, x.c
-	if !x.lookup(ctx) {
-		return false
-	}
-	// 2–4. schema, policy, approval
-	if !x.authorize(ctx, c.Input, true) {
-		return false
-	}
-	// 5. PreToolUse hooks
-	x.step(StepPreHooks)
-	if g.hooks.Has(hook.PreToolUse, c.Tool) {
-		out := g.hooks.Dispatch(ctx, hook.Input{
-			SessionID: g.sessionID, HookEventName: hook.PreToolUse, RunID: c.RunID,
-			AgentID: c.Principals[len(c.Principals)-1], PermissionMode: x.mode.String(),
-			ToolName: c.Tool, ToolInput: x.in.Raw(), ToolUseID: c.ID,
-		})
-		x.res.Context = append(x.res.Context, out.Context...)
-		switch {
-		case out.Failed:
-			x.fail(capability.ReasonHookFailed, "PreToolUse "+out.Message)
-			return false
-		case out.Blocked:
-			x.fail(capability.ReasonHookBlocked, "blocked by hook "+out.Hook+": "+out.Message)
-			return false
-		case out.Halt:
-			x.fail(capability.ReasonHookBlocked, "stopped by hook "+out.Hook+": "+out.HaltReason)
-			return false
-		}
-		if len(out.UpdatedInput) > 0 && !bytes.Equal(out.UpdatedInput, x.in.Raw()) {
-			if !x.rewrite(ctx, out.UpdatedInput, out.Ask) {
-				return false
-			}
-		} else if out.Ask && x.dec.Mode == capability.Allow {
-			x.dec.Mode, x.dec.Reason, x.dec.Layer, x.dec.Rule = capability.ApprovalRequired, capability.ReasonApprovalRequired, "hook", out.Hook
-			if !x.approve(ctx) {
-				return false
-			}
-		}
-	}
-	// 6. the call
-	x.step(StepCall)
-	if err := ctx.Err(); err != nil {
-		x.fail(capability.ReasonCanceled, "canceled before the call")
-		return false
-	}
-	env, ok := x.env()
-	if !ok {
-		return false
-	}
-	started := x.event(audit.TypeToolCallStarted)
-	if err := g.sink.Record(context.WithoutCancel(ctx), started); err != nil {
-		g.log.Error("gate: audit refused tool_call_started", "tool", c.Tool, "err", err)
-		x.fail(capability.ReasonAuditUnavailable, "the call was not run: the audit log is unavailable")
-		return false
-	}
-	out, callErr := x.call(ctx, env)
-	// 7. output capture
-	x.step(StepOutput)
-	content, isErr := out.Content, out.IsError
-	if callErr != nil {
-		isErr = true
-		if ce, ok := errors.AsType[*capability.Error](callErr); ok {
-			content, x.res.Reason = ce.Error(), ce.Decision.Reason
-		} else {
-			content, x.res.Reason = "tool error: "+callErr.Error(), capability.ReasonToolError
-		}
-	} else if isErr {
-		x.res.Reason = capability.ReasonToolError
-	} else {
-		x.res.Reason = capability.ReasonAllowed
-	}
-	x.res.IsError = isErr
-	head, sp, err := g.capture.apply(content, SpillRecord{ToolUseID: c.ID, RunID: c.RunID, Tool: c.Tool})
-	if err != nil {
-		g.log.Error("gate: spill failed", "tool", c.Tool, "err", err)
-	}
-	x.res.Content, x.res.Spill = head, sp
-	// 8. PostToolUse / PostToolUseFailure hooks
-	x.step(StepPostHooks)
-	ev := hook.PostToolUse
-	if x.res.IsError {
-		ev = hook.PostToolUseFailure
-	}
-	if g.hooks.Has(ev, c.Tool) {
-		resp, _ := json.Marshal(x.res.Content)
-		hin := hook.Input{
-			SessionID: g.sessionID, HookEventName: ev, RunID: c.RunID,
-			AgentID: c.Principals[len(c.Principals)-1], PermissionMode: x.mode.String(),
-			ToolName: c.Tool, ToolInput: x.in.Raw(), ToolUseID: c.ID,
-		}
-		if x.res.IsError {
-			hin.Error = x.res.Content
-		} else {
-			hin.ToolResponse = resp
-		}
-		po := g.hooks.Dispatch(context.WithoutCancel(ctx), hin)
-		x.res.Context = append(x.res.Context, po.Context...)
-		if po.Blocked {
-			x.res.Context = append(x.res.Context, "hook "+po.Hook+": "+po.Message)
-		}
-		for _, e := range po.Errors {
-			g.log.Warn("gate: post hook failed", "tool", c.Tool, "err", e)
-		}
-	}
-	return true
 }
 
 // lookup is step 1: the call's tool in the caller's registry view.

@@ -13,7 +13,7 @@ import (
 
 // decide is step 3 for the current input: the tool's own judgment, the
 // permission rules and mode, and the capability decision of the policy for
-// every normalized request. It sets x.reqs and x.known.
+// every normalized request. It sets x.reqs, x.known and x.unknown.
 //
 // Order: a tool hard-deny, a request that cannot be normalized, and a
 // deny rule win over everything, bypass included; then plan denies
@@ -21,62 +21,93 @@ import (
 // approval requirements stand in every mode); then ask rules, allow rules,
 // the tool's judgment and the mode. dontAsk is applied by the caller.
 func (x *exec) decide(ctx context.Context) capability.Decision {
-	e, in := x.entry, x.in
-	d := capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed}
+	perm, d, ok := x.declare(ctx)
+	if !ok {
+		return d
+	}
+	if d = x.capability(ctx); d.Mode == capability.Deny {
+		return d
+	}
+	return x.harness(d, perm)
+}
 
+// declare asks the tool for its judgment and its accesses, normalizes them
+// into x.reqs, and applies what wins over everything: a hard deny, an
+// access that cannot be normalized, a deny rule and plan mode.
+func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decision, bool) {
+	e, in := x.entry, x.in
 	perm := e.CheckPermissions(ctx, in)
 	if perm.Behavior == tool.Deny {
-		return deny(capability.ReasonToolDenied, "tool", boundMsg(perm.Reason, 200), e.Name())
+		return perm, deny(capability.ReasonToolDenied, "tool", boundMsg(perm.Reason, 200), e.Name()), false
 	}
 	acc, declared, err := e.Accesses(in)
 	if err != nil {
 		x.reqs, x.known = nil, false
-		return deny(capability.ReasonInvalidRequest, "tool", "access declaration failed", e.Name())
+		return perm, deny(capability.ReasonInvalidRequest, "tool", "access declaration failed", e.Name()), false
 	}
 	reqs, unknown, bad := x.g.normalize(e.Name(), acc)
-	x.reqs, x.known = reqs, declared && unknown == ""
+	x.reqs, x.known, x.unknown = reqs, declared && unknown == "", unknown
 	if bad != nil {
-		return *bad
+		return perm, *bad, false
 	}
 	if r, ok := x.g.rules.Deny(e.Name(), reqs); ok {
-		return deny(capability.ReasonRuleDenied, "rules", r, firstReq(reqs, e.Name()))
+		return perm, deny(capability.ReasonRuleDenied, "rules", r, firstReq(reqs, e.Name())), false
 	}
-	readOnly := e.ReadOnly(in)
-	if x.mode == ModePlan && !readOnly {
-		return deny(capability.ReasonModeDenied, "mode", "mode:plan", e.Name())
+	if x.mode == ModePlan && !e.ReadOnly(in) {
+		return perm, deny(capability.ReasonModeDenied, "mode", "mode:plan", e.Name()), false
 	}
+	return perm, capability.Decision{}, true
+}
 
-	// Capability policy: the most restrictive decision over all requests.
-	for i := range reqs {
-		pd := x.pol.Decide(ctx, reqs[i])
+// explainer is a Decider that can also give every layer's answer; explain
+// uses it for the trace.
+type explainer interface {
+	Explain(ctx context.Context, req capability.Request) capability.Decision
+}
+
+// capability is the capability policy's decision: the most restrictive
+// over all requests (Allow when there are none).
+func (x *exec) capability(ctx context.Context) capability.Decision {
+	d := capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, Request: x.entry.Name()}
+	ex, tracing := x.pol.(explainer)
+	tracing = tracing && x.explain
+	for i := range x.reqs {
+		var pd capability.Decision
+		if tracing {
+			pd = ex.Explain(ctx, x.reqs[i])
+			x.trace = append(x.trace, pd.Trace...)
+		} else {
+			pd = x.pol.Decide(ctx, x.reqs[i])
+		}
 		if pd.Mode < d.Mode || i == 0 {
-			req := pd.Request
 			d = pd
-			if req == "" {
-				d.Request = reqs[i].String()
+			if d.Request == "" {
+				d.Request = x.reqs[i].String()
 			}
 		}
 		if d.Mode == capability.Deny {
-			return d
+			break
 		}
 	}
-	capMode := d.Mode
-	if len(reqs) == 0 {
-		d.Request = e.Name()
-	}
+	d.Trace = nil
+	return d
+}
 
-	// Harness permission.
+// harness is the permission of the harness — mode, ask and allow rules,
+// the tool's judgment — combined with the capability decision d.
+func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.Decision {
+	name, reqs := x.entry.Name(), x.reqs
 	harness := capability.Allow
 	layer, rule, reason := "", "", capability.ReasonApprovalRequired
 	switch {
-	case x.mode == ModeBypass && unknown == "":
+	case x.mode == ModeBypass && x.unknown == "":
 		layer, rule = "mode", "mode:bypassPermissions"
-	case unknown != "":
-		harness, layer, rule, reason = capability.ApprovalRequired, "rules", unknown, capability.ReasonCommandUnparseable
+	case x.unknown != "":
+		harness, layer, rule, reason = capability.ApprovalRequired, "rules", x.unknown, capability.ReasonCommandUnparseable
 	default:
-		if r, ok := x.g.rules.Ask(e.Name(), reqs); ok {
+		if r, ok := x.g.rules.Ask(name, reqs); ok {
 			harness, layer, rule = capability.ApprovalRequired, "rules", r
-		} else if r, ok := x.g.rules.Allow(e.Name(), reqs, x.known); ok {
+		} else if r, ok := x.g.rules.Allow(name, reqs, x.known); ok {
 			layer, rule = "rules", r
 		} else if perm.Behavior == tool.Allow {
 			layer, rule = "tool", "tool:checkPermissions"
@@ -86,9 +117,9 @@ func (x *exec) decide(ctx context.Context) capability.Decision {
 			harness, layer, rule = capability.ApprovalRequired, "tool", "tool:"+perm.Behavior.String()
 		}
 	}
-	if harness < capMode {
+	if harness < d.Mode {
 		d.Mode, d.Reason, d.Layer, d.Rule = harness, reason, layer, rule
-	} else if capMode == capability.Allow && d.Rule == "" {
+	} else if d.Mode == capability.Allow && d.Rule == "" {
 		d.Layer, d.Rule = layer, rule
 	}
 	return d

@@ -55,7 +55,7 @@ type Options struct {
 	// Mode is the permission mode the session starts in.
 	Mode gate.Mode
 	// Rules are the permission rules (allow, ask, deny).
-	Rules gate.Rules
+	Rules policy.Rules
 	// Audit receives every decision and the registry's replacements.
 	// Required.
 	Audit audit.Sink
