@@ -46,6 +46,15 @@
 // order. [Gate.ExecuteExtra] is the deferred-tool path: it unlocks a
 // deferred tool for the run, then calls Execute.
 //
+// [Gate.Explain] runs steps 1 to 3 of the same pipeline and stops before
+// approval, without hooks, the call or an audit event: it is how `norma
+// policy explain` (and every door that asks "what would a run do?")
+// answers, so the answer cannot drift from what Execute does. The steps
+// live one function each: lookup, check (schema, then decide: declare,
+// capability, harness), approve, preHooks, started, call, output,
+// postHooks and finish. Permission rules are policy.RuleSet and shell
+// command analysis is internal/shellcmd; the gate calls them.
+//
 // What the gate does not do: it does not confine a handler that runs code
 // in-process beyond the capabilities in its Env (the OS sandbox does); it
 // cannot stop a handler goroutine that ignores its context; the Bash rules
