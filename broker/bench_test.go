@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/norma-run/norma/guard/netguard"
 )
 
 // benchGET runs GETs of a small JSON document through c, with keep-alive,
@@ -33,9 +35,10 @@ func benchGET(b *testing.B, c *http.Client, url string) {
 // loopback server.
 func BenchmarkDirectGET(b *testing.B) {
 	e := newEnv(b, envOptions{limits: Limits{RequestsPerSecond: -1}})
+	d := &netguard.Dialer{Resolver: e.resolver, AllowPrivate: e.broker.cfg.AllowPrivate}
 	c := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: e.broker.cfg.UpstreamRootCAs, ServerName: "api.example.invalid"},
-		DialContext:     e.broker.transport.DialContext,
+		DialContext:     d.DialContext,
 	}}
 	benchGET(b, c, e.api.origin+"/repos/acme/issues")
 }

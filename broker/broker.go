@@ -153,11 +153,12 @@ type binding struct {
 // Broker is the egress proxy of one plugin process: an HTTP forward proxy
 // (absolute-form requests and CONNECT) on one listener, which checks every
 // request against the policy, asks for approval when a rule says
-// per_action, injects credentials only toward their purpose origin, dials
-// upstream through the network guard's [netguard.Dialer] (one lookup,
-// every address checked, the checked address dialed) with full TLS
-// verification, never follows redirects, and writes one audit event per
-// decision.
+// per_action, injects credentials only toward their purpose origin, sends
+// upstream through the network guard's [netguard.Transport] and
+// [netguard.Dialer] (the request rebuilt from the normalized URL, its
+// request-URI checked to be the checked path, one lookup, every address
+// checked, the checked address dialed) with full TLS verification, never
+// follows redirects, and writes one audit event per decision.
 //
 // CONNECT tunnels are always TLS-terminated with the per-install [CA]: the
 // SNI must name the CONNECT target (an IP target may omit it), and every
@@ -195,7 +196,7 @@ type Broker struct {
 	ln        *limitListener
 	addr      net.Addr
 	srv       *http.Server
-	transport *http.Transport
+	transport *netguard.Transport
 	rate      *bucket
 	bindings  []*binding
 
@@ -258,23 +259,24 @@ func New(ln net.Listener, cfg Config) (*Broker, error) {
 	if b.lim.RequestsPerSecond > 0 {
 		b.rate = newBucket(b.lim.RequestsPerSecond, b.lim.Burst, b.now)
 	}
-	dialer := &netguard.Dialer{Resolver: cfg.Resolver, AllowPrivate: cfg.AllowPrivate, Timeout: 30 * time.Second}
-	b.transport = &http.Transport{
-		Proxy:       nil, // never an environment proxy
-		DialContext: dialer.DialContext,
-		TLSClientConfig: &tls.Config{
-			RootCAs:    cfg.UpstreamRootCAs,
-			MinVersion: tls.VersionTLS12,
-		},
-		ForceAttemptHTTP2:      true,
-		DisableCompression:     true, // relay exactly what the plugin asked for
+	// Every upstream request goes through netguard's Transport, the one
+	// egress path of Norma: it rebuilds the request from the normalized URL,
+	// refuses a request-URI that is not the checked path, sends only the
+	// request this broker decided (decidedChecker) and dials through the
+	// Dialer (one lookup, every address checked, the checked address
+	// dialed). It never follows a redirect: the plugin's next hop is a new
+	// request through the whole pipeline.
+	b.transport = &netguard.Transport{
+		Checker:                decidedChecker{},
+		Dialer:                 &netguard.Dialer{Resolver: cfg.Resolver, AllowPrivate: cfg.AllowPrivate, Timeout: 30 * time.Second},
+		RootCAs:                cfg.UpstreamRootCAs,
+		MaxResponseBytes:       b.lim.MaxResponseBytes,
+		MaxRedirects:           -1,
 		TLSHandshakeTimeout:    b.lim.TLSHandshakeTimeout,
 		ResponseHeaderTimeout:  b.lim.UpstreamTimeout,
+		DisableCompression:     true, // relay exactly what the plugin asked for
 		MaxResponseHeaderBytes: 1 << 20,
-		MaxIdleConns:           64,
 		MaxIdleConnsPerHost:    16,
-		IdleConnTimeout:        90 * time.Second,
-		ExpectContinueTimeout:  time.Second,
 	}
 	b.addr = ln.Addr()
 	b.ln = &limitListener{Listener: ln, sem: make(chan struct{}, b.lim.MaxConns)}

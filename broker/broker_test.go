@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -596,9 +597,7 @@ func TestFailClosed(t *testing.T) {
 		}
 	})
 	t.Run("upstream certificate not trusted", func(t *testing.T) {
-		e := newEnv(t, envOptions{})
-		e.broker.transport.TLSClientConfig.RootCAs = e.ca.Pool() // not the upstream's CA
-		e.broker.transport.CloseIdleConnections()
+		e := newEnv(t, envOptions{upstreamRoots: x509.NewCertPool()}) // not the upstream's CA
 		r := e.get(e.client, e.api.origin+"/repos/acme/issues")
 		if r.status != http.StatusBadGateway || r.reason() != capability.ReasonNetworkUpstreamFailed {
 			t.Errorf("GET = %d %s, want 502 NETWORK_UPSTREAM_FAILED", r.status, r.body)

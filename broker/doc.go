@@ -18,7 +18,7 @@
 // Each request then goes through one pipeline, in this order:
 //
 //  1. rate limit (BROKER_RATE_LIMITED), normalization with
-//     [netguard.NormalizeURL], Host and target checks, size cap
+//     [weburl.Normalize], Host and target checks, size cap
 //     (NETWORK_REQUEST_TOO_LARGE); hop-by-hop headers and
 //     Proxy-Authorization are dropped;
 //  2. placeholder scan: a placeholder (or its random token, which survives
@@ -34,13 +34,25 @@
 //  6. an audit event, durable before anything is sent (AUDIT_UNAVAILABLE
 //     otherwise);
 //  7. injection (placeholders replaced in headers, the declared header
-//     set), Idempotency-Key from the approval, and a new request dialed
-//     through [netguard.Dialer] (one lookup, every address checked, the
-//     checked address dialed: no rebinding) with full TLS verification;
-//  8. the response relayed as is (redirects included: the client's next
-//     hop is a new, checked request, and credentials are only ever added
-//     toward their purpose), hop-by-hop headers dropped, secret values
-//     masked, body capped (NETWORK_RESPONSE_TOO_LARGE).
+//     set), Idempotency-Key from the approval, and the request handed to
+//     [netguard.Transport], the same egress path the built-in web tools
+//     use: it normalizes the URL again, rebuilds the request from it and
+//     refuses it unless the request-URI on the wire is exactly the checked
+//     path (NETWORK_INVALID_URL), sends it only if what it checked is the
+//     request decided in step 3 (NETWORK_DESTINATION_DENIED otherwise),
+//     and dials through [netguard.Dialer] (one lookup, every address
+//     checked, the checked address dialed and re-checked at connect time:
+//     no rebinding, NETWORK_PRIVATE_ADDRESS) with full TLS verification;
+//  8. the response relayed as is, never decompressed (redirects included:
+//     the client's next hop is a new request through this whole pipeline,
+//     so every hop is checked like the first, and credentials are only
+//     ever added toward their purpose), hop-by-hop headers dropped, secret
+//     values masked, body capped by the Transport
+//     (NETWORK_RESPONSE_TOO_LARGE).
+//
+// A request the plugin spells differently from its normal form (dot
+// segments, needless percent-encodings) is decided and sent in the normal
+// form: the upstream receives exactly the path that was checked.
 //
 // Denials are JSON bodies {"reason", "message", …} with an HTTP status
 // (see [Broker]) and an audit event; nothing is sent upstream for a

@@ -65,13 +65,17 @@ type upstream struct {
 	mu      sync.Mutex
 	reqs    []seenRequest
 	bytesIn atomic.Int64
+	conns   atomic.Int64
 	handler http.HandlerFunc
 }
 
 type seenRequest struct {
 	Method, Path, Query string
-	Header              http.Header
-	Body                []byte
+	// RequestURI is the request-target exactly as it arrived, Host the
+	// Host header.
+	RequestURI, Host string
+	Header           http.Header
+	Body             []byte
 }
 
 func (u *upstream) count() int {
@@ -86,7 +90,8 @@ func (u *upstream) last() seenRequest {
 	return u.reqs[len(u.reqs)-1]
 }
 
-// countConn counts every byte a server receives, TLS handshakes included.
+// countConn counts every byte a server receives, TLS handshakes included;
+// countListener also counts accepted connections.
 type countConn struct {
 	net.Conn
 	n *atomic.Int64
@@ -100,7 +105,8 @@ func (c countConn) Read(p []byte) (int, error) {
 
 type countListener struct {
 	net.Listener
-	n *atomic.Int64
+	n     *atomic.Int64
+	conns *atomic.Int64
 }
 
 func (l countListener) Accept() (net.Conn, error) {
@@ -108,6 +114,7 @@ func (l countListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.conns.Add(1)
 	return countConn{c, l.n}, nil
 }
 
@@ -155,14 +162,15 @@ func startUpstream(t testing.TB, name, ip string, pki *testPKI, h http.HandlerFu
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			u.mu.Lock()
-			u.reqs = append(u.reqs, seenRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+			u.reqs = append(u.reqs, seenRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,
+				RequestURI: r.RequestURI, Host: r.Host, Header: r.Header.Clone(), Body: body})
 			u.mu.Unlock()
 			u.handler(w, r)
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pki.cert}},
 		ErrorLog:  slog.NewLogLogger(slog.DiscardHandler, slog.LevelError),
 	}
-	go u.srv.ServeTLS(countListener{ln, &u.bytesIn}, "", "")
+	go u.srv.ServeTLS(countListener{ln, &u.bytesIn, &u.conns}, "", "")
 	t.Cleanup(func() { u.srv.Close() })
 	return u
 }
@@ -218,9 +226,14 @@ func (s *syncBuffer) String() string {
 // env is one end-to-end setup: two upstreams, a policy, a vault, a broker
 // and a plugin-side client.
 type env struct {
-	t        testing.TB
-	api      *upstream
-	evil     *upstream
+	t    testing.TB
+	api  *upstream
+	evil *upstream
+	// other is live on an admitted address but its origin is in no rule;
+	// loop3's origin has a rule but its address (127.0.0.3) is not
+	// admitted. Neither may ever receive a byte through the broker.
+	other    *upstream
+	loop3    *upstream
 	resolver *fakeResolver
 	broker   *Broker
 	sink     *recSink
@@ -236,6 +249,8 @@ type envOptions struct {
 	limits   Limits
 	approver Approver
 	noValue  bool
+	// upstreamRoots replaces the upstream test CA as the broker's roots.
+	upstreamRoots *x509.CertPool
 }
 
 const manifestTmpl = `schema_version: 2
@@ -265,6 +280,9 @@ permissions:
       - origin: %[3]s
         methods: [GET]
         paths: [/x]
+      - origin: %[4]s
+        methods: [GET]
+        paths: [/x]
   secrets:
     - name: issue_api_token
       purpose: %[1]s
@@ -282,20 +300,25 @@ permissions:
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
-	pki := newTestPKI(t, "api.example.invalid", "evil.example.invalid", "internal.example.invalid")
+	pki := newTestPKI(t, "api.example.invalid", "evil.example.invalid", "internal.example.invalid", "other.example.invalid", "loop3.example.invalid")
 	e := &env{t: t, sink: &recSink{}, logs: &syncBuffer{}, seen: &syncBuffer{}, red: secret.NewRedactor()}
 	e.api = startUpstream(t, "api.example.invalid", "127.0.0.1", pki, e.apiHandler)
 	e.evil = startUpstream(t, "evil.example.invalid", "127.0.0.2", pki, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "evil landing")
 	})
+	landing := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "landing") }
+	e.other = startUpstream(t, "other.example.invalid", "127.0.0.2", pki, landing)
+	e.loop3 = startUpstream(t, "loop3.example.invalid", "127.0.0.3", pki, landing)
 	internal := fmt.Sprintf("https://internal.example.invalid:%d", e.evil.port)
 	e.resolver = &fakeResolver{m: map[string][]netip.Addr{
 		"api.example.invalid":      {netip.MustParseAddr("127.0.0.1")},
 		"evil.example.invalid":     {netip.MustParseAddr("127.0.0.2")},
 		"internal.example.invalid": {netip.MustParseAddr("10.0.0.7")},
 		"mixed.example.invalid":    {netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("169.254.169.254")},
+		"other.example.invalid":    {netip.MustParseAddr("127.0.0.2")},
+		"loop3.example.invalid":    {netip.MustParseAddr("127.0.0.3")},
 	}}
-	m, err := manifest.Parse("manifest.yaml", fmt.Appendf(nil, manifestTmpl, e.api.origin, e.evil.origin, internal))
+	m, err := manifest.Parse("manifest.yaml", fmt.Appendf(nil, manifestTmpl, e.api.origin, e.evil.origin, internal, e.loop3.origin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,13 +351,17 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	roots := pki.pool
+	if o.upstreamRoots != nil {
+		roots = o.upstreamRoots
+	}
 	e.broker, err = New(ln, Config{
 		Identity:        Identity{Plugin: m.ID, Version: m.Version, ManifestDigest: m.Digest(), RunID: "run-1", Process: "p1"},
 		Policy:          set,
 		AllowPrivate:    set.AllowPrivate(),
 		Resolver:        e.resolver,
 		CA:              e.ca,
-		UpstreamRootCAs: pki.pool,
+		UpstreamRootCAs: roots,
 		Secrets:         handles,
 		Vault:           vault,
 		Redactor:        e.red,
@@ -390,6 +417,8 @@ func (e *env) apiHandler(w http.ResponseWriter, r *http.Request) {
 			"evil":        e.evil.origin + "/public/landing",
 			"evil-denied": e.evil.origin + "/private/landing",
 			"same":        e.api.origin + "/repos/acme/issues",
+			"other":       e.other.origin + "/x",
+			"loop3":       e.loop3.origin + "/x",
 		}[strings.TrimPrefix(r.URL.Path, "/redirect/")]
 		http.Redirect(w, r, target, http.StatusFound)
 	case strings.HasPrefix(r.URL.Path, "/big/"):

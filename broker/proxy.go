@@ -315,46 +315,38 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 		x.approval = grant.ApprovalID
 	}
 
-	// Build exactly what was checked.
+	// Inject the credentials; the request is otherwise the one checked.
 	for i, bd := range inject {
 		injectHeader(hdr, bd, values[i])
 	}
 	if grant.IdempotencyKey != "" {
 		hdr.Set("Idempotency-Key", grant.IdempotencyKey)
 	}
-	path, err := url.PathUnescape(u.Path)
-	if err != nil {
-		return deny(http.StatusForbidden, capability.ReasonNetworkInvalidURL, reqStr, "broker: path does not unescape")
-	}
-	host := u.HostPort()
-	if u.Port == 443 && u.Scheme == "https" || u.Port == 80 && u.Scheme == "http" {
-		host = u.Host
-		if strings.IndexByte(host, ':') >= 0 {
-			host = "[" + host + "]"
-		}
-	}
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.lim.UpstreamTimeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, cancel) // the plugin went away
-	defer stop()
-	out, err := http.NewRequestWithContext(uctx, r.Method, "", nil)
-	if err != nil {
-		return deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, reqStr, "broker: bad request")
-	}
-	out.URL = &url.URL{Scheme: u.Scheme, Host: host, Path: path, RawPath: u.Path, RawQuery: u.RawQuery}
-	out.Header = hdr
-	if len(body) > 0 {
-		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	}
-	out.ContentLength = int64(len(body))
 
-	// The decision is durable before a byte leaves.
 	if dec.Mode == capability.ApprovalRequired {
 		dec.Reason = capability.ReasonAllowed // approved: x.approval names the approval
 	}
 	dec.Mode = capability.Allow
 	x.decision = dec
+
+	// The request for netguard's Transport, which normalizes u.String()
+	// again, builds the wire URL, refuses a request-URI that is not the
+	// checked path, and sends only if what it checked is creq.
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.lim.UpstreamTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel) // the plugin went away
+	defer stop()
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = bytes.NewReader(body) // sets ContentLength and GetBody
+	}
+	out, err := http.NewRequestWithContext(withDecision(uctx, creq, dec), r.Method, u.String(), rd)
+	if err != nil {
+		return deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, reqStr, "broker: bad request")
+	}
+	out.Header = hdr
+
+	// The decision is durable before a byte leaves.
 	if err := b.record(ctx, x, nil); err != nil {
 		return deny(http.StatusForbidden, capability.ReasonAuditUnavailable, reqStr, "broker: the decision could not be audited")
 	}
@@ -368,7 +360,7 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 		return nil
 	}
 	defer resp.Body.Close()
-	b.relay(w, ctx, x, reqStr, resp)
+	b.relay(w, ctx, x, resp)
 	return nil
 }
 
@@ -494,7 +486,8 @@ func (b *Broker) upstreamDenial(reqStr string, ctx context.Context, err error) *
 	if ce, ok := errors.AsType[*capability.Error](err); ok {
 		c := *ce
 		status := http.StatusForbidden
-		if c.Decision.Reason == capability.ReasonNetworkResolveFailed {
+		switch c.Decision.Reason {
+		case capability.ReasonNetworkResolveFailed, capability.ReasonNetworkResponseTooLarge:
 			status = http.StatusBadGateway
 		}
 		return &denial{status: status, err: &c}
@@ -506,14 +499,10 @@ func (b *Broker) upstreamDenial(reqStr string, ctx context.Context, err error) *
 }
 
 // relay copies the upstream response to the plugin: hop-by-hop headers
-// dropped, secret values masked in headers and body, body capped.
-func (b *Broker) relay(w http.ResponseWriter, ctx context.Context, x *exchange, reqStr string, resp *http.Response) {
-	max := b.lim.MaxResponseBytes
-	if resp.ContentLength > max {
-		b.refuse(w, ctx, x, deny(http.StatusBadGateway, capability.ReasonNetworkResponseTooLarge, reqStr,
-			"broker: response body of "+strconv.FormatInt(resp.ContentLength, 10)+" bytes exceeds "+strconv.FormatInt(max, 10)))
-		return
-	}
+// dropped, secret values masked in headers and body. The body cap is the
+// Transport's (MaxResponseBytes): a larger declared length never gets
+// here, and reading past the cap fails with NETWORK_RESPONSE_TOO_LARGE.
+func (b *Broker) relay(w http.ResponseWriter, ctx context.Context, x *exchange, resp *http.Response) {
 	stripHop(resp.Header)
 	dst := w.Header()
 	for k, vs := range resp.Header {
@@ -527,16 +516,13 @@ func (b *Broker) relay(w http.ResponseWriter, ctx context.Context, x *exchange, 
 	if resp.ContentLength < 0 {
 		out = flushWriter{w: w, rc: http.NewResponseController(w)}
 	}
-	body := b.red.MaskReader(resp.Body)
-	n, err := io.CopyN(out, body, max)
-	if err == nil {
-		var one [1]byte
-		if m, _ := io.ReadFull(body, one[:]); m > 0 {
-			_ = b.record(context.WithoutCancel(ctx), x, deny(http.StatusBadGateway, capability.ReasonNetworkResponseTooLarge, reqStr,
-				"broker: response body exceeds "+strconv.FormatInt(max, 10)+" bytes; cut off"))
-			panic(http.ErrAbortHandler) // the plugin sees a broken body, never a silently short one
-		}
-	} else if !errors.Is(err, io.EOF) {
+	n, err := io.Copy(out, b.red.MaskReader(resp.Body))
+	switch {
+	case err == nil:
+	case capability.ReasonOf(err) == capability.ReasonNetworkResponseTooLarge:
+		_ = b.record(context.WithoutCancel(ctx), x, fromError(http.StatusBadGateway, capability.ReasonNetworkResponseTooLarge, x.target, err))
+		panic(http.ErrAbortHandler) // the plugin sees a broken body, never a silently short one
+	default:
 		b.log.LogAttrs(ctx, slog.LevelWarn, "broker: response body failed", slog.String("origin", x.origin), slog.Int64("bytes", n))
 		panic(http.ErrAbortHandler)
 	}

@@ -513,3 +513,52 @@ func TestAuthorizeOrder(t *testing.T) {
 		t.Fatalf("order = %q", got)
 	}
 }
+
+// TestWireURLRefusesWhatWasNotChecked: weburl.URL has exported fields, so
+// a caller can hand-build one that Normalize would never return. The wire
+// URL built from it must then carry exactly its path and query, or the
+// request is refused: these forged paths would go out as another
+// request-URI (escaped, or split into path and query). The control rows
+// are normalized URLs, whose wire request-URI is their own.
+func TestWireURLRefusesWhatWasNotChecked(t *testing.T) {
+	forged := func(path, query string) weburl.URL {
+		return weburl.URL{Scheme: "https", Host: "api.example.invalid", Port: 443, Origin: "https://api.example.invalid:443", Path: path, RawQuery: query}
+	}
+	tests := []struct {
+		name string
+		u    weburl.URL
+		ok   bool
+	}{
+		{"raw space", forged("/a b", ""), false},
+		{"question mark inside the path", forged("/a?b", ""), false},
+		{"hash inside the path", forged("/a#b", ""), false},
+		{"empty path", forged("", ""), false},
+		{"invalid escape", forged("/a%zz", ""), false},
+		{"control: normalized", mustNormalize(t, "https://API.example.invalid/a/%2e%2e/b%2fc/%7e?x=%20"), true},
+		{"control: double slash", mustNormalize(t, "https://api.example.invalid//evil.example/x"), true},
+		{"control: IPv6 default port", mustNormalize(t, "http://[::1]:80/x"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := wireURL(tt.u)
+			if !tt.ok {
+				if err == nil {
+					t.Fatalf("wireURL(%+v) = %v, want a refusal", tt.u, w)
+				}
+				return
+			}
+			if err != nil || w.RequestURI() != tt.u.RequestURI() {
+				t.Fatalf("wireURL(%+v) = %v, %v; request-URI want %q", tt.u, w, err, tt.u.RequestURI())
+			}
+		})
+	}
+}
+
+func mustNormalize(t *testing.T, raw string) weburl.URL {
+	t.Helper()
+	u, err := weburl.Normalize(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -1,0 +1,48 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/norma-run/norma/capability"
+)
+
+// decided is the broker's final decision on one request, carried in the
+// context of the request it hands to netguard's Transport.
+type decided struct {
+	req capability.Request
+	dec capability.Decision
+}
+
+type decidedKey struct{}
+
+func withDecision(ctx context.Context, req capability.Request, dec capability.Decision) context.Context {
+	return context.WithValue(ctx, decidedKey{}, &decided{req: req, dec: dec})
+}
+
+// decidedChecker is the Checker of the broker's netguard.Transport. The
+// broker has already decided the request (policy, secrets, approval,
+// audit); the Transport asks again about what it is about to send, after
+// its own normalization and wire-URL check, and gets that decision only if
+// it names the very request that was decided: same kind, method, origin
+// and path. Anything else, or a request without a decision, is refused, so
+// the Transport can never send a request the broker did not decide and
+// audit.
+type decidedChecker struct{}
+
+var _ capability.Checker = decidedChecker{}
+
+func (decidedChecker) Check(ctx context.Context, req capability.Request) capability.Decision {
+	d, ok := ctx.Value(decidedKey{}).(*decided)
+	switch {
+	case !ok:
+		return refusal(req, "no-decision")
+	case d.req.Kind != req.Kind || d.req.Method != req.Method || d.req.Origin != req.Origin || d.req.Path != req.Path:
+		return refusal(req, "not-the-decided-request")
+	}
+	return d.dec
+}
+
+// refusal denies req; rule names which check refused it.
+func refusal(req capability.Request, rule string) capability.Decision {
+	return capability.Decision{Mode: capability.Deny, Reason: capability.ReasonNetworkDestinationDenied, Layer: "broker", Rule: rule, Request: req.String()}
+}
