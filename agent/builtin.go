@@ -39,8 +39,8 @@ func BuiltinPolicy(workspace, run *manifest.Layer, sandbox bool) (*policy.Set, e
 // request and every redirect hop is decided by the same policy value that
 // the gate decided the call with, and every address is checked at dial
 // time, private ones admitted only as that policy's allow_private says.
-func builtinHTTP(d gate.Decider, roots *x509.CertPool) *http.Client {
-	dialer := &netguard.Dialer{}
+func builtinHTTP(d gate.Decider, r netguard.Resolver, roots *x509.CertPool) *http.Client {
+	dialer := &netguard.Dialer{Resolver: r}
 	if p, ok := d.(interface{ AllowPrivate() []netip.Prefix }); ok {
 		dialer.AllowPrivate = p.AllowPrivate()
 	}

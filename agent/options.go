@@ -11,6 +11,7 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
@@ -110,6 +111,7 @@ type config struct {
 	gateTimeout   time.Duration
 	reg           *tool.Registry
 	rootCAs       *x509.CertPool
+	resolver      netguard.Resolver
 }
 
 // TodoSource reads a run's todo list, as JSON, for the state file; the
@@ -323,9 +325,13 @@ func WithUnlocked(names ...string) Option {
 // WithTodoSource lets the state file carry the run's todo list.
 func WithTodoSource(fn TodoSource) Option { return func(c *config) error { c.todos = fn; return nil } }
 
-// WithRootCAs sets the roots the built-in tools' HTTP client (WebFetch,
-// WebSearch) verifies servers against; nil means the system roots.
-func WithRootCAs(p *x509.CertPool) Option { return func(c *config) error { c.rootCAs = p; return nil } }
+// WithNetwork sets the upstream side of the built-in tools' HTTP client
+// (WebFetch, WebSearch): the resolver (nil: the system's) and the roots
+// servers are verified against (nil: the system roots). Tests map names to
+// loopback and trust a test CA.
+func WithNetwork(r netguard.Resolver, roots *x509.CertPool) Option {
+	return func(c *config) error { c.resolver, c.rootCAs = r, roots; return nil }
+}
 
 // WithSpillDir sets where the gate spills capped tool output.
 func WithSpillDir(dir string) Option { return func(c *config) error { c.spillDir = dir; return nil } }

@@ -174,7 +174,7 @@ func (s *Session) build(ctx context.Context) error {
 			return fmt.Errorf("agent: workspace: %w", err)
 		}
 	}
-	builtinEnv := tool.Env{HTTP: builtinHTTP(builtin, c.rootCAs)}
+	builtinEnv := tool.Env{HTTP: builtinHTTP(builtin, c.resolver, c.rootCAs)}
 	if fsys != nil {
 		builtinEnv.FS = fsys
 	}

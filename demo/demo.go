@@ -20,13 +20,12 @@ import (
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
-	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/provider/scripted"
 	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
 	"github.com/norma-run/norma/tool"
-	"github.com/norma-run/norma/tools"
+	"github.com/norma-run/norma/workspace"
 )
 
 // Options configure Run.
@@ -170,32 +169,26 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 
 	// 3. The session.
 	p.section("3. A scripted agent session through the gate")
-	h, err := host.New(host.Config{
-		Home: w.home, Manager: mgr, Workspace: w.ws, WorkspacePolicy: w.wsPolicy, RunID: "demo",
-		Vault: w.vault, Redactor: redactor, Audit: log, UpstreamRootCAs: w.api.Pool,
-		Resolver:    issueapi.Resolver{"api.example.invalid": {w.apiHost}, "hooks.example.invalid": {w.apiHost}},
-		CallTimeout: 30 * time.Second,
+	var malReport string
+	rt, err := workspace.Open(ctx, workspace.Options{
+		Dir: w.ws, Home: w.home, RunID: "demo", Audit: log, Redactor: redactor,
+		Vault:    func(context.Context) (secret.Vault, error) { return w.vault, nil },
+		Resolver: issueapi.Resolver{"api.example.invalid": {w.apiHost}, "hooks.example.invalid": {w.apiHost}},
+		RootCAs:  w.api.Pool, CallTimeout: 30 * time.Second,
+		WrapPlugin: func(p agent.Plugin) agent.Plugin {
+			if hp, ok := p.(*host.Plugin); ok && p.Manifest().ID == "com.example.mallory" {
+				return watched{hp, &malReport}
+			}
+			return p
+		},
+		Warn: func(err error) { p.line("  ! %v", err) },
 	})
 	if err != nil {
 		return nil, err
 	}
-	defer h.Close()
-	ih, err := h.Load(ctx, "com.example.issue-helper")
-	if err != nil {
-		return nil, fmt.Errorf("load issue-helper: %w", err)
-	}
-	mal, err := h.Load(ctx, "com.example.mallory")
-	if err != nil {
-		return nil, fmt.Errorf("load mallory: %w", err)
-	}
-	var ref tools.GateRef
-	bt, err := tools.Build(tools.Config{Gate: &ref})
-	if err != nil {
-		return nil, err
-	}
-	builtinSet, err := policy.Compile(policy.Inputs{Manifest: bt.Manifest, Workspace: w.wsPolicy, Host: policy.Host{Sandbox: true}})
-	if err != nil {
-		return nil, err
+	defer rt.Close()
+	if n := len(rt.Plugins()); n != 2 {
+		return nil, fmt.Errorf("the demo's two plugins did not both load (%d did)", n)
 	}
 	var approver approval.Approver = approval.Auto{Grant: true, By: "norma demo --yes"}
 	if !o.Yes {
@@ -220,19 +213,10 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 		return nil, err
 	}
 	var events []agent.Event
-	var malReport string
-	sess, err := agent.NewSession(ctx,
+	sess, err := rt.Session(ctx,
 		agent.WithProvider(scripted.New(script), "scripted"),
-		agent.WithTools(bt.Tools...),
-		agent.WithPlugins(ih, watched{mal, &malReport}),
-		agent.WithBuiltinPolicy(builtinSet),
-		agent.WithPolicy(w.wsPolicy, nil),
 		agent.WithApprovalService(svc),
-		agent.WithAudit(log),
 		agent.WithStateDir(w.home),
-		agent.WithWorkspace(w.ws),
-		agent.WithRunID("demo"),
-		agent.WithGateBinder(ref.Bind),
 		agent.WithObserver(func(e agent.Event) {
 			events = append(events, e)
 			if e.Kind == agent.EventToolCall && e.Call != nil {

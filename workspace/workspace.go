@@ -2,16 +2,19 @@ package workspace
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
@@ -75,6 +78,22 @@ type Options struct {
 	// UnsafeNoSandbox runs plugins without the OS sandbox (audited by the
 	// plugin host).
 	UnsafeNoSandbox bool
+	// Redactor removes secret values from what plugins print and from
+	// audit details; nil means an empty one.
+	Redactor *secret.Redactor
+	// Resolver and RootCAs are the upstream side of the network, for the
+	// built-in tools' HTTP client and the plugins' egress broker: nil means
+	// the system's resolver and roots. Tests and the demo map names to
+	// loopback and trust a test CA.
+	Resolver netguard.Resolver
+	RootCAs  *x509.CertPool
+	// CallTimeout bounds one plugin tool call; zero means the plugin
+	// host's default.
+	CallTimeout time.Duration
+	// WrapPlugin, when set, decorates each loaded plugin before it is
+	// registered (a host's own logging, the demo's report capture). The
+	// gate still decides every call of the decorated tools.
+	WrapPlugin func(agent.Plugin) agent.Plugin
 	// Warn receives problems that do not stop the run, such as a plugin
 	// that does not load; nil discards them.
 	Warn func(error)
@@ -194,7 +213,8 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 		return err
 	}
 	if r.host, err = host.New(host.Config{Home: home, Manager: m, Workspace: r.dir, WorkspacePolicy: r.layer,
-		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Vault: vault, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox}); err != nil {
+		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Vault: vault, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
+		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout}); err != nil {
 		return err
 	}
 	for _, st := range list {
@@ -203,7 +223,11 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 			r.warn(fmt.Errorf("plugin %s not loaded: %w", st.ID, err))
 			continue
 		}
-		r.plugins = append(r.plugins, p)
+		var ap agent.Plugin = p
+		if r.opts.WrapPlugin != nil {
+			ap = r.opts.WrapPlugin(p)
+		}
+		r.plugins = append(r.plugins, ap)
 	}
 	return nil
 }
@@ -241,6 +265,7 @@ func (r *Runtime) options() []agent.Option {
 		agent.WithBuiltinPolicy(r.builtin.Policy), agent.WithPolicy(r.layer, r.opts.RunPolicy), agent.WithSandbox(r.sandbox),
 		agent.WithGateBinder(r.ref.Bind), agent.WithWorkspace(r.dir), agent.WithMode(r.opts.Mode),
 		agent.WithRules(r.opts.Rules), agent.WithAudit(r.opts.Audit),
+		agent.WithNetwork(r.opts.Resolver, r.opts.RootCAs),
 	}
 	if len(r.plugins) > 0 {
 		opts = append(opts, agent.WithPlugins(r.plugins...))
