@@ -265,7 +265,7 @@ var installConditions = map[string]string{
 	"ExecuteExtraTool": "always; works once Config.Gate is bound",
 	"SearchExtraTools": "always; needs Config.Registry",
 	"Skill":            "always; unlocking needs Config.Registry",
-	"WebFetch":         "always; reaches only Config.Network destinations",
+	"WebFetch":         "always; reaches only the workspace policy's network destinations (Config.Network)",
 }
 
 // Catalogue describes every built-in tool, generated from the code: it
