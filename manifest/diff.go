@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/norma-run/norma/capability"
 )
 
 // Change is one entry of a permission delta.
@@ -13,6 +14,14 @@ type Change struct {
 	Kind string `json:"kind"` // filesystem.read, network, secret, tool, …
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+	// Item names what changed the way a consent question lists it: a
+	// workspace:// glob for the filesystem kinds (for filesystem.deny, the
+	// deny glob that applied before), "METHOD ORIGIN PATH" for network, the
+	// secret name for the secret kinds, the mode for process.spawn and
+	// external_writes.default, the tool name for the tool kinds, the prefix
+	// for network.allow_private. An added or widened change names the new
+	// side, a removed or narrowed one the old side.
+	Item string `json:"item,omitempty"`
 }
 
 func (c Change) String() string {
@@ -44,31 +53,37 @@ func (d Delta) Empty() bool {
 }
 
 // Diff compares two normalized manifests: their permissions and their tools.
-// A new tool, a tool that now writes external state or no longer needs
-// approval, all count as widening.
+// A new tool of any kind, a tool whose effects grow in either dimension
+// (data none < read < send; external_state none < write) and a tool that no
+// longer needs approval all count as widening. Diff is the one judgement of
+// what an update asks for: package plugin holds an update, and asks about
+// its items, exactly when [Delta.NeedsConsent].
 func Diff(old, new *Manifest) Delta {
 	d := DiffPermissions(old.Permissions, new.Permissions)
 	for _, nt := range new.Tools {
 		ot, ok := old.Tool(nt.Name)
 		if !ok {
-			d.Added = append(d.Added, Change{Kind: "tool", To: toolSummary(nt)})
+			d.Added = append(d.Added, Change{Kind: "tool", To: toolSummary(nt), Item: nt.Name})
 			continue
 		}
-		if rank(effectRank, effectString(ot)) < rank(effectRank, effectString(nt)) {
-			d.Widened = append(d.Widened, Change{Kind: "tool.effects", From: nt.Name + " " + effectString(ot), To: nt.Name + " " + effectString(nt)})
-		} else if effectString(ot) != effectString(nt) {
-			d.Narrowed = append(d.Narrowed, Change{Kind: "tool.effects", From: nt.Name + " " + effectString(ot), To: nt.Name + " " + effectString(nt)})
+		if oe, ne := effectString(ot), effectString(nt); oe != ne {
+			c := Change{Kind: "tool.effects", From: nt.Name + " " + oe, To: nt.Name + " " + ne, Item: nt.Name}
+			if effectsWiden(ot, nt) {
+				d.Widened = append(d.Widened, c)
+			} else {
+				d.Narrowed = append(d.Narrowed, c)
+			}
 		}
 		switch {
 		case ot.NeedsApproval() && !nt.NeedsApproval():
-			d.Widened = append(d.Widened, Change{Kind: "tool.approval", From: nt.Name + " per_action", To: nt.Name + " never"})
+			d.Widened = append(d.Widened, Change{Kind: "tool.approval", From: nt.Name + " per_action", To: nt.Name + " never", Item: nt.Name})
 		case !ot.NeedsApproval() && nt.NeedsApproval():
-			d.Narrowed = append(d.Narrowed, Change{Kind: "tool.approval", From: nt.Name + " never", To: nt.Name + " per_action"})
+			d.Narrowed = append(d.Narrowed, Change{Kind: "tool.approval", From: nt.Name + " never", To: nt.Name + " per_action", Item: nt.Name})
 		}
 	}
 	for _, ot := range old.Tools {
 		if _, ok := new.Tool(ot.Name); !ok {
-			d.Removed = append(d.Removed, Change{Kind: "tool", From: toolSummary(ot)})
+			d.Removed = append(d.Removed, Change{Kind: "tool", From: toolSummary(ot), Item: ot.Name})
 		}
 	}
 	return d
@@ -85,20 +100,37 @@ func effectString(t Tool) string {
 	return "data " + t.Effects.Data + ", external_state " + t.Effects.ExternalState
 }
 
-// effectRank orders effects by power: more data flow or an external write is wider.
-var effectRank = []string{
-	"data none, external_state none", "data read, external_state none", "data send, external_state none",
-	"data none, external_state write", "data read, external_state write", "data send, external_state write",
+// Effect ranks, per dimension; an unknown value ranks highest (fail closed).
+var (
+	dataRank     = []string{"none", "read", "send"}
+	externalRank = []string{"none", "write"}
+)
+
+// effectsWiden reports whether nt's effects grow in either dimension. Nil
+// effects (not normalized) mean the widest: data send, external write.
+func effectsWiden(ot, nt Tool) bool {
+	r := func(order []string, s string) int {
+		if i := slices.Index(order, s); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	dims := func(t Tool) (int, int) {
+		if t.Effects == nil {
+			return len(dataRank) - 1, len(externalRank) - 1
+		}
+		return r(dataRank, t.Effects.Data), r(externalRank, t.Effects.ExternalState)
+	}
+	od, ox := dims(ot)
+	nd, nx := dims(nt)
+	return nd > od || nx > ox
 }
-
-var modeRank = []string{"deny", "approval_required", "allow"}
-
-func rank(order []string, s string) int { return slices.Index(order, s) }
 
 // DiffPermissions compares two normalized permission sections. Globs are
 // compared by coverage (docs/** → ** widens, ** → docs/** narrows), network
 // rules per (origin, method, path template), secrets by name, scopes and
-// purpose; modes by deny < approval_required < allow. Reordering changes nothing.
+// purpose; modes by [capability.Mode] (deny < approval_required < allow).
+// Reordering changes nothing.
 func DiffPermissions(old, new Permissions) Delta {
 	var d Delta
 	ofs, nfs := old.Filesystem, new.Filesystem
@@ -135,17 +167,29 @@ func ExternalWriteMode(p Permissions) string {
 	return p.ExternalWrites.Default
 }
 
+// diffMode compares two mode spellings by [capability.Mode]; a spelling
+// that does not parse makes any change a widening (fail closed).
 func diffMode(d *Delta, kind, o, n string) {
-	switch ro, rn := rank(modeRank, o), rank(modeRank, n); {
-	case rn > ro:
-		d.Widened = append(d.Widened, Change{Kind: kind, From: o, To: n})
-	case rn < ro:
-		d.Narrowed = append(d.Narrowed, Change{Kind: kind, From: o, To: n})
+	if o == n {
+		return
+	}
+	c := Change{Kind: kind, From: o, To: n, Item: n}
+	mo, err1 := capability.ParseMode(o)
+	mn, err2 := capability.ParseMode(n)
+	switch {
+	case err1 != nil || err2 != nil || mn > mo:
+		d.Widened = append(d.Widened, c)
+	case mn < mo:
+		c.Item = o
+		d.Narrowed = append(d.Narrowed, c)
 	}
 }
 
 // diffGlobs classifies glob changes. For deny lists the direction flips:
 // a new deny narrows, a dropped deny widens.
+//
+// Item is the glob of the side the change is about: the new glob of an
+// allow list that grew, the old deny glob that no longer applies.
 func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
 	wider, narrower := &d.Widened, &d.Narrowed
 	added, removed := &d.Added, &d.Removed
@@ -158,9 +202,13 @@ func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
 			continue
 		}
 		if o, ok := findCovered(n, old, new); ok {
-			*wider = append(*wider, Change{Kind: kind, From: o, To: n})
+			c := Change{Kind: kind, From: o, To: n, Item: n}
+			if deny {
+				c.Item = o // a deny that grew: a narrowing, named by its old side
+			}
+			*wider = append(*wider, c)
 		} else {
-			*added = append(*added, Change{Kind: kind, To: n})
+			*added = append(*added, Change{Kind: kind, To: n, Item: n})
 		}
 	}
 	for _, o := range old {
@@ -168,9 +216,9 @@ func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
 			continue
 		}
 		if n, ok := findCovered(o, new, old); ok {
-			*narrower = append(*narrower, Change{Kind: kind, From: o, To: n})
+			*narrower = append(*narrower, Change{Kind: kind, From: o, To: n, Item: o})
 		} else {
-			*removed = append(*removed, Change{Kind: kind, From: o})
+			*removed = append(*removed, Change{Kind: kind, From: o, Item: o})
 		}
 	}
 }
@@ -231,30 +279,53 @@ func GlobCovers(b, a string) bool {
 
 type netKey struct{ origin, method, path string }
 
-// netTriples flattens rules to (origin, method, template shape) → mode, and
-// remembers one original spelling of each template for display.
-func netTriples(n *Network, spell map[string]string) map[netKey]string {
-	out := map[netKey]string{}
+// netEntry is the mode of one (origin, method, template shape) and one
+// spelling of its template.
+type netEntry struct {
+	mode  capability.Mode
+	spell string
+}
+
+// item is the consent item of k: "METHOD ORIGIN PATH".
+func (e netEntry) item(k netKey) string { return k.method + " " + k.origin + " " + e.spell }
+
+// desc is how a change shows it: "METHOD ORIGINPATH", with its approval.
+func (e netEntry) desc(k netKey) string {
+	s := k.method + " " + k.origin + e.spell
+	if e.mode == capability.ApprovalRequired {
+		s += " (approval per action)"
+	}
+	return s
+}
+
+// netTriples flattens rules to (origin, method, template shape) → the most
+// permissive mode of the rules that name it (a rule without approval is
+// allow, one with approval per_action is approval_required).
+func netTriples(n *Network) map[netKey]netEntry {
+	out := map[netKey]netEntry{}
 	if n == nil {
 		return out
 	}
 	for _, r := range n.Requests {
-		mode := "allow"
+		mode := capability.Allow
 		if r.Approval == "per_action" {
-			mode = "approval_required"
+			mode = capability.ApprovalRequired
 		}
 		for _, m := range r.Methods {
 			for _, p := range r.Paths {
 				k := netKey{r.Origin, m, templateShape(p)}
-				spell[k.path] = p
-				if prev, ok := out[k]; !ok || rank(modeRank, mode) > rank(modeRank, prev) {
-					out[k] = mode
+				if prev, ok := out[k]; !ok || mode > prev.mode {
+					out[k] = netEntry{mode: mode, spell: p}
 				}
 			}
 		}
 	}
 	return out
 }
+
+// SameTemplate reports whether two path templates match the same paths:
+// they differ at most in the names of their parameters (/a/{x} and /a/{y}).
+func SameTemplate(a, b string) bool { return templateShape(a) == templateShape(b) }
 
 // templateShape makes parameter names irrelevant: /a/{x} and /a/{y} are the same.
 func templateShape(p string) string {
@@ -278,8 +349,7 @@ func templateShape(p string) string {
 }
 
 func diffNetwork(d *Delta, old, new *Network) {
-	spell := map[string]string{}
-	o, n := netTriples(old, spell), netTriples(new, spell)
+	o, n := netTriples(old), netTriples(new)
 	keys := make([]netKey, 0, len(n)+len(o))
 	for k := range n {
 		keys = append(keys, k)
@@ -293,18 +363,17 @@ func diffNetwork(d *Delta, old, new *Network) {
 		return strings.Compare(a.origin+" "+a.path+" "+a.method, b.origin+" "+b.path+" "+b.method)
 	})
 	for _, k := range keys {
-		desc := k.method + " " + k.origin + spell[k.path]
-		om, inOld := o[k]
-		nm, inNew := n[k]
+		oe, inOld := o[k]
+		ne, inNew := n[k]
 		switch {
 		case !inOld:
-			d.Added = append(d.Added, Change{Kind: "network", To: desc + modeSuffix(nm)})
+			d.Added = append(d.Added, Change{Kind: "network", To: ne.desc(k), Item: ne.item(k)})
 		case !inNew:
-			d.Removed = append(d.Removed, Change{Kind: "network", From: desc + modeSuffix(om)})
-		case rank(modeRank, nm) > rank(modeRank, om):
-			d.Widened = append(d.Widened, Change{Kind: "network", From: desc + modeSuffix(om), To: desc + modeSuffix(nm)})
-		case rank(modeRank, nm) < rank(modeRank, om):
-			d.Narrowed = append(d.Narrowed, Change{Kind: "network", From: desc + modeSuffix(om), To: desc + modeSuffix(nm)})
+			d.Removed = append(d.Removed, Change{Kind: "network", From: oe.desc(k), Item: oe.item(k)})
+		case ne.mode > oe.mode:
+			d.Widened = append(d.Widened, Change{Kind: "network", From: oe.desc(k), To: ne.desc(k), Item: ne.item(k)})
+		case ne.mode < oe.mode:
+			d.Narrowed = append(d.Narrowed, Change{Kind: "network", From: oe.desc(k), To: ne.desc(k), Item: oe.item(k)})
 		}
 	}
 	var op, np []string
@@ -316,21 +385,14 @@ func diffNetwork(d *Delta, old, new *Network) {
 	}
 	for _, p := range np {
 		if !slices.Contains(op, p) {
-			d.Added = append(d.Added, Change{Kind: "network.allow_private", To: p})
+			d.Added = append(d.Added, Change{Kind: "network.allow_private", To: p, Item: p})
 		}
 	}
 	for _, p := range op {
 		if !slices.Contains(np, p) {
-			d.Removed = append(d.Removed, Change{Kind: "network.allow_private", From: p})
+			d.Removed = append(d.Removed, Change{Kind: "network.allow_private", From: p, Item: p})
 		}
 	}
-}
-
-func modeSuffix(m string) string {
-	if m == "approval_required" {
-		return " (approval per action)"
-	}
-	return ""
 }
 
 func diffSecrets(d *Delta, old, new []Secret) {
@@ -344,29 +406,29 @@ func diffSecrets(d *Delta, old, new []Secret) {
 	for _, ns := range new {
 		os, ok := find(old, ns.Name)
 		if !ok {
-			d.Added = append(d.Added, Change{Kind: "secret", To: fmt.Sprintf("%s for %s scopes [%s]", ns.Name, ns.Purpose, strings.Join(ns.Scopes, " "))})
+			d.Added = append(d.Added, Change{Kind: "secret", To: fmt.Sprintf("%s for %s scopes [%s]", ns.Name, ns.Purpose, strings.Join(ns.Scopes, " ")), Item: ns.Name})
 			continue
 		}
 		if os.Purpose != ns.Purpose {
-			d.Widened = append(d.Widened, Change{Kind: "secret.purpose", From: os.Name + " " + os.Purpose, To: ns.Name + " " + ns.Purpose})
+			d.Widened = append(d.Widened, Change{Kind: "secret.purpose", From: os.Name + " " + os.Purpose, To: ns.Name + " " + ns.Purpose, Item: ns.Name})
 		}
 		if os.Header != ns.Header || os.Env != ns.Env || os.InjectAs != ns.InjectAs {
-			d.Widened = append(d.Widened, Change{Kind: "secret.injection", From: os.Name + " " + injection(os), To: ns.Name + " " + injection(ns)})
+			d.Widened = append(d.Widened, Change{Kind: "secret.injection", From: os.Name + " " + injection(os), To: ns.Name + " " + injection(ns), Item: ns.Name})
 		}
 		for _, sc := range ns.Scopes {
 			if !slices.Contains(os.Scopes, sc) {
-				d.Widened = append(d.Widened, Change{Kind: "secret.scope", To: ns.Name + " " + sc})
+				d.Widened = append(d.Widened, Change{Kind: "secret.scope", To: ns.Name + " " + sc, Item: ns.Name})
 			}
 		}
 		for _, sc := range os.Scopes {
 			if !slices.Contains(ns.Scopes, sc) {
-				d.Narrowed = append(d.Narrowed, Change{Kind: "secret.scope", From: os.Name + " " + sc})
+				d.Narrowed = append(d.Narrowed, Change{Kind: "secret.scope", From: os.Name + " " + sc, Item: os.Name})
 			}
 		}
 	}
 	for _, os := range old {
 		if _, ok := find(new, os.Name); !ok {
-			d.Removed = append(d.Removed, Change{Kind: "secret", From: os.Name + " for " + os.Purpose})
+			d.Removed = append(d.Removed, Change{Kind: "secret", From: os.Name + " for " + os.Purpose, Item: os.Name})
 		}
 	}
 }

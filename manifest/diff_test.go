@@ -137,3 +137,106 @@ func TestGlobCovers(t *testing.T) {
 		}
 	}
 }
+
+func tools(t *testing.T, body string) *Manifest {
+	t.Helper()
+	m, err := Parse("m.yaml", []byte("schema_version: 2\nid: com.example.t\nversion: 1.0.0\nentrypoint: bin/t\ntools:\n"+body+"permissions: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestDiffTools(t *testing.T) {
+	const (
+		readNever  = "  - {name: a, effects: {data: read, external_state: none}, approval: never}\n"
+		sendNever  = "  - {name: a, effects: {data: send, external_state: none}, approval: never}\n"
+		writeNever = "  - {name: a, effects: {data: none, external_state: write}, approval: never}\n"
+		writeAsk   = "  - {name: a, effects: {data: none, external_state: write}, approval: per_action}\n"
+		other      = "  - {name: b, effects: {data: none, external_state: none}, approval: per_action}\n"
+	)
+	for _, tc := range []struct {
+		name         string
+		old, new     string
+		consent      bool
+		wantKind     string
+		reverseAsks  bool
+		reverseKinds string
+	}{
+		{"new tool of any kind", readNever, readNever + other, true, "tool", false, "tool"},
+		{"effects read to send", readNever, sendNever, true, "tool.effects", false, "tool.effects"},
+		// Neither effect covers the other: both directions widen.
+		{"send to external write", sendNever, writeNever, true, "tool.effects", true, "tool.effects"},
+		{"approval per_action to never", writeAsk, writeNever, true, "tool.approval", false, "tool.approval"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Diff(tools(t, tc.old), tools(t, tc.new))
+			if d.NeedsConsent() != tc.consent {
+				t.Errorf("Diff NeedsConsent = %v, want %v: %+v", d.NeedsConsent(), tc.consent, d)
+			}
+			if c := append(d.Added, d.Widened...); len(c) == 0 || c[0].Kind != tc.wantKind || c[0].Item == "" {
+				t.Errorf("Diff widening = %+v, want a %s change naming its tool", c, tc.wantKind)
+			}
+			back := Diff(tools(t, tc.new), tools(t, tc.old))
+			if back.NeedsConsent() != tc.reverseAsks {
+				t.Errorf("reverse NeedsConsent = %v, want %v: %+v", back.NeedsConsent(), tc.reverseAsks, back)
+			}
+		})
+	}
+}
+
+// TestDiffItems: each change names its consent item, on the side the
+// change is about.
+func TestDiffItems(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		want     string // "list kind item" of the only consent-needing change
+	}{
+		{"added glob names the new glob",
+			"  filesystem: {read: [\"workspace://docs/**\"]}\n",
+			"  filesystem: {read: [\"workspace://docs/**\", \"workspace://src/**\"]}\n", "added filesystem.read workspace://src/**"},
+		{"widened glob names the new glob",
+			"  filesystem: {read: [\"workspace://docs/**\"]}\n",
+			"  filesystem: {read: [\"workspace://**\"]}\n", "widened filesystem.read workspace://**"},
+		{"a dropped deny names the old glob",
+			"  filesystem: {deny: [\"workspace://**/.env*\"]}\n",
+			"  filesystem: {deny: []}\n", "widened filesystem.deny workspace://**/.env*"},
+		{"a narrowed deny names the old glob",
+			"  filesystem: {deny: [\"workspace://**/.env*\"]}\n",
+			"  filesystem: {deny: [\"workspace://.env\"]}\n", "widened filesystem.deny workspace://**/.env*"},
+		{"network names method, origin and path",
+			"  network: {requests: [{origin: https://a.example, methods: [POST], paths: [\"/x/{id}\"], approval: per_action}]}\n",
+			"  network: {requests: [{origin: https://a.example, methods: [POST], paths: [\"/x/{n}\"]}]}\n", "widened network POST https://a.example:443 /x/{n}"},
+		{"secret retarget names the secret",
+			"  secrets: [{name: t, purpose: https://a.example, inject_as: brokered_header}]\n",
+			"  secrets: [{name: t, purpose: https://b.example, inject_as: brokered_header}]\n", "widened secret.purpose t"},
+		{"mode names the new mode",
+			"  external_writes: {default: approval_required}\n",
+			"  external_writes: {default: allow}\n", "widened external_writes.default allow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DiffPermissions(perms(t, tc.old), perms(t, tc.new))
+			var got []string
+			for _, c := range d.Added {
+				got = append(got, "added "+c.Kind+" "+c.Item)
+			}
+			for _, c := range d.Widened {
+				got = append(got, "widened "+c.Kind+" "+c.Item)
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("consent-needing changes = %q, want [%q]", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDiffModeUnknown: a mode spelling capability.ParseMode rejects never
+// passes as a narrowing.
+func TestDiffModeUnknown(t *testing.T) {
+	old := Permissions{Process: &Process{Spawn: "allow"}}
+	new := Permissions{Process: &Process{Spawn: "sometimes"}}
+	if d := DiffPermissions(old, new); !d.NeedsConsent() {
+		t.Errorf("allow → unknown mode: %+v, want a widening", d)
+	}
+}

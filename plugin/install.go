@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,11 +139,13 @@ type InstallOptions struct {
 type Result struct {
 	ID      string
 	Version string
-	// Held is set when an update widened permissions: the new version is
-	// installed but inactive until [Manager.Consent].
+	// Held is set when an update needs re-consent ([manifest.Delta.NeedsConsent]
+	// of Delta): the new version is installed but inactive until
+	// [Manager.Consent].
 	Held  bool
 	Delta manifest.Delta
-	// Widened lists, per group, what a held update adds.
+	// Widened lists, per group, the consent items of what Delta adds or
+	// widens: what a held update asks for, or what Consent asked.
 	Widened map[Group][]string
 	Grant   *manifest.Layer
 }
@@ -246,12 +247,19 @@ func (m *Manager) Install(ctx context.Context, src string, o InstallOptions) (*R
 	if err := checkWorkspace(mf, m.o.Workspace); err != nil {
 		return nil, err
 	}
-	m.screen(mf, s.v)
-	granted, err := m.consent(ctx, mf, Items(mf.Permissions), s.v == nil, o.Grant)
+	q, err := installQuestions(mf)
 	if err != nil {
 		return nil, err
 	}
-	grant := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: permissionsFrom(mf, granted)}
+	m.screen(mf, s.v)
+	granted, err := m.consent(ctx, mf, q, s.v == nil, o.Grant)
+	if err != nil {
+		return nil, err
+	}
+	grant, err := newGrant(mf, nil, granted)
+	if err != nil {
+		return nil, err
+	}
 	st := &State{ID: mf.ID, Active: mf.Version, Versions: map[string]*VersionState{}}
 	st.Versions[mf.Version] = m.versionState(s)
 	b := &Binding{ID: mf.ID, MinVersion: mf.Version, MaxVersion: mf.Version, PermissionDigest: mf.Permissions.Digest(), Generation: 1, ConsentedAt: m.o.Now().UTC()}
@@ -322,7 +330,11 @@ func rotatedNote(v *Verified) string {
 	return ""
 }
 
-// consent returns the granted items: from the grant file, or asked.
+// consent returns the consented items of the groups in items: asked, or
+// taken from the grant file. A grant file may not give more than the
+// manifest requests; for the groups asked it is the consent: its items of
+// each group, every tool change (--yes after the screen listed them), and
+// the lifting of every deny glob the file does not itself deny.
 func (m *Manager) consent(ctx context.Context, mf *manifest.Manifest, items map[Group][]string, untrusted bool, grant *manifest.Layer) (map[Group][]string, error) {
 	if grant != nil {
 		if grant.Kind != manifest.KindGrant {
@@ -332,19 +344,45 @@ func (m *Manager) consent(ctx context.Context, mf *manifest.Manifest, items map[
 		if err := checkGrant(mf, g); err != nil {
 			return nil, err
 		}
+		var deny []string
+		if grant.Permissions.Filesystem != nil {
+			deny = grant.Permissions.Filesystem.Deny
+		}
 		// Only what this step asks about is taken from the file.
 		out := map[Group][]string{}
-		for k := range items {
-			if len(g[k]) > 0 {
-				out[k] = g[k]
+		for k, asked := range items {
+			switch k {
+			case GroupTools:
+				out[k] = asked
+			case GroupDenyLifted:
+				out[k] = slices.DeleteFunc(slices.Clone(asked), func(it string) bool {
+					return slices.ContainsFunc(deny, func(d string) bool { return manifest.GlobCovers(d, it) })
+				})
+			default:
+				if len(g[k]) > 0 {
+					out[k] = g[k]
+				}
 			}
 		}
 		return out, nil
+	}
+	if len(items) == 0 {
+		return map[Group][]string{}, nil
 	}
 	if m.o.Consenter == nil {
 		return nil, newErr(capability.ReasonPluginConsentRequired, "consent", mf.ID, "consent needed: run interactively, or pass --yes with --grant FILE", nil)
 	}
 	return ask(ctx, m.o.Consenter, mf, items, untrusted)
+}
+
+// newGrant builds the grant layer for mf from prev and the consented items
+// ([buildGrant]) and checks it against mf ([verifyGrant]).
+func newGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map[Group][]string) (*manifest.Layer, error) {
+	p := buildGrant(mf, prev, consented)
+	if err := verifyGrant(mf, p); err != nil {
+		return nil, err
+	}
+	return &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: p}, nil
 }
 
 // commit moves the staged files into plugins/<id>/<version> (read-only),
@@ -466,13 +504,20 @@ func (m *Manager) grantFor(st *State, version string) (*manifest.Layer, *Binding
 }
 
 // Update installs a newer (or, with AllowDowngrade, older) version of an
-// installed plugin. The permission delta is computed against the active
-// version; the user's grant is carried over, restricted to what the new
-// version still requests, so user restrictions survive. When nothing
-// widened the new version becomes active at once, without a question.
-// When something widened the new version is installed as held (the old one
-// keeps running), the result lists exactly what widened, and
-// [Manager.Consent] activates it after the user accepts.
+// installed plugin. What it asks for is [manifest.Diff] of the active
+// version's manifest and the new one, and nothing else: when
+// [manifest.Delta.NeedsConsent] is false the new version becomes active at
+// once, without a question; when it is true the new version is installed
+// as held (the old one keeps running with its grant), the result lists the
+// consent items of what the delta adds or widens, and [Manager.Consent]
+// activates it after the user accepts (a grant file in o.Grant is that
+// consent at once). Either way the new grant is the old one restricted to
+// what the new version requests, plus only what was consented to, so user
+// restrictions survive and nothing widens unasked.
+//
+// A package with a version that is installed (active or held) with other
+// contents is refused (PLUGIN_ROLLBACK) and changes nothing; the very same
+// package again changes nothing either.
 func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Result, error) {
 	unlock, err := m.lock()
 	if err != nil {
@@ -492,6 +537,10 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 	if !ok {
 		return nil, newErr(capability.ReasonPluginNotInstalled, "update", mf.ID, "not installed; use `norma plugin install`", nil)
 	}
+	if vs := st.Versions[mf.Version]; vs != nil && vs.MerkleRoot != s.tree.Root() {
+		return nil, newErr(capability.ReasonPluginRollback, "update", mf.ID,
+			fmt.Sprintf("version %s is already installed with other contents (merkle root %s; this package has %s): give the package a new version", mf.Version, vs.MerkleRoot, s.tree.Root()), nil)
+	}
 	if err := checkWorkspace(mf, m.o.Workspace); err != nil {
 		return nil, err
 	}
@@ -503,21 +552,60 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{ID: mf.ID, Version: mf.Version, Delta: manifest.Diff(old, mf)}
-	newItems := Items(mf.Permissions)
-	widened := uncovered(Items(old.Permissions), newItems)
-	carried := restrict(GrantItems(oldGrant.Permissions), newItems)
-	vs := m.versionState(s)
-	if st.Held != "" && st.Held != mf.Version {
-		m.dropVersion(st, st.Held)
+	d := manifest.Diff(old, mf)
+	q, err := questions(mf.ID, d)
+	if err != nil {
+		return nil, err
 	}
-	st.Versions[mf.Version] = vs
+	res := &Result{ID: mf.ID, Version: mf.Version, Delta: d}
+	switch mf.Version {
+	case st.Active: // the installed package again
+		return res, nil
+	case st.Held:
+		res.Held, res.Widened = true, q
+		return res, nil
+	}
 
-	if len(widened) == 0 && o.Grant == nil {
-		grant := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: permissionsFrom(mf, carried)}
-		prev := st.Active
-		st.Active, st.Held = mf.Version, ""
-		nb := m.rebind(b, mf)
+	if d.NeedsConsent() && o.Grant == nil {
+		prevHeld := st.Held
+		st.Held = mf.Version
+		st.Versions[mf.Version] = m.versionState(s)
+		e := m.event(audit.TypePluginHeld, mf, s)
+		e.Detail["active"] = st.Active
+		if err := m.record(ctx, e); err != nil {
+			return nil, err
+		}
+		if err := m.commit(ctx, s, st, nil, nil); err != nil {
+			return nil, err
+		}
+		res.Held, res.Widened = true, q
+		if prevHeld != "" {
+			// A newer held update replaces the one held before.
+			m.dropVersion(st, prevHeld)
+			return res, m.writeState(st)
+		}
+		return res, nil
+	}
+	var granted map[Group][]string
+	if o.Grant != nil {
+		// Headless: the grant file is the consent for what widened.
+		if granted, err = m.consent(ctx, mf, q, s.v == nil, o.Grant); err != nil {
+			return nil, err
+		}
+	}
+	grant, err := newGrant(mf, &oldGrant.Permissions, granted)
+	if err != nil {
+		return nil, err
+	}
+	prev, held := st.Active, st.Held
+	st.Active, st.Held = mf.Version, ""
+	st.Versions[mf.Version] = m.versionState(s)
+	if d.NeedsConsent() {
+		if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {
+			return nil, err
+		}
+		res.Widened = q
+	} else {
 		e := m.event(audit.TypePluginUpdated, mf, s)
 		e.Detail["from"] = prev
 		if o.AllowDowngrade {
@@ -526,43 +614,16 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 		if err := m.record(ctx, e); err != nil {
 			return nil, err
 		}
-		if err := m.commit(ctx, s, st, grant, nb); err != nil {
-			return nil, err
-		}
-		m.dropVersion(st, prev)
-		res.Grant = grant
-		return res, m.writeState(st)
 	}
-	if o.Grant != nil {
-		// Headless: the grant file is the consent for what widened.
-		granted, err := m.consent(ctx, mf, widened, s.v == nil, o.Grant)
-		if err != nil {
-			return nil, err
-		}
-		grant := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: permissionsFrom(mf, mergeItems(carried, granted))}
-		prev := st.Active
-		st.Active, st.Held = mf.Version, ""
-		if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {
-			return nil, err
-		}
-		if err := m.commit(ctx, s, st, grant, m.rebind(b, mf)); err != nil {
-			return nil, err
-		}
-		m.dropVersion(st, prev)
-		res.Grant = grant
-		return res, m.writeState(st)
-	}
-	st.Held = mf.Version
-	e := m.event(audit.TypePluginHeld, mf, s)
-	e.Detail["active"] = st.Active
-	if err := m.record(ctx, e); err != nil {
+	if err := m.commit(ctx, s, st, grant, m.rebind(b, mf)); err != nil {
 		return nil, err
 	}
-	if err := m.commit(ctx, s, st, nil, nil); err != nil {
-		return nil, err
+	m.dropVersion(st, prev)
+	if held != "" {
+		m.dropVersion(st, held)
 	}
-	res.Held, res.Widened = true, widened
-	return res, nil
+	res.Grant = grant
+	return res, m.writeState(st)
 }
 
 func (m *Manager) rebind(b *Binding, mf *manifest.Manifest) *Binding {
@@ -579,20 +640,9 @@ func (m *Manager) rebind(b *Binding, mf *manifest.Manifest) *Binding {
 	return &nb
 }
 
-func mergeItems(a, b map[Group][]string) map[Group][]string {
-	out := maps.Clone(a)
-	for g, v := range b {
-		if g == GroupProcess || g == GroupExternalWrites {
-			out[g] = v
-			continue
-		}
-		out[g] = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(out[g]), v...))))
-	}
-	return out
-}
-
-// Pending returns what a held update of plugin id widens, per group, with
-// the held manifest; ok is false when nothing is held.
+// Pending returns the consent items of what a held update of plugin id adds
+// or widens ([manifest.Diff] of the active and the held manifest), per
+// group, with the held manifest; ok is false when nothing is held.
 func (m *Manager) Pending(id string) (widened map[Group][]string, held *manifest.Manifest, ok bool, err error) {
 	st, found, err := m.state(id)
 	if err != nil || !found {
@@ -612,13 +662,20 @@ func (m *Manager) Pending(id string) (widened map[Group][]string, held *manifest
 	if err != nil {
 		return nil, nil, false, err
 	}
-	return uncovered(Items(old.Permissions), Items(held.Permissions)), held, true, nil
+	widened, err = questions(id, manifest.Diff(old, held))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return widened, held, true, nil
 }
 
-// Consent shows only what the held update of plugin id widens, asks the
-// user about those items (or takes grant), and activates the held version
-// with the old grant (restricted to what it still requests) plus what the
-// user accepted. Declining keeps the old version active and the update held.
+// Consent shows only what the held update of plugin id adds or widens (as
+// [Manager.Pending] derives it from [manifest.Diff]), asks the user about
+// those items (or takes grant), and activates the held version with the old
+// grant (restricted to what it still requests) plus what the user accepted.
+// An answer of nothing for a group grants nothing new in it; declining (an
+// error from the Consenter, or tool changes not accepted) keeps the old
+// version active and the update held.
 func (m *Manager) Consent(ctx context.Context, id string, grant *manifest.Layer) (*Result, error) {
 	unlock, err := m.lock()
 	if err != nil {
@@ -641,11 +698,14 @@ func (m *Manager) Consent(ctx context.Context, id string, grant *manifest.Layer)
 		return nil, err
 	}
 	w := m.o.Out
-	fmt.Fprintf(w, "%s %s → %s asks for more than you granted:\n", id, st.Active, held.Version)
-	for _, g := range Groups {
-		for _, it := range widened[g] {
-			fmt.Fprintf(w, "  + %s %s\n", g, it)
-		}
+	old, err := m.manifestOf(id, st.Active)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "%s %s → %s asks for more than %s:\n", id, st.Active, held.Version, st.Active)
+	d := manifest.Diff(old, held)
+	for _, c := range slices.Concat(d.Added, d.Widened) {
+		fmt.Fprintf(w, "  + %s\n", c)
 	}
 	fmt.Fprintln(w)
 	vs := st.Versions[held.Version]
@@ -653,8 +713,10 @@ func (m *Manager) Consent(ctx context.Context, id string, grant *manifest.Layer)
 	if err != nil {
 		return nil, err
 	}
-	items := mergeItems(restrict(GrantItems(oldGrant.Permissions), Items(held.Permissions)), granted)
-	ng := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: permissionsFrom(held, items)}
+	ng, err := newGrant(held, &oldGrant.Permissions, granted)
+	if err != nil {
+		return nil, err
+	}
 	e := m.event(audit.TypeConsentGranted, held, nil)
 	e.Detail["grantDigest"] = ng.Digest()
 	e.Detail["permissionDigest"] = held.Permissions.Digest()

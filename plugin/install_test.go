@@ -177,7 +177,7 @@ func TestInstallUpdateConsent(t *testing.T) {
 	if !reflect.DeepEqual(asked, wantWidened) {
 		t.Fatalf("consent asked %v, want exactly %v", asked, wantWidened)
 	}
-	for _, line := range []string{"+ filesystem.read workspace://src/**", "+ network POST https://hooks.example.invalid:443 /notify/{channel}"} {
+	for _, line := range []string{"+ filesystem.read workspace://src/**", "+ network POST https://hooks.example.invalid:443/notify/{channel}"} {
 		if !strings.Contains(e.out.String(), line) {
 			t.Errorf("consent screen lacks %q:\n%s", line, e.out.String())
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,8 +21,6 @@ import (
 	"github.com/norma-run/norma/store"
 	"github.com/spf13/cobra"
 )
-
-func init() { commands = append(commands, newPluginCmd) }
 
 func newPluginCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -457,11 +456,9 @@ func printResult(cmd *cobra.Command, asJSON bool, r *plugin.Result, verb string)
 			return err
 		}
 	} else if r.Held {
-		fmt.Fprintf(cmd.OutOrStdout(), "%s %s installed as HELD: it asks for more than you granted:\n", r.ID, r.Version)
-		for _, g := range plugin.Groups {
-			for _, it := range r.Widened[g] {
-				fmt.Fprintf(cmd.OutOrStdout(), "  + %s %s\n", g, it)
-			}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s %s installed as HELD: it asks for more than the running version:\n", r.ID, r.Version)
+		for _, c := range slices.Concat(r.Delta.Added, r.Delta.Widened) {
+			fmt.Fprintf(cmd.OutOrStdout(), "  + %s\n", c)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "The previous version keeps running. Review and accept with: norma plugin consent %s\n", r.ID)
 	} else {
@@ -612,12 +609,21 @@ func newPluginInfoCmd() *cobra.Command {
 				return pluginErr(err)
 			}
 			g, b, gerr := m.Grant(args[0])
+			// What a held update asks for, as `plugin consent` will ask it.
+			pending, _, _, perr := m.Pending(args[0])
 			if asJSON {
 				out := map[string]any{"state": st}
 				if gerr == nil {
 					out["grant"], out["binding"] = plugin.GrantItems(g.Permissions), b
 				} else {
 					out["grantError"] = gerr.Error()
+				}
+				if st.Held != "" {
+					if perr == nil {
+						out["pending"] = pending
+					} else {
+						out["pendingError"] = perr.Error()
+					}
 				}
 				return writeJSONOut(cmd.OutOrStdout(), out)
 			}
@@ -629,6 +635,14 @@ func newPluginInfoCmd() *cobra.Command {
 			}
 			if st.Held != "" {
 				fmt.Fprintf(w, "  held update %s: norma plugin consent %s\n", st.Held, st.ID)
+				if perr != nil {
+					fmt.Fprintf(w, "    %v\n", perr)
+				}
+				for _, grp := range plugin.Groups {
+					for _, it := range pending[grp] {
+						fmt.Fprintf(w, "    + %s %s\n", grp, it)
+					}
+				}
 			}
 			if gerr != nil {
 				fmt.Fprintf(w, "  grant: %v\n", gerr)
