@@ -1,14 +1,12 @@
 package agent
 
 import (
-	"context"
 	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/netip"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
@@ -39,24 +37,12 @@ func BuiltinPolicy(workspace, run *manifest.Layer, sandbox bool) (*policy.Set, e
 // request and every redirect hop is decided by the same policy value that
 // the gate decided the call with, and every address is checked at dial
 // time, private ones admitted only as that policy's allow_private says.
-func builtinHTTP(d gate.Decider, r netguard.Resolver, roots *x509.CertPool) *http.Client {
+func builtinHTTP(d capability.Decider, r netguard.Resolver, roots *x509.CertPool) *http.Client {
 	dialer := &netguard.Dialer{Resolver: r}
 	if p, ok := d.(interface{ AllowPrivate() []netip.Prefix }); ok {
 		dialer.AllowPrivate = p.AllowPrivate()
 	}
-	return netguard.NewClient(&netguard.Transport{Checker: deciderChecker{d}, Dialer: dialer, RootCAs: roots})
+	return netguard.NewClient(&netguard.Transport{Policy: d, Dialer: dialer, RootCAs: roots})
 }
 
-// deciderChecker lets a gate.Decider serve as the file guard's checker, so
-// that what the gate decides before a call and what the guard enforces
-// during it come from the same policy.
-type deciderChecker struct{ d gate.Decider }
-
-func (c deciderChecker) Check(ctx context.Context, r capability.Request) capability.Decision {
-	return c.d.Decide(ctx, r)
-}
-
-var (
-	_ gate.Decider       = (*policy.Set)(nil)
-	_ capability.Checker = deciderChecker{}
-)
+var _ capability.Decider = (*policy.Set)(nil)

@@ -3,6 +3,7 @@ package agent
 import (
 	"time"
 
+	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/provider"
 )
 
@@ -54,14 +55,14 @@ type CallRecord struct {
 	// (e.g. "fs.read workspace://docs/a.md"), or "" when none.
 	Target string `json:"target,omitempty"`
 	// Decision is allow, deny or approval_required; Reason the stable code.
-	Decision   string        `json:"decision"`
-	Reason     string        `json:"reason"`
-	Layer      string        `json:"layer,omitempty"`
-	Rule       string        `json:"rule,omitempty"`
-	Stage      string        `json:"stage,omitempty"`
-	IsError    bool          `json:"is_error"`
-	ApprovalID string        `json:"approval_id,omitempty"`
-	Duration   time.Duration `json:"duration_ns"`
+	Decision   string           `json:"decision"`
+	Reason     string           `json:"reason"`
+	Layer      capability.Layer `json:"layer,omitempty"`
+	Rule       string           `json:"rule,omitempty"`
+	Stage      string           `json:"stage,omitempty"`
+	IsError    bool             `json:"is_error"`
+	ApprovalID string           `json:"approval_id,omitempty"`
+	Duration   time.Duration    `json:"duration_ns"`
 	// OutputDigest is "sha256:" + hex of the content returned to the
 	// model (the capped head); FullDigest that of the spilled full output.
 	OutputDigest string `json:"output_digest"`

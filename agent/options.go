@@ -83,14 +83,14 @@ type config struct {
 	system        string
 	regs          []tool.Registration
 	plugins       []Plugin
-	builtinPolicy gate.Decider
+	builtinPolicy capability.Decider
 	workspace     *manifest.Layer
 	runLayer      *manifest.Layer
 	sandbox       bool
 	rules         policy.Rules
 	mode          gate.Mode
 	hooks         *hook.Registry
-	approver      gate.Approver
+	approver      approval.Authorizer
 	svc           *approval.Service
 	sink          audit.Sink
 	stateDir      string
@@ -112,6 +112,7 @@ type config struct {
 	reg           *tool.Registry
 	rootCAs       *x509.CertPool
 	resolver      netguard.Resolver
+	exec          tool.Runner
 }
 
 // TodoSource reads a run's todo list, as JSON, for the state file; the
@@ -194,7 +195,7 @@ func WithPolicy(workspace, run *manifest.Layer) Option {
 
 // WithBuiltinPolicy replaces the built-in tools' policy (by default
 // [BuiltinPolicy]: tools.Manifest compiled with the layers of [WithPolicy]).
-func WithBuiltinPolicy(d gate.Decider) Option {
+func WithBuiltinPolicy(d capability.Decider) Option {
 	return func(c *config) error { c.builtinPolicy = d; return nil }
 }
 
@@ -202,6 +203,17 @@ func WithBuiltinPolicy(d gate.Decider) Option {
 // (without it, process spawning is denied by the policy's host layer).
 func WithSandbox(ok bool) Option {
 	return func(c *config) error { c.sandbox = ok; return nil }
+}
+
+// WithProcessRunner gives the built-in tools the process capability: the
+// Exec of their Env (Bash, tasks and PTYs run through it), which the gate
+// wraps for every call so that each argv is checked by the deny rules and
+// the built-in policy, and withholds when that policy denies spawning.
+// Build it from the same policy value as [WithBuiltinPolicy]
+// (sandboxpolicy.NewRunner). Without it the built-in tools have no process
+// capability and the shell tools refuse with CAPABILITY_MISSING.
+func WithProcessRunner(r tool.Runner) Option {
+	return func(c *config) error { c.exec = r; return nil }
 }
 
 // WithRules sets the permission rules.
@@ -214,10 +226,12 @@ func WithMode(m gate.Mode) Option { return func(c *config) error { c.mode = m; r
 // tool events).
 func WithHooks(h *hook.Registry) Option { return func(c *config) error { c.hooks = h; return nil } }
 
-// WithApprover sets the approver the gate asks. Without an approver
-// (and without [WithApprovalService]) every call that needs approval is
-// denied with APPROVAL_REQUIRED.
-func WithApprover(a gate.Approver) Option {
+// WithApprover sets the approver the gate asks for a ticket for each call
+// that needs approval (when a is also an approval.Finisher, it is told
+// when the call is over). Without an approver (and without
+// [WithApprovalService]) every call that needs approval is denied with
+// APPROVAL_REQUIRED.
+func WithApprover(a approval.Authorizer) Option {
 	return func(c *config) error { c.approver = a; return nil }
 }
 

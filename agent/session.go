@@ -141,7 +141,7 @@ func (s *Session) build(ctx context.Context) error {
 			return fmt.Errorf("agent: register Task: %w", err)
 		}
 	}
-	policies := map[tool.Plugin]gate.Decider{}
+	policies := map[tool.Plugin]capability.Decider{}
 	for _, p := range c.plugins {
 		m := p.Manifest()
 		id := tool.Plugin{ID: m.ID, Version: m.Version, ManifestDigest: m.Digest()}
@@ -170,18 +170,18 @@ func (s *Session) build(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: workspace: %w", err)
 		}
-		if fsys, err = fsguard.New(abs, deciderChecker{builtin}); err != nil {
+		if fsys, err = fsguard.New(abs, builtin); err != nil {
 			return fmt.Errorf("agent: workspace: %w", err)
 		}
 	}
-	builtinEnv := tool.Env{HTTP: builtinHTTP(builtin, c.resolver, c.rootCAs)}
+	builtinEnv := tool.Env{HTTP: builtinHTTP(builtin, c.resolver, c.rootCAs), Exec: c.exec}
 	if fsys != nil {
 		builtinEnv.FS = fsys
 	}
-	var approver gate.Approver
+	var approver approval.Authorizer
 	switch {
 	case c.svc != nil:
-		approver = gate.ServiceApprover{Service: c.svc}
+		approver = c.svc
 	case c.approver != nil:
 		approver = c.approver
 	}
@@ -190,7 +190,7 @@ func (s *Session) build(ctx context.Context) error {
 	}
 	opts := gate.Options{
 		Registry: s.reg,
-		Policy: func(p tool.Plugin) (gate.Decider, error) {
+		Policy: func(p tool.Plugin) (capability.Decider, error) {
 			if p == (tool.Plugin{}) {
 				return builtin, nil
 			}
@@ -918,7 +918,7 @@ func (s *Session) takePending(toolUseID string) string {
 // left pending (see [WithApprovalService]).
 type sessionApprover struct {
 	s     *Session
-	inner gate.Approver
+	inner approval.Authorizer
 }
 
 // errPending is what the pending approver returns when nobody decided in
@@ -926,12 +926,12 @@ type sessionApprover struct {
 // request pending (an expiry or an explicit no would mark it).
 var errPending = errors.New("agent: approval pending")
 
-func (a *sessionApprover) Approve(ctx context.Context, r gate.ApprovalRequest) (gate.Ticket, error) {
+func (a *sessionApprover) Authorize(ctx context.Context, r approval.Request) (approval.Ticket, error) {
 	s := a.s
 	s.emit(Event{Kind: EventApprovalRequested, Principals: r.Principals, Approval: &ApprovalEvent{
-		ToolUseID: r.ToolUseID, Tool: r.Tool, Target: r.Decision.Request, Preview: r.Preview}})
+		ToolUseID: r.ToolUseID, Tool: r.Tool, Target: r.Target, Preview: r.Preview}})
 	slot := &pendingSlot{}
-	t, err := a.inner.Approve(context.WithValue(ctx, pendingSlotKey{}, slot), r)
+	t, err := a.inner.Authorize(context.WithValue(ctx, pendingSlotKey{}, slot), r)
 	ref := ApprovalRef{ToolUseID: r.ToolUseID, Tool: r.Tool, ApprovalID: t.ApprovalID, State: "granted"}
 	if err != nil {
 		ref.State = "denied"
@@ -954,14 +954,17 @@ func (a *sessionApprover) Approve(ctx context.Context, r gate.ApprovalRequest) (
 }
 
 // Finish forwards to the inner approver when it must be told.
-func (a *sessionApprover) Finish(ctx context.Context, t gate.Ticket) error {
-	if f, ok := a.inner.(gate.Finisher); ok {
+func (a *sessionApprover) Finish(ctx context.Context, t approval.Ticket) error {
+	if f, ok := a.inner.(approval.Finisher); ok {
 		return f.Finish(ctx, t)
 	}
 	return nil
 }
 
-var _ gate.Finisher = (*sessionApprover)(nil)
+var (
+	_ approval.Authorizer = (*sessionApprover)(nil)
+	_ approval.Finisher   = (*sessionApprover)(nil)
+)
 
 // The pending slot carries, from the approval service's approver back to
 // the session's gate approver, the id of a request left pending. It is

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/netguard"
@@ -32,12 +33,6 @@ type Identity struct {
 }
 
 func (id Identity) principal() string { return "plugin:" + id.Plugin + "#" + id.Process }
-
-// Decider decides capability requests; *policy.Set satisfies it. It must
-// be safe for concurrent use and deny on any internal error.
-type Decider interface {
-	Decide(ctx context.Context, req capability.Request) capability.Decision
-}
 
 // Limits bound what one plugin process can make the broker do. Zero fields
 // mean the documented defaults; a negative rate means no rate limit.
@@ -107,7 +102,7 @@ type Config struct {
 	// Identity of the plugin process; Plugin and Process are required.
 	Identity Identity
 	// Policy decides every request and every secret use. Required.
-	Policy Decider
+	Policy capability.Decider
 	// AllowPrivate admits otherwise refused address ranges upstream
 	// (pass the policy Set's AllowPrivate()).
 	AllowPrivate []netip.Prefix
@@ -125,9 +120,15 @@ type Config struct {
 	// it resolves; share it with the other output channels of the host.
 	// Nil means a private one.
 	Redactor *secret.Redactor
-	// Approver answers approval_required decisions; nil refuses them
-	// (APPROVAL_REQUIRED).
-	Approver Approver
+	// Approver answers approval_required decisions: it is asked for a
+	// ticket for exactly the request's [ActionHash] (tool [ToolNetRequest]),
+	// and the request is refused on any error, on a ticket without an
+	// approval id and on a ticket for another action hash. The ticket's
+	// idempotency key is sent upstream as Idempotency-Key; when the
+	// approver is also an approval.Finisher it is told when the upstream
+	// exchange is over. *approval.Service is the durable one. Nil refuses
+	// such requests (APPROVAL_REQUIRED).
+	Approver approval.Authorizer
 	// Audit receives one decision event per request. Required: a request
 	// whose decision cannot be recorded is refused (AUDIT_UNAVAILABLE).
 	Audit audit.Sink
@@ -184,11 +185,11 @@ type Broker struct {
 	cfg      Config
 	lim      Limits
 	id       Identity
-	policy   Decider
+	policy   capability.Decider
 	ca       *CA
 	vault    secret.Vault
 	red      *secret.Redactor
-	approver Approver
+	approver approval.Authorizer
 	sink     audit.Sink
 	log      *slog.Logger
 	now      func() time.Time
@@ -262,12 +263,12 @@ func New(ln net.Listener, cfg Config) (*Broker, error) {
 	// Every upstream request goes through netguard's Transport, the one
 	// egress path of Norma: it rebuilds the request from the normalized URL,
 	// refuses a request-URI that is not the checked path, sends only the
-	// request this broker decided (decidedChecker) and dials through the
+	// request this broker decided (decidedPolicy) and dials through the
 	// Dialer (one lookup, every address checked, the checked address
 	// dialed). It never follows a redirect: the plugin's next hop is a new
 	// request through the whole pipeline.
 	b.transport = &netguard.Transport{
-		Checker:                decidedChecker{},
+		Policy:                 decidedPolicy{},
 		Dialer:                 &netguard.Dialer{Resolver: cfg.Resolver, AllowPrivate: cfg.AllowPrivate, Timeout: 30 * time.Second},
 		RootCAs:                cfg.UpstreamRootCAs,
 		MaxResponseBytes:       b.lim.MaxResponseBytes,

@@ -148,7 +148,7 @@ func TestPOSTNeedsApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, envOptions{approver: ServiceApprover{Service: svc}})
+	e := newEnv(t, envOptions{approver: svc})
 	url := e.api.origin + "/repos/acme/issues/42/comments"
 	post := func(body string) <-chan response {
 		ch := make(chan response, 1)
@@ -435,7 +435,7 @@ func TestPrivateAddresses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Give the name a rule so that only the address check can refuse.
 			set := e.broker.policy
-			e.broker.policy = CheckerFuncDecider(func(ctx context.Context, r capability.Request) capability.Decision {
+			e.broker.policy = DeciderFunc(func(ctx context.Context, r capability.Request) capability.Decision {
 				if r.Kind == capability.NetRequest && strings.HasPrefix(r.Origin, "https://"+tt.host) {
 					return capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed}
 				}
@@ -454,10 +454,10 @@ func TestPrivateAddresses(t *testing.T) {
 	}
 }
 
-// CheckerFuncDecider adapts a function to Decider (tests only).
-type CheckerFuncDecider func(ctx context.Context, r capability.Request) capability.Decision
+// DeciderFunc adapts a function to Decider (tests only).
+type DeciderFunc func(ctx context.Context, r capability.Request) capability.Decision
 
-func (f CheckerFuncDecider) Decide(ctx context.Context, r capability.Request) capability.Decision {
+func (f DeciderFunc) Decide(ctx context.Context, r capability.Request) capability.Decision {
 	return f(ctx, r)
 }
 
@@ -670,7 +670,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer ln.Close()
-	ok := Config{Identity: Identity{Plugin: "p", Process: "1"}, Policy: CheckerFuncDecider(nil), Audit: &recSink{}, CA: ca}
+	ok := Config{Identity: Identity{Plugin: "p", Process: "1"}, Policy: DeciderFunc(nil), Audit: &recSink{}, CA: ca}
 	tests := []struct {
 		name string
 		mut  func(*Config)

@@ -19,7 +19,7 @@ func withDecision(ctx context.Context, req capability.Request, dec capability.De
 	return context.WithValue(ctx, decidedKey{}, &decided{req: req, dec: dec})
 }
 
-// decidedChecker is the Checker of the broker's netguard.Transport. The
+// decidedPolicy is the policy of the broker's netguard.Transport. The
 // broker has already decided the request (policy, secrets, approval,
 // audit); the Transport asks again about what it is about to send, after
 // its own normalization and wire-URL check, and gets that decision only if
@@ -27,11 +27,11 @@ func withDecision(ctx context.Context, req capability.Request, dec capability.De
 // and path. Anything else, or a request without a decision, is refused, so
 // the Transport can never send a request the broker did not decide and
 // audit.
-type decidedChecker struct{}
+type decidedPolicy struct{}
 
-var _ capability.Checker = decidedChecker{}
+var _ capability.Decider = decidedPolicy{}
 
-func (decidedChecker) Check(ctx context.Context, req capability.Request) capability.Decision {
+func (decidedPolicy) Decide(ctx context.Context, req capability.Request) capability.Decision {
 	d, ok := ctx.Value(decidedKey{}).(*decided)
 	switch {
 	case !ok:

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
@@ -35,8 +36,8 @@ import (
 // or an audit event.
 const canary = "CANARY-tok-9b1f2e7d4c3a"
 
-// The policy Set is the broker's Decider.
-var _ Decider = (*policy.Set)(nil)
+// The policy Set is the broker's policy.
+var _ capability.Decider = (*policy.Set)(nil)
 
 // The secret Redactor is the audit log's Redactor.
 var _ audit.Redactor = (*secret.Redactor)(nil)
@@ -247,7 +248,7 @@ type env struct {
 
 type envOptions struct {
 	limits   Limits
-	approver Approver
+	approver approval.Authorizer
 	noValue  bool
 	// upstreamRoots replaces the upstream test CA as the broker's roots.
 	upstreamRoots *x509.CertPool

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/netguard/weburl"
@@ -291,7 +292,7 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 
 	sum := sha256.Sum256(body)
 	digest := "sha256:" + hex.EncodeToString(sum[:])
-	var grant Grant
+	var ticket approval.Ticket
 	if dec.Mode == capability.ApprovalRequired {
 		if b.approver == nil {
 			return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: dec, Detail: "broker: this request needs approval and no approver is configured"}}
@@ -301,26 +302,29 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 			return deny(http.StatusForbidden, capability.ReasonApprovalRequired, reqStr, "broker: cannot bind an approval: "+err.Error())
 		}
 		preview := body[:min(len(body), 1024)]
-		info := RequestInfo{
-			Identity: b.id, Method: r.Method, URL: u.String(), Origin: u.Origin, Path: u.Path,
-			BodyDigest: digest, BodyLen: int64(len(body)), Preview: b.red.Redact(string(preview)),
-			ActionHash: hash, Decision: dec,
+		areq := approval.Request{
+			RunID: b.id.RunID, Plugin: b.id.Plugin, PluginVersion: b.id.Version, ManifestDigest: b.id.ManifestDigest,
+			Tool: ToolNetRequest, Effect: "net.request", Target: r.Method + " " + u.Origin + u.Path,
+			Preview: b.red.Redact(string(preview)), ActionHash: hash,
 		}
 		actx, cancel := context.WithTimeout(ctx, b.lim.ApprovalTimeout)
-		grant, err = b.approver.ApproveRequest(actx, info)
+		ticket, err = b.approver.Authorize(actx, areq)
 		cancel()
 		if err != nil {
 			return fromError(http.StatusForbidden, capability.ReasonApprovalDenied, reqStr, err)
 		}
-		x.approval = grant.ApprovalID
+		if ticket.ApprovalID == "" || (ticket.ActionHash != "" && ticket.ActionHash != hash) {
+			return deny(http.StatusForbidden, capability.ReasonApprovalMismatch, reqStr, "broker: the approver returned no ticket for this request")
+		}
+		x.approval = ticket.ApprovalID
 	}
 
 	// Inject the credentials; the request is otherwise the one checked.
 	for i, bd := range inject {
 		injectHeader(hdr, bd, values[i])
 	}
-	if grant.IdempotencyKey != "" {
-		hdr.Set("Idempotency-Key", grant.IdempotencyKey)
+	if ticket.IdempotencyKey != "" {
+		hdr.Set("Idempotency-Key", ticket.IdempotencyKey)
 	}
 
 	if dec.Mode == capability.ApprovalRequired {
@@ -350,8 +354,14 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 	if err := b.record(ctx, x, nil); err != nil {
 		return deny(http.StatusForbidden, capability.ReasonAuditUnavailable, reqStr, "broker: the decision could not be audited")
 	}
-	if grant.Finish != nil {
-		defer func() { _ = grant.Finish(context.WithoutCancel(ctx)) }()
+	if f, ok := b.approver.(approval.Finisher); ok && ticket.ApprovalID != "" {
+		// Told once the upstream exchange is over, so a crash in between
+		// can be told apart from a completed call.
+		defer func() {
+			if err := f.Finish(context.WithoutCancel(ctx), ticket); err != nil {
+				b.log.LogAttrs(ctx, slog.LevelError, "broker: approval finish failed", slog.String("approval", ticket.ApprovalID), slog.String("err", err.Error()))
+			}
+		}()
 	}
 	resp, err := b.transport.RoundTrip(out)
 	if err != nil {
@@ -548,7 +558,7 @@ func (b *Broker) refuse(w http.ResponseWriter, ctx context.Context, x *exchange,
 	body, _ := json.Marshal(struct {
 		Reason  capability.Reason `json:"reason"`
 		Message string            `json:"message"`
-		Layer   string            `json:"layer,omitempty"`
+		Layer   capability.Layer  `json:"layer,omitempty"`
 		Rule    string            `json:"rule,omitempty"`
 		Request string            `json:"request,omitempty"`
 	}{d.err.Decision.Reason, b.red.Redact(d.err.Error()), d.err.Decision.Layer, d.err.Decision.Rule, b.red.Redact(d.err.Decision.Request)})
@@ -580,7 +590,7 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 		CapabilityKind:   capability.NetRequest.String(),
 		Decision:         dec.Mode.String(),
 		Reason:           string(dec.Reason),
-		Layer:            dec.Layer,
+		Layer:            string(dec.Layer),
 		Rule:             dec.Rule,
 		ManifestDigest:   b.id.ManifestDigest,
 		PolicyGeneration: dec.PolicyGeneration,

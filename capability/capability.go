@@ -187,9 +187,38 @@ const (
 	ReasonPanic                    Reason = "TOOL_PANIC"
 )
 
+// Layer names where a decision was made: a policy layer, in evaluation
+// order (plugin, grant, workspace, run, sandbox), a stage of the gate
+// (gate, rules, mode, tool, hook, approval), or a guard that refused a
+// request as it was made (guard, broker, secret, shell, host, agent).
+type Layer string
+
+// Layers.
+const (
+	LayerPlugin    Layer = "plugin"
+	LayerGrant     Layer = "grant"
+	LayerWorkspace Layer = "workspace"
+	LayerRun       Layer = "run"
+	LayerSandbox   Layer = "sandbox"
+
+	LayerGate     Layer = "gate"
+	LayerRules    Layer = "rules"
+	LayerMode     Layer = "mode"
+	LayerTool     Layer = "tool"
+	LayerHook     Layer = "hook"
+	LayerApproval Layer = "approval"
+
+	LayerGuard  Layer = "guard"
+	LayerBroker Layer = "broker"
+	LayerSecret Layer = "secret"
+	LayerShell  Layer = "shell"
+	LayerHost   Layer = "host"
+	LayerAgent  Layer = "agent"
+)
+
 // LayerResult is one entry of a decision trace.
 type LayerResult struct {
-	Layer  string `json:"layer"`
+	Layer  Layer  `json:"layer"`
 	Mode   Mode   `json:"decision"`
 	Reason Reason `json:"reason"`
 	Rule   string `json:"rule,omitempty"`
@@ -199,7 +228,7 @@ type LayerResult struct {
 type Decision struct {
 	Mode             Mode          `json:"decision"`
 	Reason           Reason        `json:"reason"`
-	Layer            string        `json:"layer,omitempty"`
+	Layer            Layer         `json:"layer,omitempty"`
 	Rule             string        `json:"rule,omitempty"`
 	Request          string        `json:"request"`
 	ManifestDigest   string        `json:"manifestDigest,omitempty"`
@@ -223,7 +252,7 @@ func (e *Error) Error() string {
 	b.WriteString(string(e.Decision.Reason))
 	if e.Decision.Layer != "" {
 		b.WriteString(" (layer ")
-		b.WriteString(e.Decision.Layer)
+		b.WriteString(string(e.Decision.Layer))
 		if e.Decision.Rule != "" {
 			b.WriteString(", rule ")
 			b.WriteString(e.Decision.Rule)
@@ -252,19 +281,19 @@ func ReasonOf(err error) Reason {
 	return ""
 }
 
-// Checker decides capability requests. Implementations must be safe for
-// concurrent use, must not do I/O, and must deny on any internal error.
-type Checker interface {
-	Check(ctx context.Context, req Request) Decision
+// Decider decides capability requests: the one decision interface of
+// Norma. The gate, the file guard, the network guard and the egress broker
+// each ask one, and *policy.Set implements it. Implementations must be safe
+// for concurrent use, must not do I/O, and must deny on any internal error.
+type Decider interface {
+	Decide(ctx context.Context, req Request) Decision
 }
 
-// CheckerFunc adapts a function to Checker.
-type CheckerFunc func(ctx context.Context, req Request) Decision
+// AllowAll is the Decider that allows every request, for what is
+// explicitly unconfined: resolving a path without deciding on it.
+type AllowAll struct{}
 
-// Check calls f.
-func (f CheckerFunc) Check(ctx context.Context, req Request) Decision { return f(ctx, req) }
-
-// AllowAll is a Checker for tests and for explicitly unconfined tools.
-var AllowAll Checker = CheckerFunc(func(_ context.Context, r Request) Decision {
+// Decide allows r.
+func (AllowAll) Decide(_ context.Context, r Request) Decision {
 	return Decision{Mode: Allow, Reason: ReasonAllowed, Request: r.String()}
-})
+}

@@ -54,7 +54,7 @@ func benchGate(b *testing.B) *gate.Gate {
 	set := testSet(b)
 	g, err := gate.New(gate.Options{
 		Registry: reg,
-		Policy:   func(tool.Plugin) (gate.Decider, error) { return set, nil },
+		Policy:   func(tool.Plugin) (capability.Decider, error) { return set, nil },
 		Audit:    sink,
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/internal/shellcmd"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
 )
@@ -50,12 +52,6 @@ func (s Step) String() string {
 	return fmt.Sprintf("unknown(%d)", uint8(s))
 }
 
-// Decider answers capability requests for one plugin; *policy.Set
-// implements it. It must not do I/O and must deny on any internal error.
-type Decider interface {
-	Decide(ctx context.Context, req capability.Request) capability.Decision
-}
-
 // DefaultTimeout is the deadline of a call when neither the tool nor the
 // options give one.
 const DefaultTimeout = 2 * time.Minute
@@ -69,9 +65,9 @@ type Options struct {
 	// serves one gate.
 	Registry *tool.Registry
 	// Policy returns the compiled policy of a plugin (the zero Plugin is
-	// the built-in tools). An error or a nil Decider denies the call with
+	// the built-in tools). An error or a nil capability.Decider denies the call with
 	// POLICY_ERROR.
-	Policy func(tool.Plugin) (Decider, error)
+	Policy func(tool.Plugin) (capability.Decider, error)
 	// Audit receives one tool_call_started event before every call (a
 	// refusal denies the call) and one final event per Execute.
 	Audit audit.Sink
@@ -80,9 +76,15 @@ type Options struct {
 	Mode Mode
 	// Rules are the permission rules.
 	Rules policy.Rules
-	// Approver decides calls that need approval. Nil denies them with
+	// Approver decides calls that need approval: it is asked for a ticket
+	// for exactly the call's action (approval.HashAction of plugin,
+	// version, manifest digest, tool, canonical input and run id), and the
+	// call is denied on any error, on a ticket without an approval id and
+	// on a ticket for another action hash. When it is also an
+	// approval.Finisher it is told when the approved call is over.
+	// *approval.Service is the durable one. Nil denies such calls with
 	// APPROVAL_REQUIRED.
-	Approver Approver
+	Approver approval.Authorizer
 	// Hooks runs PreToolUse, PostToolUse and PostToolUseFailure hooks; nil
 	// means none.
 	Hooks *hook.Registry
@@ -119,11 +121,11 @@ type Options struct {
 type Gate struct {
 	reg       *tool.Registry
 	disp      *tool.Dispatcher
-	policy    func(tool.Plugin) (Decider, error)
+	policy    func(tool.Plugin) (capability.Decider, error)
 	sink      audit.Sink
 	rules     *policy.RuleSet
 	mode      atomic.Uint32
-	approver  Approver
+	approver  approval.Authorizer
 	hooks     *hook.Registry
 	caps      func(tool.Plugin) (tool.Env, error)
 	resolve   func(string) (string, error)
@@ -254,10 +256,10 @@ type exec struct {
 	explain bool
 	trace   []capability.LayerResult
 	dec     capability.Decision
-	ticket  Ticket
+	ticket  approval.Ticket
 	res     Result
 	mode    Mode
-	pol     Decider
+	pol     capability.Decider
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
@@ -282,14 +284,14 @@ func (x *exec) fail(reason capability.Reason, msg string) {
 	}
 }
 
-func stageLayer(s Step) string {
+func stageLayer(s Step) capability.Layer {
 	switch s {
 	case StepPreHooks:
-		return "hook"
+		return capability.LayerHook
 	case StepApproval:
-		return "approval"
+		return capability.LayerApproval
 	}
-	return "gate"
+	return capability.LayerGate
 }
 
 // Execute runs one call through every step, in order: lookup, schema,
@@ -451,7 +453,7 @@ func widened(orig []capability.Request, origKnown bool, next []capability.Reques
 // rewrite sends a hook's updated input back through steps 2–4.
 func (x *exec) rewrite(ctx context.Context, raw json.RawMessage, ask bool) bool {
 	prevTicket := x.ticket
-	x.ticket = Ticket{}
+	x.ticket = approval.Ticket{}
 	if !x.authorize(ctx, raw, false) {
 		return false
 	}
@@ -493,9 +495,10 @@ func (x *exec) approve(ctx context.Context) bool {
 		x.fail(capability.ReasonInvalidRequest, "the action cannot be hashed")
 		return false
 	}
-	t, err := safeApprove(ctx, g.approver, ApprovalRequest{
-		RunID: c.RunID, Principals: c.Principals, ToolUseID: c.ID, Plugin: p, Tool: e.Name(),
-		ActionHash: hash, Decision: x.dec, Preview: x.preview(),
+	t, err := safeApprove(ctx, g.approver, approval.Request{
+		RunID: c.RunID, Principals: c.Principals, ToolUseID: c.ID,
+		Plugin: p.ID, PluginVersion: p.Version, ManifestDigest: p.ManifestDigest, Tool: e.Name(),
+		Target: x.dec.Request, Preview: x.preview(), ActionHash: hash,
 	})
 	if err != nil {
 		reason := capability.ReasonOf(err)
@@ -517,13 +520,13 @@ func (x *exec) approve(ctx context.Context) bool {
 	return true
 }
 
-func safeApprove(ctx context.Context, a Approver, r ApprovalRequest) (t Ticket, err error) {
+func safeApprove(ctx context.Context, a approval.Authorizer, r approval.Request) (t approval.Ticket, err error) {
 	defer func() {
 		if recover() != nil {
-			t, err = Ticket{}, errors.New("the approver panicked")
+			t, err = approval.Ticket{}, errors.New("the approver panicked")
 		}
 	}()
-	return a.Approve(ctx, r)
+	return a.Authorize(ctx, r)
 }
 
 func (x *exec) preview() string {
@@ -562,7 +565,8 @@ func (x *exec) env() (tool.Env, bool) {
 		if probe.Mode == capability.Deny {
 			env.Exec = nil
 		} else {
-			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules, tool: x.entry.Name()}
+			declared := slices.ContainsFunc(x.reqs, func(r capability.Request) bool { return r.Kind == capability.ProcessSpawn })
+			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules, declared: declared}
 		}
 	}
 	return env, true
@@ -624,7 +628,7 @@ func (x *exec) call(ctx context.Context, env tool.Env) (tool.Result, error) {
 	}
 	x.res.Duration = time.Since(start)
 	if x.ticket.ApprovalID != "" {
-		if f, ok := x.g.approver.(Finisher); ok {
+		if f, ok := x.g.approver.(approval.Finisher); ok {
 			if err := f.Finish(context.WithoutCancel(ctx), x.ticket); err != nil {
 				x.g.log.Error("gate: approval finish failed", "tool", x.entry.Name(), "err", err)
 			}
@@ -671,7 +675,7 @@ func (x *exec) event(typ string) audit.Event {
 	}
 	e := audit.Event{
 		Type: typ, RunID: c.RunID, Principal: x.principal, Tool: c.Tool,
-		Decision: x.dec.Mode.String(), Reason: string(x.dec.Reason), Layer: x.dec.Layer, Rule: x.dec.Rule,
+		Decision: x.dec.Mode.String(), Reason: string(x.dec.Reason), Layer: string(x.dec.Layer), Rule: x.dec.Rule,
 		ManifestDigest: x.dec.ManifestDigest, PolicyGeneration: x.dec.PolicyGeneration,
 		ApprovalID: x.res.ApprovalID,
 	}
@@ -741,7 +745,7 @@ func denyMessage(d capability.Decision) string {
 	b.WriteString(string(d.Reason))
 	if d.Layer != "" {
 		b.WriteString(" (layer ")
-		b.WriteString(d.Layer)
+		b.WriteString(string(d.Layer))
 		if d.Rule != "" {
 			b.WriteString(", rule ")
 			b.WriteString(d.Rule)
@@ -830,28 +834,70 @@ func (g *Gate) concurrent(c *Call) bool {
 	return e.ReadOnly(in) && e.ConcurrencySafe(in)
 }
 
-// guardedRunner checks every process a handler starts against the deny
-// rules and the policy.
+// guardedRunner is the process capability as a handler receives it: every
+// process it runs or starts is checked first against the deny rules and
+// the call's policy — its argv and every command that argv runs (a shell's
+// -c script, a wrapper's command) as internal/shellcmd sees them — so what
+// a tool starts is decided by the gate's policy value, not by the tool.
 type guardedRunner struct {
 	inner tool.Runner
-	pol   Decider
+	pol   capability.Decider
 	deny  *policy.RuleSet
-	tool  string
+	// declared reports that the call declared process.spawn and the gate
+	// decided it: a policy requiring approval for spawning was met by this
+	// call's approval, and a command whose effect cannot be known was
+	// judged (approved) as such. Otherwise both are refused here.
+	declared bool
 }
 
 func (r *guardedRunner) Run(ctx context.Context, cmd tool.Command) (tool.CommandResult, error) {
-	if len(cmd.Argv) == 0 {
-		return tool.CommandResult{}, capability.Denied(capability.ReasonInvalidRequest, "process.spawn", "empty argv")
-	}
-	req := capability.Request{Kind: capability.ProcessSpawn, Argv: cmd.Argv}
-	if rl, ok := r.deny.Deny("", []capability.Request{req}); ok {
-		return tool.CommandResult{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRuleDenied, Layer: "rules", Rule: rl, Request: req.String()}}
-	}
-	if d := r.pol.Decide(ctx, req); d.Mode != capability.Allow {
-		if d.Mode == capability.ApprovalRequired {
-			d.Mode, d.Reason = capability.Deny, capability.ReasonApprovalRequired
-		}
-		return tool.CommandResult{}, &capability.Error{Decision: d}
+	if err := r.check(ctx, cmd.Argv); err != nil {
+		return tool.CommandResult{}, err
 	}
 	return r.inner.Run(ctx, cmd)
+}
+
+func (r *guardedRunner) Start(ctx context.Context, cmd tool.Command) (tool.Process, error) {
+	if err := r.check(ctx, cmd.Argv); err != nil {
+		return nil, err
+	}
+	return r.inner.Start(ctx, cmd)
+}
+
+// check decides one argv; the error is a *capability.Error.
+func (r *guardedRunner) check(ctx context.Context, argv []string) error {
+	if len(argv) == 0 {
+		return capability.Denied(capability.ReasonInvalidRequest, "process.spawn", "empty argv")
+	}
+	se := shellcmd.Argv(argv)
+	reqs := make([]capability.Request, 0, len(se.Spawns))
+	for _, a := range se.Spawns {
+		reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: a})
+	}
+	for i := range reqs {
+		if rl, ok := r.deny.Deny("", reqs[i:i+1]); ok {
+			return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRuleDenied, Layer: "rules", Rule: rl, Request: reqs[i].String()}}
+		}
+	}
+	if se.Unknown != "" && !r.declared {
+		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonCommandUnparseable, Layer: "rules",
+			Request: capability.Request{Kind: capability.ProcessSpawn, Argv: argv}.String()}, Detail: se.Unknown}
+	}
+	for i := range reqs {
+		d := r.pol.Decide(ctx, reqs[i])
+		switch {
+		case d.Mode == capability.Allow:
+		case d.Mode == capability.ApprovalRequired && r.declared:
+		default:
+			if d.Mode == capability.ApprovalRequired {
+				d.Reason = capability.ReasonApprovalRequired
+			}
+			d.Mode = capability.Deny
+			if d.Request == "" {
+				d.Request = reqs[i].String()
+			}
+			return &capability.Error{Decision: d}
+		}
+	}
+	return nil
 }

@@ -57,7 +57,7 @@ func testSet(t testing.TB) *policy.Set {
 
 // countingPolicy counts every capability decision.
 type countingPolicy struct {
-	d gate.Decider
+	d capability.Decider
 	n atomic.Int64
 }
 
@@ -176,7 +176,7 @@ func newFixture(t testing.TB, opts ...fixtureOpt) *fixture {
 
 	o := gate.Options{
 		Registry: f.reg,
-		Policy:   func(tool.Plugin) (gate.Decider, error) { return f.pol, nil },
+		Policy:   func(tool.Plugin) (capability.Decider, error) { return f.pol, nil },
 		Audit:    f.sink,
 		Hooks:    f.hooks,
 		Approver: f.approver,

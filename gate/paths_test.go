@@ -163,7 +163,7 @@ func TestRegistryClaimedOnce(t *testing.T) {
 	if _, err := f.reg.Claim(); err == nil {
 		t.Fatal("Claim() after gate.New = nil error, want ErrClaimed")
 	}
-	_, err := gate.New(gate.Options{Registry: f.reg, Policy: func(tool.Plugin) (gate.Decider, error) { return f.pol, nil }, Audit: f.sink})
+	_, err := gate.New(gate.Options{Registry: f.reg, Policy: func(tool.Plugin) (capability.Decider, error) { return f.pol, nil }, Audit: f.sink})
 	if err == nil {
 		t.Fatal("second gate.New on one registry = nil error")
 	}

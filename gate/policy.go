@@ -59,7 +59,7 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	return perm, capability.Decision{}, true
 }
 
-// explainer is a Decider that can also give every layer's answer; explain
+// explainer is a capability.Decider that can also give every layer's answer; explain
 // uses it for the trace.
 type explainer interface {
 	Explain(ctx context.Context, req capability.Request) capability.Decision
@@ -98,7 +98,8 @@ func (x *exec) capability(ctx context.Context) capability.Decision {
 func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.Decision {
 	name, reqs := x.entry.Name(), x.reqs
 	harness := capability.Allow
-	layer, rule, reason := "", "", capability.ReasonApprovalRequired
+	var layer capability.Layer
+	rule, reason := "", capability.ReasonApprovalRequired
 	switch {
 	case x.mode == ModeBypass && x.unknown == "":
 		layer, rule = "mode", "mode:bypassPermissions"
@@ -125,7 +126,7 @@ func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.D
 	return d
 }
 
-func deny(reason capability.Reason, layer, rule, req string) capability.Decision {
+func deny(reason capability.Reason, layer capability.Layer, rule, req string) capability.Decision {
 	return capability.Decision{Mode: capability.Deny, Reason: reason, Layer: layer, Rule: rule, Request: req}
 }
 
@@ -249,19 +250,4 @@ func (g *Gate) path(p string) (string, error) {
 		return "", err
 	}
 	return fsguard.Clean(p)
-}
-
-// Requests normalizes the accesses a tool declares exactly as the policy
-// step does — paths resolved with resolve (nil: lexical cleaning), URLs and
-// origins normalized, shell commands parsed into every simple command and
-// the files their redirections read and write — for `norma policy explain
-// --tool` and other callers that decide a call without running it. unknown
-// names a command whose effect cannot be known (never allowed); bad is the
-// refusal of an access that cannot be normalized.
-func Requests(toolName string, acc []tool.Access, resolve func(string) (string, error)) (reqs []capability.Request, unknown string, bad *capability.Decision) {
-	if resolve == nil {
-		resolve = fsguard.Clean
-	}
-	g := &Gate{resolve: resolve}
-	return g.normalize(toolName, acc)
 }

@@ -9,15 +9,6 @@ import (
 
 func errorf(format string, args ...any) error { return fmt.Errorf("policy: "+format, args...) }
 
-// Layer names, in evaluation order.
-const (
-	LayerPlugin    = "plugin"
-	LayerGrant     = "grant"
-	LayerWorkspace = "workspace"
-	LayerRun       = "run"
-	LayerSandbox   = "sandbox"
-)
-
 type layerKind uint8
 
 const (
@@ -28,7 +19,7 @@ const (
 
 // layer is one compiled layer.
 type layer struct {
-	name string
+	name capability.Layer
 	kind layerKind
 
 	read, write, deny globList
@@ -65,12 +56,12 @@ type toolRule struct {
 	declared bool
 }
 
-func compileLayer(name string, kind layerKind, p manifest.Permissions) (*layer, error) {
+func compileLayer(name capability.Layer, kind layerKind, p manifest.Permissions) (*layer, error) {
 	l := &layer{name: name, kind: kind}
 	if fs := p.Filesystem; fs != nil {
-		l.read, l.readSet = compileGlobs(name, "read", fs.Read), fs.Read != nil
-		l.write, l.writeSet = compileGlobs(name, "write", fs.Write), fs.Write != nil
-		l.deny = compileGlobs(name, "deny", fs.Deny)
+		l.read, l.readSet = compileGlobs(string(name), "read", fs.Read), fs.Read != nil
+		l.write, l.writeSet = compileGlobs(string(name), "write", fs.Write), fs.Write != nil
+		l.deny = compileGlobs(string(name), "deny", fs.Deny)
 	}
 	var err error
 	if l.net, err = compileNet(name, p.Network); err != nil {
@@ -80,19 +71,19 @@ func compileLayer(name string, kind layerKind, p manifest.Permissions) (*layer, 
 	l.secretsSet = p.Secrets != nil
 	l.secrets = make(map[string]secretRule, len(p.Secrets))
 	for i, s := range p.Secrets {
-		l.secrets[s.Name] = secretRule{purpose: s.Purpose, rule: name + ":permissions.secrets[" + itoa(i) + "]"}
+		l.secrets[s.Name] = secretRule{purpose: s.Purpose, rule: string(name) + ":permissions.secrets[" + itoa(i) + "]"}
 	}
 	if p.Process != nil && p.Process.Spawn != "" {
 		if l.spawn, err = capability.ParseMode(p.Process.Spawn); err != nil {
 			return nil, err
 		}
-		l.spawnSet, l.spawnRule = true, name+":permissions.process.spawn"
+		l.spawnSet, l.spawnRule = true, string(name)+":permissions.process.spawn"
 	}
 	if p.ExternalWrites != nil && p.ExternalWrites.Default != "" {
 		if l.ext, err = capability.ParseMode(p.ExternalWrites.Default); err != nil {
 			return nil, err
 		}
-		l.extSet, l.extRule = true, name+":permissions.external_writes.default"
+		l.extSet, l.extRule = true, string(name)+":permissions.external_writes.default"
 	}
 	if kind == allowList {
 		// Absent means the closed choice: no spawn; external writes only

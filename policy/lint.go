@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 
+	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
 )
 
@@ -23,12 +24,12 @@ func Lint(in Inputs) []Warning {
 		return nil
 	}
 	type named struct {
-		name string
+		name capability.Layer
 		l    *manifest.Layer
 	}
-	others := []named{{LayerGrant, in.Grant}, {LayerWorkspace, in.Workspace}, {LayerRun, in.Run}}
+	others := []named{{capability.LayerGrant, in.Grant}, {capability.LayerWorkspace, in.Workspace}, {capability.LayerRun, in.Run}}
 	var denies []struct{ rule, glob string }
-	addDenies := func(layer string, p manifest.Permissions) {
+	addDenies := func(layer capability.Layer, p manifest.Permissions) {
 		if p.Filesystem == nil {
 			return
 		}
@@ -36,7 +37,7 @@ func Lint(in Inputs) []Warning {
 			denies = append(denies, struct{ rule, glob string }{fmt.Sprintf("%s:permissions.filesystem.deny[%d]", layer, i), g})
 		}
 	}
-	addDenies(LayerPlugin, in.Manifest.Permissions)
+	addDenies(capability.LayerPlugin, in.Manifest.Permissions)
 	for _, o := range others {
 		if o.l != nil {
 			addDenies(o.name, o.l.Permissions)

@@ -124,7 +124,7 @@ type netIndex struct {
 	origins map[string]*originRules
 }
 
-func compileNet(layer string, n *manifest.Network) (*netIndex, error) {
+func compileNet(layer capability.Layer, n *manifest.Network) (*netIndex, error) {
 	idx := &netIndex{origins: map[string]*originRules{}}
 	if n == nil {
 		return idx, nil
@@ -134,7 +134,7 @@ func compileNet(layer string, n *manifest.Network) (*netIndex, error) {
 		if r.Approval == "per_action" {
 			mode = capability.ApprovalRequired
 		}
-		m := netMatch{mode: mode, rule: layer + ":permissions.network.requests[" + itoa(i) + "]"}
+		m := netMatch{mode: mode, rule: string(layer) + ":permissions.network.requests[" + itoa(i) + "]"}
 		or := idx.origins[r.Origin]
 		if or == nil {
 			or = &originRules{}

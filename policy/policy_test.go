@@ -51,7 +51,7 @@ func TestDecide(t *testing.T) {
 		run    string
 		mode   capability.Mode
 		reason capability.Reason
-		layer  string
+		layer  capability.Layer
 		rule   string
 	}{
 		{"fs.read workspace://docs/intro.md", "run.yaml", capability.Allow, capability.ReasonAllowed, "", "plugin:permissions.filesystem.read[0]"},

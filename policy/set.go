@@ -43,7 +43,7 @@ func Compile(in Inputs) (*Set, error) {
 		return nil, errorf("compile: a manifest is required")
 	}
 	s := &Set{key: keyOf(in), digest: in.Manifest.Digest(), generation: in.PolicyGeneration}
-	pl, err := compileLayer(LayerPlugin, allowList, in.Manifest.Permissions)
+	pl, err := compileLayer(capability.LayerPlugin, allowList, in.Manifest.Permissions)
 	if err != nil {
 		return nil, err
 	}
@@ -54,18 +54,18 @@ func Compile(in Inputs) (*Set, error) {
 			mode = capability.ApprovalRequired
 		}
 		pl.tools[t.Name] = toolRule{writes: t.WritesExternal(), mode: mode, declared: true,
-			rule: LayerPlugin + ":tools[" + itoa(i) + "].approval"}
+			rule: string(capability.LayerPlugin) + ":tools[" + itoa(i) + "].approval"}
 	}
 	s.layers = append(s.layers, pl)
 	for _, x := range []struct {
-		name string
+		name capability.Layer
 		l    *manifest.Layer
 		kind string
 		lk   layerKind
 	}{
-		{LayerGrant, in.Grant, manifest.KindGrant, allowList},
-		{LayerWorkspace, in.Workspace, manifest.KindWorkspace, ceiling},
-		{LayerRun, in.Run, manifest.KindRun, ceiling},
+		{capability.LayerGrant, in.Grant, manifest.KindGrant, allowList},
+		{capability.LayerWorkspace, in.Workspace, manifest.KindWorkspace, ceiling},
+		{capability.LayerRun, in.Run, manifest.KindRun, ceiling},
 	} {
 		if x.l == nil {
 			continue
@@ -79,7 +79,7 @@ func Compile(in Inputs) (*Set, error) {
 		}
 		s.layers = append(s.layers, cl)
 	}
-	s.layers = append(s.layers, &layer{name: LayerSandbox, kind: hostLayer, host: in.Host})
+	s.layers = append(s.layers, &layer{name: capability.LayerSandbox, kind: hostLayer, host: in.Host})
 	if s.allowPrivate, err = intersectPrivate(in.Workspace, in.Run); err != nil {
 		return nil, err
 	}
@@ -103,11 +103,6 @@ func (s *Set) Decide(_ context.Context, req capability.Request) capability.Decis
 	return s.decide(&req, nil)
 }
 
-// Check implements capability.Checker so guards can use a Set directly.
-func (s *Set) Check(ctx context.Context, req capability.Request) capability.Decision {
-	return s.Decide(ctx, req)
-}
-
 // Explain is Decide with the normalized request and one trace entry per layer.
 func (s *Set) Explain(_ context.Context, req capability.Request) capability.Decision {
 	trace := make([]capability.LayerResult, 0, len(s.layers))
@@ -120,7 +115,7 @@ func (s *Set) Explain(_ context.Context, req capability.Request) capability.Deci
 func (s *Set) decide(req *capability.Request, trace *[]capability.LayerResult) (d capability.Decision) {
 	d = capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, ManifestDigest: s.digest, PolicyGeneration: s.generation}
 	if req.Kind == capability.KindInvalid || req.Kind > capability.ExternalWrite {
-		d.Mode, d.Reason, d.Layer = capability.Deny, capability.ReasonInvalidRequest, LayerPlugin
+		d.Mode, d.Reason, d.Layer = capability.Deny, capability.ReasonInvalidRequest, capability.LayerPlugin
 		return d
 	}
 	for _, l := range s.layers {

@@ -428,7 +428,7 @@ func executeExtraTool(ref *GateRef) tool.Spec {
 			})
 			if r.IsError {
 				return tool.Result{}, &capability.Error{
-					Decision: capability.Decision{Mode: capability.Deny, Reason: r.Reason, Layer: "extra:" + name},
+					Decision: capability.Decision{Mode: capability.Deny, Reason: r.Reason, Layer: r.Decision.Layer, Rule: "extra:" + name},
 					Detail:   r.Content,
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/gate/gatetest"
@@ -61,7 +62,7 @@ type fixtureOpts struct {
 	allowPrivate bool
 	mode         gate.Mode
 	rules        policy.Rules
-	approver     gate.Approver
+	approver     approval.Authorizer
 	register     func(f *fixture)
 	secrets      tool.Secrets
 	authorize    func(req *http.Request, u weburl.URL) error
@@ -100,7 +101,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if o.allowPrivate {
 		d.AllowPrivate = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	}
-	tr := &netguard.Transport{Checker: f.set, Dialer: d}
+	tr := &netguard.Transport{Policy: f.set, Dialer: d}
 	if o.authorize != nil {
 		tr.Authorize = func(_ context.Context, req *http.Request, u weburl.URL) error { return o.authorize(req, u) }
 	}
@@ -120,7 +121,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	f.g, err = gate.New(gate.Options{
 		Registry: f.reg,
-		Policy:   func(tool.Plugin) (gate.Decider, error) { return f.set, nil },
+		Policy:   func(tool.Plugin) (capability.Decider, error) { return f.set, nil },
 		Audit:    f.sink,
 		Mode:     o.mode,
 		Rules:    o.rules,

@@ -87,7 +87,7 @@ func (f LayerFiles) request(op string) (capability.Request, error) {
 		if err != nil {
 			return capability.Request{}, err
 		}
-		ws, err := fsguard.New(dir, capability.AllowAll)
+		ws, err := fsguard.New(dir, capability.AllowAll{})
 		if err != nil {
 			return capability.Request{}, err
 		}
@@ -227,7 +227,7 @@ func newPolicyTestCmd() *cobra.Command {
 					printProblems(cmd.ErrOrStderr(), fmt.Errorf("case %d: %w", i+1, err))
 					return exitWith(exitFailed, nil)
 				}
-				r.Got, r.Reason, r.Layer, r.Rule = d.Mode.String(), string(d.Reason), d.Layer, d.Rule
+				r.Got, r.Reason, r.Layer, r.Rule = d.Mode.String(), string(d.Reason), string(d.Layer), d.Rule
 				r.Pass = r.Got == pc.Expect && (pc.Reason == "" || pc.Reason == r.Reason)
 				if !r.Pass {
 					failed++

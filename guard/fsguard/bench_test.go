@@ -109,7 +109,7 @@ func BenchmarkWalkDir50k(b *testing.B) {
 		}
 	}
 	ctx := b.Context()
-	allow, err := New(filepath.Join(base, "ws"), capability.AllowAll)
+	allow, err := New(filepath.Join(base, "ws"), capability.AllowAll{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // workspace-relative names ("docs/a.md", "./a/../b", "workspace://docs/a.md"),
 // resolves every name to one canonical path inside the workspace (following
 // symbolic links that stay inside, refusing any that lead out), asks a
-// [capability.Checker] whether that canonical path may be read or written, and
+// [capability.Decider] whether that canonical path may be read or written, and
 // only then touches the file, through openat2(2) relative to the workspace
 // directory with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS on
 // exactly the path that was checked. A symbolic link swapped in between the

@@ -45,7 +45,7 @@ var errNotInitialized = errors.New("fsguard: FS not created with New")
 // with PATH_ESCAPE; more than 40 links while resolving one name fail with
 // ELOOP. The result is the canonical path ([FS.Resolve]), a clean relative
 // path with no symbolic link in it, "." for the root itself. The
-// [capability.Checker] is asked about that canonical path, as a
+// [capability.Decider] is asked about that canonical path, as a
 // [capability.Request] of kind [capability.FSRead] or [capability.FSWrite];
 // anything but [capability.Allow] refuses the operation. The file is then
 // reached through openat2(2) on exactly the canonical path, beneath the
@@ -91,7 +91,7 @@ var errNotInitialized = errors.New("fsguard: FS not created with New")
 // flight finish on the directory they started with, later ones fail. The zero
 // FS refuses everything.
 type FS struct {
-	checker capability.Checker
+	checker capability.Decider
 	root    *os.Root
 	dir     *os.File // the workspace directory, opened through root
 	dirfd   int      // dir's descriptor, the anchor of every openat2
@@ -107,7 +107,7 @@ type FS struct {
 // workspace directory is pinned by descriptor: renaming or replacing root
 // afterwards does not redirect the guard. New returns [ErrUnsupportedPlatform]
 // where the guard cannot enforce its guarantees.
-func New(root string, checker capability.Checker) (*FS, error) {
+func New(root string, checker capability.Decider) (*FS, error) {
 	if checker == nil {
 		return nil, errors.New("fsguard: New: nil checker")
 	}
@@ -260,7 +260,7 @@ func escape(detail string) *capability.Error {
 // anything but Allow into a *capability.Error.
 func (f *FS) check(ctx context.Context, kind capability.Kind, p string) error {
 	req := capability.Request{Kind: kind, Path: p}
-	d, panicked := callChecker(ctx, f.checker, req)
+	d, panicked := callPolicy(ctx, f.checker, req)
 	if d.Mode == capability.Allow && !panicked {
 		return nil
 	}
@@ -283,13 +283,13 @@ func (f *FS) check(ctx context.Context, kind capability.Kind, p string) error {
 	return &capability.Error{Decision: d, Detail: detail}
 }
 
-func callChecker(ctx context.Context, c capability.Checker, req capability.Request) (d capability.Decision, panicked bool) {
+func callPolicy(ctx context.Context, c capability.Decider, req capability.Request) (d capability.Decision, panicked bool) {
 	defer func() {
 		if recover() != nil {
 			d, panicked = capability.Decision{}, true
 		}
 	}()
-	return c.Check(ctx, req), false
+	return c.Decide(ctx, req), false
 }
 
 // writeFlags are the OpenFile flags that make an open a write.

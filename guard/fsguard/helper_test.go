@@ -46,7 +46,7 @@ func allowAll() *policy {
 	return &policy{read: []string{"**"}, write: []string{"**"}}
 }
 
-func (p *policy) Check(_ context.Context, r capability.Request) capability.Decision {
+func (p *policy) Decide(_ context.Context, r capability.Request) capability.Decision {
 	if !p.quiet {
 		p.mu.Lock()
 		p.log = append(p.log, r)
@@ -166,7 +166,7 @@ var standardLayout = []string{
 var secrets = []string{"TOP-SECRET-OUTSIDE", "OUTSIDE-TOKEN", "OUTSIDE-CANARY", "ENV-SECRET", "ENV-LOCAL-SECRET", "GIT-CONFIG-SECRET", "GIT-HEAD-SECRET"}
 
 // setup builds layout in a fresh temporary directory and opens base/ws.
-func setup(t testing.TB, layout []string, checker capability.Checker) (base string, f *FS) {
+func setup(t testing.TB, layout []string, checker capability.Decider) (base string, f *FS) {
 	t.Helper()
 	base = t.TempDir()
 	makeTree(t, base, layout)

@@ -298,17 +298,17 @@ func TestClose(t *testing.T) {
 
 func TestNew(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := New("relative/dir", capability.AllowAll); err == nil {
+	if _, err := New("relative/dir", capability.AllowAll{}); err == nil {
 		t.Error("New(relative) succeeded")
 	}
 	if _, err := New(dir, nil); err == nil {
 		t.Error("New(nil checker) succeeded")
 	}
-	if _, err := New(filepath.Join(dir, "missing"), capability.AllowAll); err == nil {
+	if _, err := New(filepath.Join(dir, "missing"), capability.AllowAll{}); err == nil {
 		t.Error("New(missing) succeeded")
 	}
 	os.WriteFile(filepath.Join(dir, "file"), nil, 0o644)
-	if _, err := New(filepath.Join(dir, "file"), capability.AllowAll); err == nil {
+	if _, err := New(filepath.Join(dir, "file"), capability.AllowAll{}); err == nil {
 		t.Error("New(file) succeeded")
 	}
 }

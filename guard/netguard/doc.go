@@ -16,7 +16,7 @@
 // built-in web tools and the plugins' egress broker both send through it),
 // that normalizes every request, rebuilds it from the normalized URL and
 // refuses it unless the request-URI on the wire is the checked path, and
-// asks a capability.Checker about it, redirect hops included, before a
+// asks a capability.Decider about it, redirect hops included, before a
 // single byte is sent; [NewClient] wraps it in an http.Client whose
 // redirect policy refuses downgrades and strips credentials across
 // origins.

@@ -158,7 +158,7 @@ func allowOrigins(pairs ...string) *originChecker {
 	return c
 }
 
-func (c *originChecker) Check(_ context.Context, r capability.Request) capability.Decision {
+func (c *originChecker) Decide(_ context.Context, r capability.Request) capability.Decision {
 	c.mu.Lock()
 	c.seen = append(c.seen, r)
 	c.mu.Unlock()

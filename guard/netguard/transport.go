@@ -38,7 +38,7 @@ const DefaultMaxRedirects = 10
 //     normalized one and refuses the request unless its request-URI is
 //     exactly the normalized path and query (what is checked is what is
 //     sent);
-//  3. asks Checker about capability.Request{Kind: NetRequest, Method, Origin,
+//  3. asks Policy about capability.Request{Kind: NetRequest, Method, Origin,
 //     Path}; anything but Allow refuses the request;
 //  4. calls Authorize, when set, for approval or audit (it may add headers
 //     to the request, e.g. a credential); an error refuses;
@@ -53,15 +53,15 @@ const DefaultMaxRedirects = 10
 // capability.ReasonOf), and the request body is closed. Environment proxy
 // settings are never consulted.
 //
-// The zero Transport refuses every request (it has no Checker). Set the
+// The zero Transport refuses every request (it has no Policy). Set the
 // fields before first use and do not change them afterwards; a Transport is
 // then safe for concurrent use. Transport does not follow redirects; use
 // [NewClient] for an http.Client with a safe redirect policy, or return
 // redirects to a caller whose next hop is a new request through the same
 // Transport (as the broker does).
 type Transport struct {
-	// Checker decides every request. nil refuses everything.
-	Checker capability.Checker
+	// Policy decides every request. nil refuses everything.
+	Policy capability.Decider
 	// Dialer dials the connections; nil means a zero Dialer (system
 	// resolver, no private addresses).
 	Dialer *Dialer
@@ -195,10 +195,10 @@ func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, creq.String(), err.Error())
 	}
 	ctx := req.Context()
-	if t.Checker == nil {
+	if t.Policy == nil {
 		return nil, capability.Denied(capability.ReasonNetworkDestinationDenied, creq.String(), "netguard: no policy checker configured")
 	}
-	dec := t.Checker.Check(ctx, creq)
+	dec := t.Policy.Decide(ctx, creq)
 	if dec.Mode != capability.Allow {
 		if dec.Reason == "" || dec.Reason == capability.ReasonAllowed {
 			dec.Reason = capability.ReasonNetworkDestinationDenied

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/capability/capabilitytest"
 	"github.com/norma-run/norma/guard/netguard/weburl"
 )
 
@@ -36,8 +37,8 @@ func TestTransportSendsCheckedURL(t *testing.T) {
 	origin := "http://api.example.invalid:" + srv.port()
 	checker := allowOrigins("GET " + origin)
 	tr := &Transport{
-		Checker: checker,
-		Dialer:  &Dialer{Resolver: newResolver(map[string][]string{"api.example.invalid": {"127.0.0.1"}}), AllowPrivate: loopback()},
+		Policy: checker,
+		Dialer: &Dialer{Resolver: newResolver(map[string][]string{"api.example.invalid": {"127.0.0.1"}}), AllowPrivate: loopback()},
 	}
 	resp, err := get(t, NewClient(tr), "http://API.Example.invalid.:"+srv.port()+"/repos/a/%2e%2e/b%2fc/%7e?x=1&y=%20", nil)
 	if err != nil {
@@ -130,7 +131,7 @@ func TestTransportRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, tt.tls, nil)
 			expand := func(s string) string { return strings.ReplaceAll(s, "{port}", srv.port()) }
-			var checker capability.Checker = capability.AllowAll
+			var checker capability.Decider = capability.AllowAll{}
 			if tt.allow != nil {
 				var pairs []string
 				for _, a := range tt.allow {
@@ -139,7 +140,7 @@ func TestTransportRefusals(t *testing.T) {
 				checker = allowOrigins(pairs...)
 			}
 			res := newResolver(tt.resolve)
-			tr := &Transport{Checker: checker, Dialer: &Dialer{Resolver: res, AllowPrivate: tt.allowPriv}, Authorize: tt.authorize}
+			tr := &Transport{Policy: checker, Dialer: &Dialer{Resolver: res, AllowPrivate: tt.allowPriv}, Authorize: tt.authorize}
 			if tt.tls {
 				tr.RootCAs = srv.pool()
 			}
@@ -164,7 +165,7 @@ func TestTransportRefusals(t *testing.T) {
 // the name: nothing leaves the process, DNS included.
 func TestRefusalSendsNothing(t *testing.T) {
 	res := newResolver(map[string][]string{"forbidden.test": {"127.0.0.1"}})
-	tr := &Transport{Checker: allowOrigins(), Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}}
+	tr := &Transport{Policy: allowOrigins(), Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}}
 	_, err := get(t, NewClient(tr), "http://forbidden.test/", nil)
 	wantReason(t, err, capability.ReasonNetworkDestinationDenied)
 	if n := res.count("forbidden.test"); n != 0 {
@@ -182,10 +183,10 @@ func TestTransportZeroValueRefuses(t *testing.T) {
 
 func TestTransportApprovalRequiredRefuses(t *testing.T) {
 	srv := newServer(t, false, nil)
-	checker := capability.CheckerFunc(func(_ context.Context, r capability.Request) capability.Decision {
+	checker := capabilitytest.DeciderFunc(func(_ context.Context, r capability.Request) capability.Decision {
 		return capability.Decision{Mode: capability.ApprovalRequired, Reason: capability.ReasonApprovalRequired, Request: r.String()}
 	})
-	tr := &Transport{Checker: checker, Dialer: &Dialer{AllowPrivate: loopback()}}
+	tr := &Transport{Policy: checker, Dialer: &Dialer{AllowPrivate: loopback()}}
 	_, err := get(t, NewClient(tr), srv.URL, nil)
 	wantReason(t, err, capability.ReasonApprovalRequired)
 	srv.assertUntouched(t)
@@ -211,8 +212,8 @@ func TestRedirectToForbiddenOrigin(t *testing.T) {
 			})
 			res := newResolver(map[string][]string{"api.example.invalid": {"127.0.0.1"}, "forbidden.test": {"127.0.0.1"}})
 			tr := &Transport{
-				Checker: allowOrigins("GET http://api.example.invalid:" + allowed.port()),
-				Dialer:  &Dialer{Resolver: res, AllowPrivate: loopback()},
+				Policy: allowOrigins("GET http://api.example.invalid:" + allowed.port()),
+				Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()},
 			}
 			_, err := get(t, NewClient(tr), "http://api.example.invalid:"+allowed.port()+"/", nil)
 			if err == nil {
@@ -248,7 +249,7 @@ func TestRedirectStripsCredentials(t *testing.T) {
 		}
 	})
 	tr := &Transport{
-		Checker:           allowOrigins("GET http://127.0.0.1:"+origin.port(), "GET http://127.0.0.1:"+other.port(), "GET http://127.0.0.1:"+final.port()),
+		Policy:            allowOrigins("GET http://127.0.0.1:"+origin.port(), "GET http://127.0.0.1:"+other.port(), "GET http://127.0.0.1:"+final.port()),
 		Dialer:            &Dialer{AllowPrivate: loopback()},
 		CredentialHeaders: []string{"X-Api-Key"},
 	}
@@ -291,7 +292,7 @@ func TestRedirectDowngradeRefused(t *testing.T) {
 		http.Redirect(w, r, "http://example.com:"+plain.port()+"/", http.StatusFound)
 	})
 	tr := &Transport{
-		Checker: allowOrigins("GET https://example.com:"+secure.port(), "GET http://example.com:"+plain.port()),
+		Policy:  allowOrigins("GET https://example.com:"+secure.port(), "GET http://example.com:"+plain.port()),
 		Dialer:  &Dialer{Resolver: newResolver(map[string][]string{"example.com": {"127.0.0.1"}}), AllowPrivate: loopback()},
 		RootCAs: secure.pool(),
 	}
@@ -307,13 +308,13 @@ func TestRedirectCap(t *testing.T) {
 	srv := newServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/again", http.StatusFound)
 	})
-	tr := &Transport{Checker: capability.AllowAll, Dialer: &Dialer{AllowPrivate: loopback()}, MaxRedirects: 3}
+	tr := &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{AllowPrivate: loopback()}, MaxRedirects: 3}
 	_, err := get(t, NewClient(tr), srv.URL, nil)
 	wantReason(t, err, capability.ReasonNetworkRedirectDenied)
 	if n := srv.requests.Load(); n != 4 {
 		t.Fatalf("server got %d requests, want 4 (1 + 3 hops)", n)
 	}
-	tr = &Transport{Checker: capability.AllowAll, Dialer: &Dialer{AllowPrivate: loopback()}, MaxRedirects: -1}
+	tr = &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{AllowPrivate: loopback()}, MaxRedirects: -1}
 	_, err = get(t, NewClient(tr), srv.URL, nil)
 	wantReason(t, err, capability.ReasonNetworkRedirectDenied)
 }
@@ -328,7 +329,7 @@ func TestDNSRebinding(t *testing.T) {
 	t.Run("good then bad", func(t *testing.T) {
 		res := newResolver(nil)
 		res.seq["rebind.test"] = [][]netip.Addr{mustAddrs("127.0.0.1"), mustAddrs("169.254.169.254"), mustAddrs("10.0.0.1")}
-		tr := &Transport{Checker: capability.AllowAll, Dialer: &Dialer{Resolver: res, AllowPrivate: admitted}}
+		tr := &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{Resolver: res, AllowPrivate: admitted}}
 		defer tr.CloseIdleConnections()
 		if _, err := get(t, NewClient(tr), "http://rebind.test:"+srv.port()+"/", nil); err != nil {
 			t.Fatalf("GET: %v", err)
@@ -344,7 +345,7 @@ func TestDNSRebinding(t *testing.T) {
 		fresh := newServer(t, false, nil)
 		res := newResolver(nil)
 		res.seq["rebind.test"] = [][]netip.Addr{mustAddrs("10.0.0.1"), mustAddrs("127.0.0.1")}
-		tr := &Transport{Checker: capability.AllowAll, Dialer: &Dialer{Resolver: res, AllowPrivate: admitted}}
+		tr := &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{Resolver: res, AllowPrivate: admitted}}
 		_, err := get(t, NewClient(tr), "http://rebind.test:"+fresh.port()+"/", nil)
 		wantReason(t, err, capability.ReasonNetworkPrivateAddress)
 		if n := res.count("rebind.test"); n != 1 {
@@ -418,7 +419,7 @@ func TestDialerRefusesBadInput(t *testing.T) {
 func TestTLSUsesOriginalHostName(t *testing.T) {
 	srv := newServer(t, true, nil) // httptest's certificate is for example.com and 127.0.0.1
 	res := newResolver(map[string][]string{"example.com": {"127.0.0.1"}, "other.test": {"127.0.0.1"}})
-	tr := &Transport{Checker: capability.AllowAll, Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}, RootCAs: srv.pool()}
+	tr := &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}, RootCAs: srv.pool()}
 	c := NewClient(tr)
 	if _, err := get(t, c, "https://example.com:"+srv.port()+"/", nil); err != nil {
 		t.Fatalf("GET example.com: %v", err)
@@ -426,7 +427,7 @@ func TestTLSUsesOriginalHostName(t *testing.T) {
 	if _, err := get(t, c, "https://other.test:"+srv.port()+"/", nil); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("GET other.test: %v, want a certificate name error", err)
 	}
-	untrusted := &Transport{Checker: capability.AllowAll, Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}}
+	untrusted := &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}}
 	if _, err := get(t, NewClient(untrusted), "https://example.com:"+srv.port()+"/", nil); err == nil {
 		t.Fatal("GET with system roots trusted the test CA")
 	}
@@ -441,7 +442,7 @@ func TestNoEnvironmentProxy(t *testing.T) {
 	t.Setenv("NO_PROXY", "")
 	srv := newServer(t, false, nil)
 	res := newResolver(map[string][]string{"api.example.invalid": {"127.0.0.1"}})
-	tr := &Transport{Checker: capability.AllowAll, Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}}
+	tr := &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}}
 	if _, err := get(t, NewClient(tr), "http://api.example.invalid:"+srv.port()+"/", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +464,7 @@ func TestResponseCap(t *testing.T) {
 		w.Header().Set("Content-Length", "5000")
 		w.Write([]byte(body))
 	})
-	tr := &Transport{Checker: capability.AllowAll, Dialer: &Dialer{AllowPrivate: loopback()}, MaxResponseBytes: 1000}
+	tr := &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{AllowPrivate: loopback()}, MaxResponseBytes: 1000}
 	c := NewClient(tr)
 	_, err := get(t, c, srv.URL+"/sized", nil)
 	wantReason(t, err, capability.ReasonNetworkResponseTooLarge)
@@ -478,7 +479,7 @@ func TestResponseCap(t *testing.T) {
 		t.Fatalf("read %d bytes before the cap error, want 1000", len(got))
 	}
 
-	exact := &Transport{Checker: capability.AllowAll, Dialer: &Dialer{AllowPrivate: loopback()}, MaxResponseBytes: 5000}
+	exact := &Transport{Policy: capability.AllowAll{}, Dialer: &Dialer{AllowPrivate: loopback()}, MaxResponseBytes: 5000}
 	resp, err = get(t, NewClient(exact), srv.URL+"/chunked", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -491,13 +492,13 @@ func TestResponseCap(t *testing.T) {
 func TestAuthorizeOrder(t *testing.T) {
 	srv := newServer(t, false, nil)
 	var order []string
-	checker := capability.CheckerFunc(func(_ context.Context, r capability.Request) capability.Decision {
+	checker := capabilitytest.DeciderFunc(func(_ context.Context, r capability.Request) capability.Decision {
 		order = append(order, "check "+r.Path)
 		return capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed}
 	})
 	tr := &Transport{
-		Checker: checker,
-		Dialer:  &Dialer{AllowPrivate: loopback()},
+		Policy: checker,
+		Dialer: &Dialer{AllowPrivate: loopback()},
 		Authorize: func(_ context.Context, _ *http.Request, u weburl.URL) error {
 			order = append(order, "authorize "+u.Path)
 			if srv.requests.Load() != 0 {

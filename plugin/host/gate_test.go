@@ -46,8 +46,8 @@ func TestIssueHelperThroughTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, err := gate.New(gate.Options{
-		Registry: reg, Audit: e.audit, Approver: gate.ServiceApprover{Service: svc},
-		Policy: func(pl tool.Plugin) (gate.Decider, error) { return p.Policy(), nil },
+		Registry: reg, Audit: e.audit, Approver: svc,
+		Policy: func(pl tool.Plugin) (capability.Decider, error) { return p.Policy(), nil },
 	})
 	if err != nil {
 		t.Fatal(err)

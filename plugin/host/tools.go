@@ -17,7 +17,6 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
-	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -169,9 +168,9 @@ func (p *Plugin) checkToolsLocked(ctx context.Context) error {
 		detail := "tools not in the manifest: " + strings.Join(undeclared, ", ")
 		p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypeCapabilityDecision, RunID: p.h.cfg.RunID,
 			Plugin: p.m.ID, PluginVersion: p.m.Version, ManifestDigest: p.m.Digest(), Decision: "deny",
-			Reason: string(capability.ReasonToolUndeclared), Layer: policy.LayerPlugin, Detail: map[string]string{"tools": strings.Join(undeclared, ",")}})
+			Reason: string(capability.ReasonToolUndeclared), Layer: string(capability.LayerPlugin), Detail: map[string]string{"tools": strings.Join(undeclared, ",")}})
 		p.tools = nil
-		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonToolUndeclared, Layer: policy.LayerPlugin}, Detail: detail}
+		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonToolUndeclared, Layer: capability.LayerPlugin}, Detail: detail}
 	}
 	if p.tools == nil {
 		p.tools = served

@@ -16,6 +16,7 @@ import (
 	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
 	"github.com/norma-run/norma/tool"
 )
@@ -61,6 +62,7 @@ type fixture struct {
 	root, ws, outside string
 	set               *policy.Set
 	m                 *Manager
+	runner            *sandboxpolicy.Runner // the process capability, unguarded
 	tools             map[string]tool.CoreTool
 	g                 *gate.Gate
 	sink              *gatetest.MemorySink
@@ -71,6 +73,10 @@ type fixtureOpts struct {
 	manifest string // default testManifest
 	rules    policy.Rules
 	edit     func(*Config)
+	// runner edits the process capability's configuration.
+	runner func(*sandboxpolicy.RunnerConfig)
+	// noExec gives the gate's calls an Env without the process capability.
+	noExec bool
 }
 
 // defaultRules allow the command words the attacks use: whatever gets
@@ -118,8 +124,15 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if o.session == "" {
 		o.session = "sess-1"
 	}
-	cfg := Config{Workspace: f.ws, Policy: f.set, Layers: []manifest.Permissions{man.Permissions},
-		Env: []string{"LANG=C.UTF-8"}, SessionID: o.session}
+	rc := sandboxpolicy.RunnerConfig{Workspace: f.ws, Policy: f.set, Layers: []manifest.Permissions{man.Permissions},
+		Env: []string{"LANG=C.UTF-8"}}
+	if o.runner != nil {
+		o.runner(&rc)
+	}
+	if f.runner, err = sandboxpolicy.NewRunner(rc); err != nil {
+		t.Fatalf("NewRunner: %v", err)
+	}
+	cfg := Config{SessionID: o.session}
 	if o.edit != nil {
 		o.edit(&cfg)
 	}
@@ -142,10 +155,16 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	}
 	f.g, err = gate.New(gate.Options{
 		Registry: reg,
-		Policy:   func(tool.Plugin) (gate.Decider, error) { return f.set, nil },
+		Policy:   func(tool.Plugin) (capability.Decider, error) { return f.set, nil },
 		Audit:    f.sink,
 		Rules:    o.rules,
 		Output:   gate.OutputOptions{SpillDir: filepath.Join(f.root, "spill")},
+		Capabilities: func(tool.Plugin) (tool.Env, error) {
+			if o.noExec {
+				return tool.Env{}, nil
+			}
+			return tool.Env{Exec: f.runner}, nil
+		},
 	})
 	if err != nil {
 		t.Fatalf("gate.New: %v", err)
@@ -180,7 +199,7 @@ func (f *fixture) mustExec(t testing.TB, name string, input any) string {
 }
 
 // call runs a tool directly, without the gate (for unit tests and the
-// benchmark).
+// benchmark), with the process capability unguarded.
 func (f *fixture) call(t testing.TB, name string, input any) (tool.Result, error) {
 	t.Helper()
 	raw, err := json.Marshal(input)
@@ -193,7 +212,7 @@ func (f *fixture) call(t testing.TB, name string, input any) (tool.Result, error
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return f.tools[name].Call(ctx, tool.Env{}, in)
+	return f.tools[name].Call(ctx, tool.Env{Exec: f.runner}, in)
 }
 
 // noCanary fails when any canary appears in s.
