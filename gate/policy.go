@@ -149,8 +149,10 @@ func onlyFiles(reqs []capability.Request) bool {
 	return true
 }
 
-// normalize turns declared accesses into normalized capability requests.
-// unknown is non-empty when part of the effect cannot be known (an
+// normalize turns declared accesses into normalized capability requests:
+// the one derivation of a call's requests and target, which the policy,
+// the permission rules, the approval preview, the audit event and Explain
+// all see. unknown is non-empty when part of the effect cannot be known (an
 // unparseable command); bad is a denial for an access that cannot be
 // normalized (a path escaping the workspace, an invalid URL).
 func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.Request, unknown string, bad *capability.Decision) {
@@ -158,72 +160,14 @@ func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.
 		return nil, "", nil
 	}
 	reqs = make([]capability.Request, 0, len(acc))
-	fail := func(err error, what string) *capability.Decision {
-		r := capability.ReasonOf(err)
-		if r == "" {
-			r = capability.ReasonInvalidRequest
-		}
-		d := deny(r, "gate", "", what)
-		return &d
-	}
 	for _, a := range acc {
+		var err error
+		var what string
 		switch a.Kind {
-		case capability.FSRead, capability.FSWrite:
-			p, err := g.path(a.Path)
-			if err != nil {
-				return nil, "", fail(err, a.Kind.String()+" "+boundMsg(a.Path, 200))
-			}
-			reqs = append(reqs, capability.Request{Kind: a.Kind, Path: p})
-		case capability.NetRequest:
-			u, err := weburl.Normalize(a.URL)
-			if err != nil {
-				return nil, "", fail(err, "net.request")
-			}
-			m := strings.ToUpper(a.Method)
-			if m == "" {
-				m = "GET"
-			}
-			reqs = append(reqs, capability.Request{Kind: a.Kind, Method: m, Origin: u.Origin, Path: u.Path})
-		case capability.SecretUse:
-			o, err := weburl.NormalizeOrigin(a.Origin)
-			if err != nil || a.Secret == "" {
-				return nil, "", fail(err, "secret.use")
-			}
-			reqs = append(reqs, capability.Request{Kind: a.Kind, Secret: a.Secret, Origin: o})
 		case capability.ProcessSpawn:
-			if a.Command == "" {
-				if len(a.Argv) == 0 {
-					return nil, "", fail(nil, "process.spawn")
-				}
-				// Without a shell, argv is exact; a wrapper still hides
-				// nothing from the deny rules.
-				se := shellcmd.Argv(a.Argv)
-				for _, argv := range se.Spawns {
-					reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
-				}
-				if se.Unknown != "" && unknown == "" {
-					unknown = se.Unknown
-				}
-				continue
-			}
-			se := shellcmd.Parse(a.Command)
-			if se.Unknown != "" && unknown == "" {
-				unknown = se.Unknown
-			}
-			for _, argv := range se.Spawns {
-				reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
-			}
-			for _, lists := range [2]struct {
-				k     capability.Kind
-				paths []string
-			}{{capability.FSRead, se.Reads}, {capability.FSWrite, se.Writes}} {
-				for _, p := range lists.paths {
-					np, err := g.path(p)
-					if err != nil {
-						return nil, "", fail(err, lists.k.String()+" "+boundMsg(p, 200))
-					}
-					reqs = append(reqs, capability.Request{Kind: lists.k, Path: np})
-				}
+			var u string
+			if reqs, u, what, err = g.spawn(reqs, a); u != "" && unknown == "" {
+				unknown = u
 			}
 		case capability.ExternalWrite:
 			t := a.Tool
@@ -232,11 +176,88 @@ func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.
 			}
 			reqs = append(reqs, capability.Request{Kind: a.Kind, Tool: t, Target: a.Target})
 		default:
-			d := deny(capability.ReasonInvalidRequest, "gate", "", "unknown capability kind")
-			return nil, "", &d
+			var r capability.Request
+			if r, what, err = g.request(a); err == nil {
+				reqs = append(reqs, r)
+			}
+		}
+		if err != nil {
+			return nil, "", refusal(err, what)
 		}
 	}
 	return reqs, unknown, nil
+}
+
+// refusal is the denial of an access that cannot be normalized.
+func refusal(err error, what string) *capability.Decision {
+	r := capability.ReasonOf(err)
+	if r == "" {
+		r = capability.ReasonInvalidRequest
+	}
+	d := deny(r, capability.LayerGate, "", what)
+	return &d
+}
+
+// errUnnormalizable is the cause of a refusal whose access has no reason
+// of its own (an empty argv, an unknown kind).
+var errUnnormalizable = capability.Denied(capability.ReasonInvalidRequest, "", "the access cannot be normalized")
+
+// request normalizes a file, network or secret access; what names it in
+// a refusal.
+func (g *Gate) request(a tool.Access) (capability.Request, string, error) {
+	switch a.Kind {
+	case capability.FSRead, capability.FSWrite:
+		what := a.Kind.String() + " " + boundMsg(a.Path, 200)
+		p, err := g.path(a.Path)
+		return capability.Request{Kind: a.Kind, Path: p}, what, err
+	case capability.NetRequest:
+		u, err := weburl.Normalize(a.URL)
+		m := strings.ToUpper(a.Method)
+		if m == "" {
+			m = "GET"
+		}
+		return capability.Request{Kind: a.Kind, Method: m, Origin: u.Origin, Path: u.Path}, "net.request", err
+	case capability.SecretUse:
+		o, err := weburl.NormalizeOrigin(a.Origin)
+		if err == nil && a.Secret == "" {
+			err = errUnnormalizable
+		}
+		return capability.Request{Kind: a.Kind, Secret: a.Secret, Origin: o}, "secret.use", err
+	}
+	return capability.Request{}, "unknown capability kind", errUnnormalizable
+}
+
+// spawn appends the requests of a process access: every program a shell
+// command (or an exact argv) runs, and the files its redirections read and
+// write. unknown names what cannot be known about it.
+func (g *Gate) spawn(reqs []capability.Request, a tool.Access) (_ []capability.Request, unknown, what string, err error) {
+	var se shellcmd.Effects
+	switch {
+	case a.Command != "":
+		se = shellcmd.Parse(a.Command)
+	case len(a.Argv) > 0:
+		// Without a shell, argv is exact; a wrapper still hides nothing
+		// from the deny rules.
+		se = shellcmd.Argv(a.Argv)
+	default:
+		return reqs, "", "process.spawn", errUnnormalizable
+	}
+	for _, argv := range se.Spawns {
+		reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
+	}
+	for _, l := range [2]struct {
+		k     capability.Kind
+		paths []string
+	}{{capability.FSRead, se.Reads}, {capability.FSWrite, se.Writes}} {
+		for _, p := range l.paths {
+			np, err := g.path(p)
+			if err != nil {
+				return reqs, "", l.k.String() + " " + boundMsg(p, 200), err
+			}
+			reqs = append(reqs, capability.Request{Kind: l.k, Path: np})
+		}
+	}
+	return reqs, se.Unknown, "", nil
 }
 
 // path canonicalizes a workspace path: resolved when possible, cleaned
