@@ -35,12 +35,13 @@ type Explanation struct {
 // the gate's own decision, so `norma policy explain` reports exactly what
 // a run does.
 func (g *Gate) Explain(ctx context.Context, c Call) Explanation {
-	x := &exec{g: g, c: &c, mode: g.Mode(), explain: true}
+	var trace []capability.LayerResult
+	x := &exec{g: g, c: &c, mode: g.Mode(), trace: &trace}
 	if x.lookup(ctx) {
 		x.check(ctx, c.Input, true)
 	}
 	e := Explanation{Decision: x.dec, Stage: x.res.Stage, Requests: x.reqs, Known: x.known}
-	e.Decision.Trace = x.trace
+	e.Decision.Trace = trace
 	if x.res.IsError {
 		e.Message = x.res.Content
 	}

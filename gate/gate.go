@@ -251,15 +251,14 @@ type exec struct {
 	// unknown names what cannot be known about the call (an unparseable
 	// command); such a call is never allowed by a rule.
 	unknown string
-	// explain is set by Explain: decide with every layer's trace, and stop
-	// before approval.
-	explain bool
-	trace   []capability.LayerResult
-	dec     capability.Decision
-	ticket  approval.Ticket
-	res     Result
-	mode    Mode
-	pol     capability.Decider
+	// trace is set by Explain: decide with every layer's answer collected
+	// here (nil for Execute, which needs no trace).
+	trace  *[]capability.LayerResult
+	dec    capability.Decision
+	ticket approval.Ticket
+	res    Result
+	mode   Mode
+	pol    capability.Decider
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string

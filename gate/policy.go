@@ -70,12 +70,12 @@ type explainer interface {
 func (x *exec) capability(ctx context.Context) capability.Decision {
 	d := capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, Request: x.entry.Name()}
 	ex, tracing := x.pol.(explainer)
-	tracing = tracing && x.explain
+	tracing = tracing && x.trace != nil
 	for i := range x.reqs {
 		var pd capability.Decision
 		if tracing {
 			pd = ex.Explain(ctx, x.reqs[i])
-			x.trace = append(x.trace, pd.Trace...)
+			*x.trace = append(*x.trace, pd.Trace...)
 		} else {
 			pd = x.pol.Decide(ctx, x.reqs[i])
 		}
@@ -207,9 +207,11 @@ var errUnnormalizable = capability.Denied(capability.ReasonInvalidRequest, "", "
 func (g *Gate) request(a tool.Access) (capability.Request, string, error) {
 	switch a.Kind {
 	case capability.FSRead, capability.FSWrite:
-		what := a.Kind.String() + " " + boundMsg(a.Path, 200)
 		p, err := g.path(a.Path)
-		return capability.Request{Kind: a.Kind, Path: p}, what, err
+		if err != nil {
+			return capability.Request{}, a.Kind.String() + " " + boundMsg(a.Path, 200), err
+		}
+		return capability.Request{Kind: a.Kind, Path: p}, "", nil
 	case capability.NetRequest:
 		u, err := weburl.Normalize(a.URL)
 		m := strings.ToUpper(a.Method)
