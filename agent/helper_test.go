@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/agent"
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/scripted"
@@ -157,4 +157,4 @@ func (c *capture) last() provider.Request {
 	return c.reqs[len(c.reqs)-1]
 }
 
-var _ gate.Approver = (*gatetest.MemoryApprover)(nil)
+var _ approval.Authorizer = (*gatetest.MemoryApprover)(nil)

@@ -46,13 +46,16 @@ const (
 // MaxPreview bounds Request.Preview in bytes.
 const MaxPreview = 512
 
-// Request is what a human is asked to approve. Preview is a short,
+// Request is what an [Authorizer] is asked for and a human is asked to
+// approve: one exact action, named by ActionHash. Preview is a short,
 // redacted rendering of the action; it is never a secret, and Credential is
-// a secret's name, never its value.
+// a secret's name, never its value. ToolUseID is the tool call that asked
+// when the gate asks; it is empty for a brokered request.
 type Request struct {
 	ID             string    `json:"id"`
 	RunID          string    `json:"runId"`
 	Principals     []string  `json:"principals,omitempty"`
+	ToolUseID      string    `json:"toolUseId,omitempty"`
 	Plugin         string    `json:"plugin,omitempty"`
 	PluginVersion  string    `json:"pluginVersion,omitempty"`
 	ManifestDigest string    `json:"manifestDigest,omitempty"`

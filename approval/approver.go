@@ -16,8 +16,12 @@ type Verdict struct {
 	Why string
 }
 
-// Approver asks for a decision on a stored, pending request. It must honour
-// ctx and return an error (never a grant) when it cannot get an answer.
+// Approver asks for a decision on a stored, pending request: it is the
+// human (or the stand-in for one: [Auto], a [Waiter], a terminal prompt)
+// that a [Service] asks. It is not what the gate or the broker call; they
+// ask an [Authorizer], which owns the whole exchange (store, ask, consume)
+// and returns a [Ticket]. An Approver must honour ctx and return an error
+// (never a grant) when it cannot get an answer.
 type Approver interface {
 	Approve(ctx context.Context, r Record) (Verdict, error)
 }

@@ -10,6 +10,13 @@
 // and the use number, so a retry after a crash repeats the same key and the
 // remote side sees one write, not two.
 //
+// Two interfaces, two roles. [Authorizer] (Authorize → Ticket, with the
+// optional [Finisher]) is the one approver interface of Norma: the gate
+// asks it about a tool call and the egress broker about a brokered
+// request, and *Service implements it. [Approver] (Approve → Verdict) is
+// who a Service asks to decide a stored, pending [Record]: a person at a
+// terminal, --yes ([Auto]), or another process ([Waiter]).
+//
 // Everything fails closed with a reason code from package capability, in an
 // *capability.Error: APPROVAL_STORE_UNAVAILABLE, APPROVAL_EXPIRED,
 // APPROVAL_OTHER_RUN, APPROVAL_MISMATCH, APPROVAL_CONSUMED,

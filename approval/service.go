@@ -119,8 +119,12 @@ func validHash(h string) bool {
 // action and run when its scope allows, waits on a pending one, or stores
 // req as a new request (committed before the approver is asked), asks the
 // approver, records the decision and consumes it. Any failure denies with
-// an *capability.Error.
+// an *capability.Error. Authorize implements [Authorizer]; a nil Service
+// denies with APPROVAL_REQUIRED.
 func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
+	if s == nil {
+		return Ticket{}, deny(capability.ReasonApprovalRequired, req.Target, "approval: no approval service")
+	}
 	now := s.now()
 	if req.RunID == "" || req.Tool == "" || !validHash(req.ActionHash) {
 		return Ticket{}, deny(capability.ReasonInvalidRequest, req.Tool, "approval: request needs a run id, a tool and a sha256: action hash")
@@ -365,8 +369,12 @@ func (s *Service) Redeem(ctx context.Context, id, runID, actionHash string) (Tic
 }
 
 // Finish marks the execution of t done (successful or not), so that
-// recovery after a crash does not offer it again.
+// recovery after a crash does not offer it again. It implements
+// [Finisher].
 func (s *Service) Finish(ctx context.Context, t Ticket) error {
+	if s == nil {
+		return errors.New("approval: no approval service")
+	}
 	if err := s.b.FinishUse(ctx, t.IdempotencyKey, s.now()); err != nil {
 		return storeErr("finish", err)
 	}

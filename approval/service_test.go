@@ -37,7 +37,7 @@ func hashOf(t testing.TB, run, input string) string {
 
 func request(t testing.TB, run, input string, scope approval.Scope) approval.Request {
 	return approval.Request{
-		RunID: run, Principals: []string{"user:alice", "agent:main"}, Plugin: "com.example.issue-helper",
+		RunID: run, Principals: []string{"user:alice", "agent:main"}, ToolUseID: "toolu_1", Plugin: "com.example.issue-helper",
 		PluginVersion: "1.4.0", ManifestDigest: "sha256:abc", Tool: "issues.comment", Effect: "external_write",
 		Target: "example-org/demo-repo#42", Preview: "Comment: looks good", Credential: "issue_api_token",
 		ActionHash: hashOf(t, run, input), Scope: scope,
@@ -111,6 +111,18 @@ func TestHashAction(t *testing.T) {
 	}
 }
 
+// TestNilService: a nil *Service is an Authorizer that denies (the gate
+// and the broker hold it as an interface, so it is not a nil approver).
+func TestNilService(t *testing.T) {
+	var s *approval.Service
+	var a approval.Authorizer = s
+	_, err := a.Authorize(t.Context(), request(t, "run-1", `{}`, ""))
+	wantReason(t, "nil service", err, capability.ReasonApprovalRequired)
+	if err := s.Finish(t.Context(), approval.Ticket{ApprovalID: "x"}); err == nil {
+		t.Error("Finish on a nil service succeeded")
+	}
+}
+
 func TestAuthorizeGrantOnce(t *testing.T) {
 	for name, b := range backends(t) {
 		t.Run(name, func(t *testing.T) {
@@ -126,8 +138,8 @@ func TestAuthorizeGrantOnce(t *testing.T) {
 				t.Errorf("key = %s, want %s", tk.IdempotencyKey, want)
 			}
 			rec, err := s.Get(ctx, tk.ApprovalID)
-			if err != nil || rec.State != approval.StateConsumed || rec.Uses != 1 {
-				t.Errorf("Get = %+v, %v; want consumed once", rec, err)
+			if err != nil || rec.State != approval.StateConsumed || rec.Uses != 1 || rec.ToolUseID != req.ToolUseID {
+				t.Errorf("Get = %+v, %v; want consumed once, asked by %s", rec, err, req.ToolUseID)
 			}
 			// Once never reuses: a second identical action asks again.
 			tk2, err := s.Authorize(ctx, req)

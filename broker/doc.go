@@ -28,9 +28,11 @@
 //  3. policy decision on (method, origin, path), and a secret.use
 //     decision for every secret whose purpose is this origin;
 //  4. the secret values, from the vault (SECRET_UNAVAILABLE when missing);
-//  5. approval through the [Approver] when the decision is
+//  5. approval through the approver ([Config.Approver], an
+//     approval.Authorizer such as *approval.Service) when the decision is
 //     approval_required, bound to [ActionHash] (identity, method, URL and
-//     body digest), so a changed body is a new action;
+//     body digest), so a changed body is a new action (a ticket for
+//     another action is APPROVAL_MISMATCH);
 //  6. an audit event, durable before anything is sent (AUDIT_UNAVAILABLE
 //     otherwise);
 //  7. injection (placeholders replaced in headers, the declared header

@@ -120,23 +120,23 @@ func TestApproval(t *testing.T) {
 
 	for _, tt := range []struct {
 		name string
-		a    gate.Approver
+		a    approval.Authorizer
 		want capability.Reason
 	}{
 		{"nil", nil, capability.ReasonApprovalRequired},
-		{"store-down", gate.ApproverFunc(func(context.Context, gate.ApprovalRequest) (gate.Ticket, error) {
-			return gate.Ticket{}, capability.Denied(capability.ReasonApprovalStoreUnavailable, "", "down")
+		{"store-down", gatetest.AuthorizerFunc(func(context.Context, approval.Request) (approval.Ticket, error) {
+			return approval.Ticket{}, capability.Denied(capability.ReasonApprovalStoreUnavailable, "", "down")
 		}), capability.ReasonApprovalStoreUnavailable},
-		{"plain-error", gate.ApproverFunc(func(context.Context, gate.ApprovalRequest) (gate.Ticket, error) {
-			return gate.Ticket{}, errors.New("boom")
+		{"plain-error", gatetest.AuthorizerFunc(func(context.Context, approval.Request) (approval.Ticket, error) {
+			return approval.Ticket{}, errors.New("boom")
 		}), capability.ReasonApprovalDenied},
-		{"empty-ticket", gate.ApproverFunc(func(context.Context, gate.ApprovalRequest) (gate.Ticket, error) {
-			return gate.Ticket{}, nil
+		{"empty-ticket", gatetest.AuthorizerFunc(func(context.Context, approval.Request) (approval.Ticket, error) {
+			return approval.Ticket{}, nil
 		}), capability.ReasonApprovalMismatch},
-		{"wrong-hash", gate.ApproverFunc(func(context.Context, gate.ApprovalRequest) (gate.Ticket, error) {
-			return gate.Ticket{ApprovalID: "x", ActionHash: "sha256:00"}, nil
+		{"wrong-hash", gatetest.AuthorizerFunc(func(context.Context, approval.Request) (approval.Ticket, error) {
+			return approval.Ticket{ApprovalID: "x", ActionHash: "sha256:00"}, nil
 		}), capability.ReasonApprovalMismatch},
-		{"panic", gate.ApproverFunc(func(context.Context, gate.ApprovalRequest) (gate.Ticket, error) { panic("x") }), capability.ReasonApprovalDenied},
+		{"panic", gatetest.AuthorizerFunc(func(context.Context, approval.Request) (approval.Ticket, error) { panic("x") }), capability.ReasonApprovalDenied},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, func(o *gate.Options, _ *fixture) { o.Approver = tt.a })
@@ -153,7 +153,7 @@ func TestApproval(t *testing.T) {
 			t.Fatal(err)
 		}
 		var key string
-		f := newFixture(t, func(o *gate.Options, f *fixture) { o.Approver = gate.ServiceApprover{Service: svc} })
+		f := newFixture(t, func(o *gate.Options, f *fixture) { o.Approver = svc })
 		s := f.writeTool()
 		s.Name = "Write2"
 		s.Call = func(_ context.Context, env tool.Env, _ tool.Input) (tool.Result, error) {

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/tools"
 )
 
@@ -157,8 +158,8 @@ func TestWriteEditMultiEdit(t *testing.T) {
 // TestWriteNeedsApproval: Write is not allowed by the tool itself; without
 // an approver it is refused before anything is written.
 func TestWriteNeedsApproval(t *testing.T) {
-	f := newFixture(t, fixtureOpts{approver: gate.ApproverFunc(func(ctxT, gate.ApprovalRequest) (gate.Ticket, error) {
-		return gate.Ticket{}, errDenied
+	f := newFixture(t, fixtureOpts{approver: gatetest.AuthorizerFunc(func(ctxT, approval.Request) (approval.Ticket, error) {
+		return approval.Ticket{}, errDenied
 	})})
 	r := f.call(t, "Write", `{"path":"x.txt","content":"x"}`)
 	wantReason(t, r, capability.ReasonApprovalDenied)

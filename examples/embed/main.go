@@ -13,7 +13,6 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
-	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/provider/scripted"
 	"github.com/norma-run/norma/tool"
 )
@@ -72,13 +71,13 @@ func run(ctx context.Context) error {
 		return err
 	}
 	approvals := 0
-	approver := gate.ApproverFunc(func(ctx context.Context, r gate.ApprovalRequest) (gate.Ticket, error) {
+	approver := authorizerFunc(func(ctx context.Context, r approval.Request) (approval.Ticket, error) {
 		approvals++
 		fmt.Printf("approval asked: %s (%s)\n", r.Tool, r.ToolUseID)
 		// A real approver asks a person; this one grants every request
 		// with a ticket for exactly this action, once.
 		id := fmt.Sprintf("embed_%d", approvals)
-		return gate.Ticket{ApprovalID: id, ActionHash: r.ActionHash, Use: 1,
+		return approval.Ticket{ApprovalID: id, ActionHash: r.ActionHash, Use: 1,
 			IdempotencyKey: approval.IdempotencyKey(id, r.ActionHash, 1)}, nil
 	})
 	var text []string
@@ -106,4 +105,12 @@ func run(ctx context.Context) error {
 	fmt.Printf("status: %s, approvals: %d\n", out.Status, approvals)
 	fmt.Printf("model said: %s\n", strings.Join(text, " | "))
 	return nil
+}
+
+// authorizerFunc adapts a function to approval.Authorizer, the interface
+// the gate asks for a ticket when a call needs approval.
+type authorizerFunc func(ctx context.Context, r approval.Request) (approval.Ticket, error)
+
+func (f authorizerFunc) Authorize(ctx context.Context, r approval.Request) (approval.Ticket, error) {
+	return f(ctx, r)
 }

@@ -1,5 +1,5 @@
 // Package gatetest provides test doubles for package gate: an in-memory
-// audit sink and an in-memory approver. Production code must not import it
+// audit sink and in-memory approvers ([approval.Authorizer]s). Production code must not import it
 // (internal/deptest enforces this).
 package gatetest
 
@@ -12,7 +12,6 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/gate"
 )
 
 // MemorySink is an in-memory audit.Sink for tests and benchmarks. It keeps
@@ -72,14 +71,15 @@ func (m *MemorySink) Reset() {
 	m.mu.Unlock()
 }
 
-// MemoryApprover is an in-memory [gate.Approver] for tests: it grants the action hashes it was told to grant (or everything,
-// when GrantAll) and denies the rest. It records every request. Safe for
+// MemoryApprover is an in-memory [approval.Authorizer] for tests: it
+// grants the action hashes it was told to grant (or everything, when
+// GrantAll) and denies the rest. It records every request. Safe for
 // concurrent use.
 type MemoryApprover struct {
 	mu       sync.Mutex
 	grantAll bool
 	granted  map[string]bool
-	requests []gate.ApprovalRequest
+	requests []approval.Request
 	n        int
 }
 
@@ -97,27 +97,38 @@ func (m *MemoryApprover) Grant(actionHash string) {
 }
 
 // Requests returns a copy of the requests seen so far.
-func (m *MemoryApprover) Requests() []gate.ApprovalRequest {
+func (m *MemoryApprover) Requests() []approval.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]gate.ApprovalRequest(nil), m.requests...)
+	return append([]approval.Request(nil), m.requests...)
 }
 
-// Approve implements gate.Approver.
-func (m *MemoryApprover) Approve(ctx context.Context, r gate.ApprovalRequest) (gate.Ticket, error) {
+// Authorize implements [approval.Authorizer].
+func (m *MemoryApprover) Authorize(ctx context.Context, r approval.Request) (approval.Ticket, error) {
 	if err := ctx.Err(); err != nil {
-		return gate.Ticket{}, err
+		return approval.Ticket{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.requests = append(m.requests, r)
 	if !m.grantAll && !m.granted[r.ActionHash] {
-		return gate.Ticket{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonApprovalDenied, Layer: "approval"}, Detail: "not approved"}
+		return approval.Ticket{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonApprovalDenied, Layer: "approval"}, Detail: "not approved"}
 	}
 	m.n++
 	id := "mem_" + strconv.Itoa(m.n)
-	return gate.Ticket{ApprovalID: id, ActionHash: r.ActionHash, Use: 1,
+	return approval.Ticket{ApprovalID: id, ActionHash: r.ActionHash, Use: 1,
 		IdempotencyKey: approval.IdempotencyKey(id, r.ActionHash, 1)}, nil
 }
 
-var _ gate.Approver = (*MemoryApprover)(nil)
+// AuthorizerFunc adapts a function to [approval.Authorizer], for tests.
+type AuthorizerFunc func(ctx context.Context, r approval.Request) (approval.Ticket, error)
+
+// Authorize calls f.
+func (f AuthorizerFunc) Authorize(ctx context.Context, r approval.Request) (approval.Ticket, error) {
+	return f(ctx, r)
+}
+
+var (
+	_ approval.Authorizer = (*MemoryApprover)(nil)
+	_ approval.Authorizer = AuthorizerFunc(nil)
+)

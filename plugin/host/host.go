@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/broker"
 	"github.com/norma-run/norma/capability"
@@ -42,7 +43,10 @@ type Config struct {
 	Vault                      secret.Vault
 	Redactor                   *secret.Redactor
 	Audit                      audit.Sink
-	Approver                   broker.Approver
+	// Approver answers a plugin's approval_required brokered requests that
+	// no approved tool call covers (see the credits in listener.go); nil
+	// refuses them with APPROVAL_REQUIRED.
+	Approver approval.Authorizer
 	// Resolver and UpstreamRootCAs are for the broker's upstream side
 	// (tests map names to loopback and trust a test CA).
 	Resolver        netguard.Resolver
@@ -146,7 +150,8 @@ type Plugin struct {
 	started int
 
 	// credits are the idempotency keys of external-write calls in flight;
-	// the broker spends one per approval_required request (see approve).
+	// the broker spends one per approval_required request (see
+	// creditAuthorizer).
 	credits chan string
 }
 

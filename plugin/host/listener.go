@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/broker"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/secret"
@@ -34,25 +36,48 @@ func (p *Plugin) newBroker(ctx context.Context, ln *connListener) (*broker.Broke
 		Secrets:         handles,
 		Vault:           cfg.Vault,
 		Redactor:        cfg.Redactor,
-		Approver:        broker.ApproverFunc(p.approve),
+		Approver:        creditAuthorizer{p},
 		Audit:           cfg.Audit,
 	})
 }
 
-// approve answers the broker's approval_required requests. A request made
-// while an approved external-write tool call is in flight spends that call's
-// credit: one approved call, one write, under the call's idempotency key.
-// Any other request goes to the configured approver, or is refused.
-func (p *Plugin) approve(ctx context.Context, info broker.RequestInfo) (broker.Grant, error) {
+// creditAuthorizer is the approval.Authorizer of a plugin's broker. A
+// request made while an approved external-write tool call is in flight
+// spends that call's credit: one approved call, one write, under the
+// call's idempotency key (the ticket's approval id is "call:" + that key).
+// Any other request goes to the host's configured approver, or is refused.
+type creditAuthorizer struct{ p *Plugin }
+
+// creditPrefix starts the approval id of a ticket paid with a credit.
+const creditPrefix = "call:"
+
+var (
+	_ approval.Authorizer = creditAuthorizer{}
+	_ approval.Finisher   = creditAuthorizer{}
+)
+
+func (a creditAuthorizer) Authorize(ctx context.Context, req approval.Request) (approval.Ticket, error) {
 	select {
-	case key := <-p.credits:
-		return broker.Grant{ApprovalID: "call:" + key, IdempotencyKey: key}, nil
+	case key := <-a.p.credits:
+		return approval.Ticket{ApprovalID: creditPrefix + key, IdempotencyKey: key}, nil
 	default:
 	}
-	if a := p.h.cfg.Approver; a != nil {
-		return a.ApproveRequest(ctx, info)
+	if in := a.p.h.cfg.Approver; in != nil {
+		return in.Authorize(ctx, req)
 	}
-	return broker.Grant{}, capability.Denied(capability.ReasonApprovalRequired, info.Method+" "+info.Origin+info.Path, "no approved tool call covers this request")
+	return approval.Ticket{}, capability.Denied(capability.ReasonApprovalRequired, req.Target, "no approved tool call covers this request")
+}
+
+// Finish tells the configured approver that the exchange of one of its
+// tickets is over; a credit's call is finished by the gate.
+func (a creditAuthorizer) Finish(ctx context.Context, t approval.Ticket) error {
+	if strings.HasPrefix(t.ApprovalID, creditPrefix) {
+		return nil
+	}
+	if f, ok := a.p.h.cfg.Approver.(approval.Finisher); ok {
+		return f.Finish(ctx, t)
+	}
+	return nil
 }
 
 // drainCredit removes key if the call ended without spending it.
