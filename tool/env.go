@@ -2,10 +2,12 @@ package tool
 
 import (
 	"context"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 )
 
 // FS is the scoped file-system capability; *fsguard.FS implements it. Every
@@ -37,24 +39,79 @@ type Secrets interface {
 	Handle(ctx context.Context, name string) (Secret, error)
 }
 
-// Command is one process to run: argv without a shell, optional stdin, and a
-// workspace-relative working directory ("" is the workspace root).
+// Command is one process to run: argv without a shell, and how its
+// standard streams are wired. Every field is a plain value, so the
+// contract does not depend on how the process is confined.
 type Command struct {
-	Argv  []string
-	Stdin []byte
-	Dir   string
+	// Argv is the program and its arguments; a shell runs only when argv
+	// names one (["/bin/bash", "-c", line]), and the gate then checks the
+	// commands of line as well.
+	Argv []string
+	// Dir is the workspace-relative working directory. "" is the workspace
+	// root when the process may see it (else a private temporary
+	// directory); anything else must be a local path the process may see.
+	Dir string
+	// Env are KEY=VALUE entries added to the runner's environment (which
+	// is explicit: nothing is inherited from the host). Names that make a
+	// program run code nobody checked (LD_*, BASH_ENV, BASH_FUNC_*, …)
+	// are refused.
+	Env []string
+	// Stdin is the standard input; nil is empty input.
+	Stdin io.Reader
+	// Stdout and Stderr receive the output as it arrives. For Run, nil
+	// collects it (bounded by MaxCollect) into the CommandResult; for
+	// Start, nil discards it. A terminal is the tty side of a
+	// pseudo-terminal pair passed as Stdin, Stdout and Stderr.
+	Stdout, Stderr io.Writer
+	// Timeout, when positive, kills the whole process tree after this
+	// long; the result then reports TimedOut.
+	Timeout time.Duration
 }
 
-// CommandResult is a finished process.
+// MaxCollect bounds the output Run collects per stream when the Command
+// has no writer for it; the rest is dropped.
+const MaxCollect = 1 << 20
+
+// CommandResult is how a process tree ended.
 type CommandResult struct {
+	// Stdout and Stderr are the collected output (Run with nil writers).
 	Stdout, Stderr []byte
-	ExitCode       int
+	// ExitCode is the exit status, or -1 when a signal killed the process.
+	ExitCode int
+	// Signal is the number of the signal that killed it (0 when it exited).
+	Signal int
+	// TimedOut reports that Command.Timeout expired and the tree was killed.
+	TimedOut bool
 }
 
-// Runner runs processes inside the sandbox. The gate wraps it so that every
-// argv is checked by the policy and the permission rules before it runs.
+// Process is a process tree started by [Runner.Start]. Its methods are
+// safe for concurrent use.
+type Process interface {
+	// Wait waits until the whole tree has exited and reports how it ended;
+	// it may be called more than once and gives the same answer.
+	Wait() (CommandResult, error)
+	// Kill kills the whole tree and does not wait.
+	Kill() error
+	// Pid is the host pid of the tree's root, for operators and tests.
+	Pid() int
+}
+
+// Runner is the process capability: it runs processes confined by the
+// policy of the call (inside the OS sandbox, for the built-in tools). The
+// gate wraps it for every call, so that each argv — and every command a
+// shell argv runs — is checked against the deny rules and the policy before
+// it starts; Env.Exec is nil when the policy does not allow spawning at
+// all. An error means the process never started; the errors of the gate's
+// checks are *capability.Error values. A Runner is safe for concurrent use.
 type Runner interface {
+	// Run runs cmd to completion; cancelling ctx kills the whole tree. A
+	// non-zero exit is not an error.
 	Run(ctx context.Context, cmd Command) (CommandResult, error)
+	// Start starts cmd and returns without waiting: the process outlives
+	// the call if the caller lets it (give a context that is not the
+	// call's). The tree is killed when ctx is done or Timeout expires; the
+	// caller must call Wait.
+	Start(ctx context.Context, cmd Command) (Process, error)
 }
 
 // Env is everything a handler receives: capabilities and the identity of
@@ -68,7 +125,10 @@ type Env struct {
 	HTTP *http.Client
 	// Secrets hands out secret handles.
 	Secrets Secrets
-	// Exec runs processes; nil when spawning is not allowed.
+	// Exec runs and starts processes (foreground commands, processes that
+	// outlive the call, terminals), each one checked by the gate; nil when
+	// spawning is not allowed. A tool that needs it and finds nil refuses
+	// with CAPABILITY_MISSING and runs nothing.
 	Exec Runner
 
 	// RunID, Principals and ToolUseID identify the call.

@@ -60,7 +60,9 @@ type Config struct {
 
 	// Shell, when set, installs the shell tools (package tools/shell):
 	// Build compiles the policy for them with Policy and calls shell.Tools.
-	// Shell.Policy is set by Build.
+	// Their processes run through the process capability of each call's
+	// Env, which the host builds from [Builtin.Policy]
+	// (sandboxpolicy.NewRunner).
 	Shell *shell.Config
 	// Policy compiles the effective policy of the built-in tools from their
 	// manifest (with the host's grant, workspace and run layers). Build
@@ -139,9 +141,7 @@ func Build(cfg Config) (*Builtin, error) {
 		if out.Policy == nil {
 			return nil, errors.New("tools: Config.Shell needs Config.Policy to compile the shell's policy")
 		}
-		sc := *cfg.Shell
-		sc.Policy = out.Policy
-		mgr, ts, err := shell.Tools(sc)
+		mgr, ts, err := shell.Tools(*cfg.Shell)
 		if err != nil {
 			return nil, fmt.Errorf("tools: %w", err)
 		}
@@ -277,11 +277,11 @@ func Catalogue(ctx context.Context) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The shell tools are built on "/" and never run: only their specs
-	// are read.
+	// The shell tools are built without a process capability and never
+	// run: only their specs are read.
 	b, err := Build(Config{
 		Search: be,
-		Shell:  &shell.Config{Workspace: "/", SessionID: "catalogue"},
+		Shell:  &shell.Config{SessionID: "catalogue"},
 		Policy: func(m *manifest.Manifest) (*policy.Set, error) { return policy.Compile(policy.Inputs{Manifest: m}) },
 	})
 	if err != nil {

@@ -108,6 +108,7 @@ type Runtime struct {
 	layer   *manifest.Layer
 	sandbox bool
 	builtin *tools.Builtin
+	exec    *sandboxpolicy.Runner // the built-in tools' process capability; nil without the sandbox
 	reg     *tool.Registry
 	ref     *tools.GateRef
 	host    *host.Host
@@ -154,6 +155,12 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if r.builtin, err = tools.Build(r.toolsConfig()); err != nil {
 		return nil, err
 	}
+	if r.sandbox {
+		if r.exec, err = r.processRunner(); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+	}
 	if err := r.loadPlugins(ctx); err != nil {
 		r.Close()
 		return nil, err
@@ -184,9 +191,24 @@ func (r *Runtime) toolsConfig() tools.Config {
 		cfg.Network = r.layer.Permissions.Network.Requests
 	}
 	if r.sandbox {
-		cfg.Shell = &shell.Config{Workspace: r.dir, SessionID: r.opts.RunID, Env: r.opts.ShellEnv, Limits: sandboxpolicy.DefaultLimits}
+		cfg.Shell = &shell.Config{SessionID: r.opts.RunID}
 	}
 	return cfg
+}
+
+// processRunner is the built-in tools' process capability: the OS sandbox,
+// derived for every command from the one compiled built-in policy, with
+// the shell's environment and the default limits. The gate hands it to
+// each call it allows to spawn (tool.Env.Exec) and checks every argv.
+func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
+	layers := []manifest.Permissions{r.builtin.Manifest.Permissions}
+	for _, l := range []*manifest.Layer{r.layer, r.opts.RunPolicy} {
+		if l != nil {
+			layers = append(layers, l.Permissions)
+		}
+	}
+	return sandboxpolicy.NewRunner(sandboxpolicy.RunnerConfig{Workspace: r.dir, Policy: r.builtin.Policy,
+		Layers: layers, Env: r.opts.ShellEnv, Limits: sandboxpolicy.DefaultLimits})
 }
 
 // loadPlugins loads every installed plugin through the plugin host, with
@@ -266,6 +288,9 @@ func (r *Runtime) options() []agent.Option {
 		agent.WithGateBinder(r.ref.Bind), agent.WithWorkspace(r.dir), agent.WithMode(r.opts.Mode),
 		agent.WithRules(r.opts.Rules), agent.WithAudit(r.opts.Audit),
 		agent.WithNetwork(r.opts.Resolver, r.opts.RootCAs),
+	}
+	if r.exec != nil {
+		opts = append(opts, agent.WithProcessRunner(r.exec))
 	}
 	if len(r.plugins) > 0 {
 		opts = append(opts, agent.WithPlugins(r.plugins...))

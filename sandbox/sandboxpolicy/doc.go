@@ -3,14 +3,18 @@
 // ("enforce twice"). [Derive] turns the effective file capabilities of a
 // [policy.Set] into the read-only, read-write and hidden paths of a
 // [sandbox.Spec]; [DefaultLimits] are the resource limits Norma gives a
-// sandboxed process tree when nothing narrower is configured.
+// sandboxed process tree when nothing narrower is configured. [Runner] is
+// the built-in tools' process capability (a tool.Runner): every command it
+// runs or starts gets a sandbox derived at that moment from the one
+// compiled built-in policy; the gate wraps it for every call.
 //
 // It sits between the policy and the sandbox: it imports capability,
-// manifest, policy and sandbox, and neither of those imports it. The plugin
-// host (plugin/host) and the built-in shell tools (tools/shell) both build
-// their sandboxes with it, and neither depends on the other.
+// manifest, policy, sandbox and tool (the contract it implements), and
+// none of those imports it. The plugin host (plugin/host) builds its
+// sandboxes with Derive; the built-in shell tools (tools/shell) run theirs
+// through a Runner they receive in their Env, and import neither.
 //
-// Derive only reads the policy Set, which is safe for concurrent use; it is
-// safe to call from multiple goroutines, though two calls that create the
-// same write directory race harmlessly on os.MkdirAll.
+// Derive only reads the policy Set, which is safe for concurrent use; it
+// and a Runner are safe to use from multiple goroutines, though two calls
+// that create the same write directory race harmlessly on os.MkdirAll.
 package sandboxpolicy

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -126,7 +125,7 @@ func (m *Manager) timeout(ms int64, def time.Duration) time.Duration {
 	return min(d, m.cfg.MaxTimeout)
 }
 
-func (m *Manager) callBash(ctx context.Context, _ tool.Env, in tool.Input) (tool.Result, error) {
+func (m *Manager) callBash(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 	var bi bashInput
 	if err := in.Decode(&bi); err != nil || bi.Command == "" {
 		return tool.Result{}, fail(capability.ReasonInvalidRequest, "shell: bad input")
@@ -137,23 +136,22 @@ func (m *Manager) callBash(ctx context.Context, _ tool.Env, in tool.Input) (tool
 	if err != nil {
 		return tool.Result{}, err
 	}
+	exec, err := runner(env)
+	if err != nil {
+		return tool.Result{}, err
+	}
 	if bi.RunInBackground {
-		t, err := m.startTask(ctx, bi)
+		t, err := m.startTask(ctx, exec, bi)
 		if err != nil {
 			return tool.Result{}, err
 		}
 		return tool.Result{Content: fmt.Sprintf("started task %s (session %s): %s\nRead its output with TaskOutput, wait with Monitor, stop it with TaskStop.", t.id, m.cfg.SessionID, summary(bi.Command))}, nil
 	}
-	spec, err := m.spec(ctx, m.shellArgv(bi.Command))
-	if err != nil {
-		return tool.Result{}, err
-	}
 	timeout := m.timeout(bi.TimeoutMS, m.cfg.DefaultTimeout)
 	out := newHeadTail(outputHead, outputTail)
-	spec.Stdout, spec.Stderr, spec.Timeout = out, out, timeout
-	res, err := m.cfg.Runner.Run(ctx, spec)
+	res, err := exec.Run(ctx, tool.Command{Argv: m.shellArgv(bi.Command), Stdout: out, Stderr: out, Timeout: timeout})
 	if err != nil {
-		return tool.Result{}, sandboxFail(err)
+		return tool.Result{}, startFail(err)
 	}
 	var b strings.Builder
 	b.WriteString(out.String())
@@ -169,22 +167,11 @@ func (m *Manager) callBash(ctx context.Context, _ tool.Env, in tool.Input) (tool
 		isErr = true
 		b.WriteString("[canceled; the process tree was killed]")
 	case res.Signal != 0:
-		fmt.Fprintf(&b, "[killed by signal %d]", int(res.Signal))
+		fmt.Fprintf(&b, "[killed by signal %d]", res.Signal)
 	default:
 		fmt.Fprintf(&b, "[exit code %d]", res.ExitCode)
 	}
 	return tool.Result{Content: b.String(), IsError: isErr}, nil
-}
-
-// sandboxFail maps a sandbox error to the shell's coded error; the command
-// never ran.
-func sandboxFail(err error) error {
-	code := sandbox.CodeOf(err)
-	if code == "" {
-		code = capability.ReasonShellSandbox
-	}
-	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: code, Layer: "sandbox"},
-		Detail: "the command did not run: " + err.Error()}
 }
 
 // summary shortens a command line for listings.

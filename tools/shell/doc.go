@@ -14,18 +14,36 @@
 // checked before it is written to the terminal; PtyOpen declares the spawn
 // "bash -i" (or "sh -i").
 //
-// Whatever the gate lets through runs inside the OS sandbox (package
-// sandbox), built per command from the run's effective file capabilities
-// with sandboxpolicy.Derive, the derivation the plugin host uses too (this
-// package does not import plugin/host): the directories the policy grants
-// are bound read-only or read-write, and every entry under them the policy
-// does not allow (a deny glob such as **/.env*) is hidden. The workspace
-// root is always proposed as a candidate besides the layers' literal
-// directories (docs/** proposes docs); the policy decides. So `cat .env`,
-// `grep -r TOKEN .`, `ln -s ../outside x && cat x` and
-// `curl http://169.254.169.254/` fail even when a rule allows cat, grep, ln
-// and curl. The network is none unless the Config gives a broker; the
-// environment is the Config's allow-list plus PATH, HOME and TMPDIR
+// # The process capability
+//
+// The shell starts nothing by itself: Bash, background tasks and PtyOpen
+// run their processes through the process capability of the call's Env
+// (tool.Env.Exec, a tool.Runner), which the gate hands out for that call.
+// A policy that denies spawning refuses these calls at the gate already
+// (they declare process.spawn), and the gate gives no capability to a call
+// whose policy denies spawning; a call whose Env has none refuses with
+// CAPABILITY_MISSING and runs nothing. Otherwise the capability is the
+// gate's wrapper, so every argv the shell asks for (`/bin/bash -c
+// COMMAND`, the PTY's `setsid … bash -i`) is checked again, with every
+// command it runs, against the deny rules and the policy before it starts
+// (a deny rule on the shell itself, Bash(bash:*), refuses every command).
+// What a call may start is decided by the gate's policy value, not by
+// this package.
+//
+// For the built-in tools that capability is sandboxpolicy.Runner (the run's
+// runtime builds it from the one compiled built-in policy): whatever the
+// gate lets through runs inside the OS sandbox (package sandbox), built per
+// command from the run's effective file capabilities with
+// sandboxpolicy.Derive, the derivation the plugin host uses too (this
+// package imports neither): the directories the policy grants are bound
+// read-only or read-write, and every entry under them the policy does not
+// allow (a deny glob such as **/.env*) is hidden. The workspace root is
+// always proposed as a candidate besides the layers' literal directories
+// (docs/** proposes docs); the policy decides. So `cat .env`, `grep -r
+// TOKEN .`, `ln -s ../outside x && cat x` and `curl
+// http://169.254.169.254/` fail even when a rule allows cat, grep, ln and
+// curl. The network is none unless the runtime gives a broker; the
+// environment is an explicit allow-list plus PATH, HOME and TMPDIR
 // defaults, and names a shell would run as code (BASH_ENV, ENV,
 // PROMPT_COMMAND, PS1, BASH_FUNC_*, LD_*, …) are refused. The working
 // directory is the workspace when it is granted, else /tmp.
@@ -44,9 +62,9 @@
 //
 // # PTYs
 //
-// A PTY shell is `bash --norc --noprofile --noediting +H -i` run inside the
-// same sandbox with the tty side of a creack/pty pair as its standard
-// streams. The sandbox's init calls setsid (so nothing inside has the
+// A PTY shell is `bash --norc --noprofile --noediting +H -i` started
+// through the same capability (the same sandbox) with the tty side of a
+// creack/pty pair as its standard streams, and literal prompts (PS1="$ "). The sandbox's init calls setsid (so nothing inside has the
 // caller's terminal, and seccomp refuses TIOCSTI); util-linux `setsid
 // --wait --ctty` inside makes the shell the session leader of the new
 // terminal, so job control works and ^C reaches the foreground job. Without
@@ -82,5 +100,6 @@
 // are *capability.Error values whose reason codes are in
 // capability/reason_shell.go (SHELL_CONFIG_INVALID, SHELL_CLOSED,
 // SHELL_LIMIT, TASK_UNKNOWN, PTY_UNKNOWN, PTY_INPUT_REFUSED,
-// SHELL_SANDBOX_FAILED) or the sandbox's codes.
+// SHELL_SANDBOX_FAILED), CAPABILITY_MISSING, the gate's refusal of an argv
+// (RULE_DENIED, PROCESS_SPAWN_DENIED, …) or the sandbox's codes.
 package shell

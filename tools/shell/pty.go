@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -30,7 +29,7 @@ const setsidPath = "/usr/bin/setsid"
 type ptySession struct {
 	id     string
 	master *os.File
-	proc   *sandbox.Process
+	proc   tool.Process
 	cancel context.CancelFunc
 	out    *ring
 	done   chan struct{} // the tree is gone
@@ -40,7 +39,7 @@ type ptySession struct {
 	mu     sync.Mutex // serializes input and the read cursor
 	cursor int64
 	closed bool
-	res    sandbox.Result
+	res    tool.CommandResult
 }
 
 const ptyIDSchema = `{"type":"string","pattern":"^p[0-9]{1,9}$"}`
@@ -196,7 +195,7 @@ type ptyOpenInput struct {
 	Cols, Rows uint16
 }
 
-func (m *Manager) callPtyOpen(ctx context.Context, _ tool.Env, in tool.Input) (tool.Result, error) {
+func (m *Manager) callPtyOpen(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 	var oi ptyOpenInput
 	if err := in.Decode(&oi); err != nil {
 		return tool.Result{}, fail(capability.ReasonInvalidRequest, "shell: bad input")
@@ -216,11 +215,10 @@ func (m *Manager) callPtyOpen(ctx context.Context, _ tool.Env, in tool.Input) (t
 	if err != nil {
 		return tool.Result{}, err
 	}
-	spec, err := m.spec(ctx, m.ptyArgv())
+	exec, err := runner(env)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	spec.Env = withDefault(spec.Env, "TERM=dumb", "PS1=$ ", "PS2=> ")
 	master, tty, err := pty.Open()
 	if err != nil {
 		return tool.Result{}, fail(capability.ReasonShellSandbox, "opening a pseudo-terminal: %v", err)
@@ -236,7 +234,8 @@ func (m *Manager) callPtyOpen(ctx context.Context, _ tool.Env, in tool.Input) (t
 	// The sandbox's init calls setsid, so the terminal is not the
 	// controlling terminal of anything on the host side; util-linux setsid
 	// inside makes the shell its session leader and controlling process.
-	spec.Stdin, spec.Stdout, spec.Stderr = tty, tty, tty
+	// The prompts are literal (the capability refuses any other PS1).
+	cmd := tool.Command{Argv: m.ptyArgv(), Env: []string{"TERM=dumb", "PS1=$ ", "PS2=> "}, Stdin: tty, Stdout: tty, Stderr: tty}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -246,12 +245,12 @@ func (m *Manager) callPtyOpen(ctx context.Context, _ tool.Env, in tool.Input) (t
 		return tool.Result{}, err
 	}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	proc, err := m.cfg.Runner.Start(pctx, spec)
+	proc, err := exec.Start(pctx, cmd)
 	tty.Close() // the child holds its own copies
 	if err != nil {
 		cancel()
 		master.Close()
-		return tool.Result{}, sandboxFail(err)
+		return tool.Result{}, startFail(err)
 	}
 	m.ptySeq++
 	p := &ptySession{id: fmt.Sprintf("p%d", m.ptySeq), master: master, proc: proc, cancel: cancel,
@@ -273,22 +272,6 @@ func (m *Manager) callPtyOpen(ctx context.Context, _ tool.Env, in tool.Input) (t
 		cancel()
 	}()
 	return tool.Result{Content: fmt.Sprintf("opened %s: %s on a %dx%d terminal (session %s)", p.id, filepath.Base(m.shell), oi.Cols, oi.Rows, m.cfg.SessionID)}, nil
-}
-
-func withDefault(env []string, defs ...string) []string {
-	for _, d := range defs {
-		k, _, _ := strings.Cut(d, "=")
-		found := false
-		for _, e := range env {
-			if strings.HasPrefix(e, k+"=") {
-				found = true
-			}
-		}
-		if !found {
-			env = append(env, d)
-		}
-	}
-	return env
 }
 
 func (m *Manager) pty(in tool.Input) (*ptySession, error) {

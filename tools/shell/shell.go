@@ -1,22 +1,14 @@
 package shell
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/manifest"
-	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/sandbox"
-	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -46,34 +38,11 @@ const (
 
 var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// refusedEnv are environment names a shell reads as code or that change
-// which code runs: they would run something the gate never saw.
-var refusedEnv = []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND",
-	"PS0", "PS4", "IFS", "CDPATH", "GLOBIGNORE", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
-	"INPUTRC", "HISTFILE", "HISTCONTROL", "PROMPT_DIRTRIM", "PS1", "PS2", "PS3"}
-
-// Config configures the shell tools of one session.
+// Config configures the shell tools of one session. How commands are
+// confined is not configured here: every call runs its processes through
+// the process capability of its Env (tool.Env.Exec), which the gate hands
+// out and checks.
 type Config struct {
-	// Workspace is the absolute host path of the workspace. Required.
-	Workspace string
-	// Policy is the effective policy of the run (the built-in tools'
-	// Set). Required: the sandbox grants exactly what it allows.
-	Policy *policy.Set
-	// Layers are the permissions of the policy layers (manifest, grant,
-	// workspace, run) whose file globs propose directories to grant besides
-	// the workspace root (docs/** proposes docs); Policy decides which of
-	// them are granted. Nil proposes the workspace root only.
-	Layers []manifest.Permissions
-	// Env is the complete environment, KEY=VALUE; nothing is inherited.
-	// PATH, HOME and TMPDIR get defaults when absent. Names a shell
-	// interprets as code (BASH_ENV, ENV, PROMPT_COMMAND, BASH_FUNC_*, …)
-	// and loader variables (LD_*) are refused.
-	Env []string
-	// Network is the sandbox network mode; NetBroker needs Broker.
-	Network sandbox.NetworkMode
-	Broker  sandbox.BrokerFunc
-	// Limits are the resource limits of every command's tree.
-	Limits sandbox.Limits
 	// DefaultTimeout and MaxTimeout bound foreground commands; zero means
 	// DefaultTimeout and DefaultMaxTimeout.
 	DefaultTimeout, MaxTimeout time.Duration
@@ -84,9 +53,6 @@ type Config struct {
 	// (they still die at their timeout and with the host process). PTYs
 	// never survive it.
 	AllowDetached bool
-	// Runner starts sandboxed processes; the zero Runner re-executes the
-	// current binary as the sandbox init.
-	Runner sandbox.Runner
 }
 
 // Manager owns the tasks and PTYs of one session. It is safe for
@@ -95,7 +61,6 @@ type Manager struct {
 	cfg   Config
 	shell string // absolute path of bash (or sh)
 	bash  bool
-	env   []string
 
 	mu      sync.Mutex
 	closed  bool
@@ -142,32 +107,6 @@ func newManager(cfg Config) (*Manager, error) {
 	if !sessionRE.MatchString(cfg.SessionID) {
 		return nil, bad("invalid session id (want ^[A-Za-z0-9_-]{1,64}$)")
 	}
-	if cfg.Policy == nil {
-		return nil, bad("a policy is required")
-	}
-	if !filepath.IsAbs(cfg.Workspace) {
-		return nil, bad("workspace %q is not absolute", cfg.Workspace)
-	}
-	ws, err := filepath.EvalSymlinks(cfg.Workspace)
-	if err != nil {
-		return nil, bad("workspace: %v", err)
-	}
-	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
-		return nil, bad("workspace %q is not a directory", cfg.Workspace)
-	}
-	cfg.Workspace = ws
-	switch cfg.Network {
-	case sandbox.NetNone:
-		if cfg.Broker != nil {
-			return nil, bad("a broker needs network mode broker")
-		}
-	case sandbox.NetBroker:
-		if cfg.Broker == nil {
-			return nil, bad("network mode broker needs a broker")
-		}
-	default:
-		return nil, bad("unknown network mode %v", cfg.Network)
-	}
 	if cfg.DefaultTimeout < 0 || cfg.MaxTimeout < 0 {
 		return nil, bad("negative timeout")
 	}
@@ -180,11 +119,7 @@ func newManager(cfg Config) (*Manager, error) {
 	if cfg.DefaultTimeout > cfg.MaxTimeout {
 		return nil, bad("default timeout %v exceeds the maximum %v", cfg.DefaultTimeout, cfg.MaxTimeout)
 	}
-	env, err := buildEnv(cfg.Env)
-	if err != nil {
-		return nil, bad("%v", err)
-	}
-	m := &Manager{cfg: cfg, env: env, tasks: map[string]*task{}, ptys: map[string]*ptySession{}}
+	m := &Manager{cfg: cfg, tasks: map[string]*task{}, ptys: map[string]*ptySession{}}
 	m.shell, m.bash = "/bin/sh", false
 	if fi, err := os.Stat("/bin/bash"); err == nil && fi.Mode().IsRegular() {
 		m.shell, m.bash = "/bin/bash", true
@@ -192,74 +127,37 @@ func newManager(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// buildEnv validates the allow-list and adds PATH, HOME and TMPDIR
-// defaults.
-func buildEnv(in []string) ([]string, error) {
-	out := make([]string, 0, len(in)+3)
-	seen := map[string]bool{}
-	for _, kv := range in {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || strings.ContainsAny(kv, "\x00") || strings.ContainsAny(k, " \t\n") {
-			return nil, fmt.Errorf("malformed environment entry (want KEY=VALUE)")
-		}
-		if slices.Contains(refusedEnv, k) || strings.HasPrefix(k, "BASH_FUNC_") || strings.HasPrefix(k, "LD_") {
-			return nil, fmt.Errorf("environment variable %s is refused: the shell would run code the gate never checked", k)
-		}
-		if seen[k] {
-			return nil, fmt.Errorf("environment variable %s given twice", k)
-		}
-		seen[k] = true
-		out = append(out, kv)
-	}
-	for _, d := range []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp"} {
-		k, _, _ := strings.Cut(d, "=")
-		if !seen[k] {
-			out = append(out, d)
-		}
-	}
-	return out, nil
-}
-
 // SessionID returns the session the Manager belongs to.
 func (m *Manager) SessionID() string { return m.cfg.SessionID }
 
-// spec builds the sandbox Spec of one command from the effective file
-// capabilities, computed now (a file created since the last command is
-// judged too). The workspace root and the literal directories of the
-// layers' globs are the candidates; the policy decides which are granted,
-// and every entry it does not allow underneath them is hidden.
-func (m *Manager) spec(ctx context.Context, argv []string) (sandbox.Spec, error) {
-	// The workspace root is always a candidate, for reading and writing;
-	// the policy decides (workspace://** allows it, workspace://src/** does
-	// not, and then the layers' literal directories such as src are the
-	// candidates).
-	root := manifest.Permissions{Filesystem: &manifest.Filesystem{
-		Read:  []string{manifest.WorkspaceScheme + "."},
-		Write: []string{manifest.WorkspaceScheme + "."},
-	}}
-	layers := append(slices.Clone(m.cfg.Layers), root)
-	p, err := sandboxpolicy.Derive(ctx, m.cfg.Workspace, m.cfg.Policy, layers...)
-	if err != nil {
-		return sandbox.Spec{}, fail(capability.ReasonShellSandbox, "deriving the sandbox's view of the workspace: %v", err)
+// runner returns the process capability of the call: nil is a refusal
+// (CAPABILITY_MISSING) and nothing runs.
+func runner(env tool.Env) (tool.Runner, error) {
+	if env.Exec == nil {
+		return nil, fail(capability.ReasonCapabilityMissing, "this call has no process capability (the policy does not allow spawning, or the session gives none); nothing ran")
 	}
-	dir := "/tmp"
-	for _, g := range slices.Concat(p.ReadWrite, p.ReadOnly) {
-		if g == m.cfg.Workspace {
-			dir = m.cfg.Workspace
-		}
+	return env.Exec, nil
+}
+
+// startFail maps an error of the process capability to the shell's coded
+// error; the command never ran. A refusal of the gate (a deny rule, the
+// policy) keeps its decision.
+func startFail(err error) error {
+	if _, ok := errors.AsType[*capability.Error](err); ok {
+		return err
 	}
-	s := sandbox.Spec{
-		Argv:      argv,
-		Dir:       dir,
-		ReadOnly:  p.ReadOnly,
-		ReadWrite: p.ReadWrite,
-		Deny:      p.Deny,
-		Env:       slices.Clone(m.env),
-		Network:   m.cfg.Network,
-		Broker:    m.cfg.Broker,
-		Limits:    m.cfg.Limits,
+	var code capability.Reason
+	if r, ok := errors.AsType[interface {
+		error
+		Reason() capability.Reason
+	}](err); ok {
+		code = r.Reason()
 	}
-	return s, nil
+	if code == "" {
+		code = capability.ReasonShellSandbox
+	}
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: code, Layer: "sandbox"},
+		Detail: "the command did not run: " + err.Error()}
 }
 
 // shellArgv returns the argv running command non-interactively.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -42,7 +41,7 @@ type TaskInfo struct {
 type task struct {
 	id, command, desc string
 	started           time.Time
-	proc              *sandbox.Process
+	proc              tool.Process
 	cancel            context.CancelFunc
 	out               *ring
 	done              chan struct{}
@@ -50,7 +49,7 @@ type task struct {
 	mu      sync.Mutex
 	cursor  int64 // TaskOutput read offset
 	stopped bool
-	res     sandbox.Result
+	res     tool.CommandResult
 	err     error
 }
 
@@ -95,17 +94,12 @@ func (t *task) stop() {
 	<-t.done
 }
 
-func (m *Manager) startTask(ctx context.Context, bi bashInput) (*task, error) {
-	spec, err := m.spec(ctx, m.shellArgv(bi.Command))
-	if err != nil {
-		return nil, err
-	}
-	if bi.TimeoutMS > 0 {
-		spec.Timeout = time.Duration(bi.TimeoutMS) * time.Millisecond
-	}
+func (m *Manager) startTask(ctx context.Context, exec tool.Runner, bi bashInput) (*task, error) {
 	out := newRing(RingSize)
-	spec.Stdout, spec.Stderr = out, out
-	spec.Stdin = strings.NewReader("")
+	cmd := tool.Command{Argv: m.shellArgv(bi.Command), Stdout: out, Stderr: out}
+	if bi.TimeoutMS > 0 {
+		cmd.Timeout = time.Duration(bi.TimeoutMS) * time.Millisecond
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -124,10 +118,10 @@ func (m *Manager) startTask(ctx context.Context, bi bashInput) (*task, error) {
 	// The task outlives the call: its context is detached from the call's
 	// and cancelled by TaskStop or Manager.Close.
 	tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	proc, err := m.cfg.Runner.Start(tctx, spec)
+	proc, err := exec.Start(tctx, cmd)
 	if err != nil {
 		cancel()
-		return nil, sandboxFail(err)
+		return nil, startFail(err)
 	}
 	m.seq++
 	t := &task{id: fmt.Sprintf("t%d", m.seq), command: bi.Command, desc: bi.Description, started: time.Now(),
