@@ -348,41 +348,15 @@ func (x *exec) authorize(ctx context.Context, raw json.RawMessage, first bool) b
 // every capability layer). It reports whether the call may go on, to
 // approval when x.dec requires it.
 func (x *exec) check(ctx context.Context, raw json.RawMessage, first bool) bool {
-	g, e := x.g, x.entry
 	// 2. schema
-	x.step(StepSchema)
-	if len(raw) > g.maxInput {
-		x.fail(capability.ReasonSchemaInvalid, fmt.Sprintf("input is larger than %d bytes", g.maxInput))
-		return false
-	}
-	if p, ok := e.RawParser(); ok && first {
-		parsed, err := safeParseRaw(p, raw)
-		if err != nil {
-			x.fail(capability.ReasonSchemaInvalid, "input does not parse: "+err.Error())
-			return false
-		}
-		raw = parsed
-	}
-	in, err := tool.ParseInput(raw)
-	if err != nil {
-		x.fail(capability.ReasonSchemaInvalid, "input is not valid JSON: "+err.Error())
-		return false
-	}
-	sc, err := g.schemas.get(e)
-	if err != nil {
-		g.log.Error("gate: tool schema does not compile", "tool", e.Name(), "err", err)
-		x.fail(capability.ReasonSchemaInvalid, "the tool's input schema does not compile")
-		return false
-	}
-	if vs := sc.Validate(in); len(vs) > 0 {
-		x.dec.Rule = "schema:" + vs[0].Keyword
-		x.fail(capability.ReasonSchemaInvalid, schemaMessage(vs))
+	in, ok := x.schema(raw, first)
+	if !ok {
 		return false
 	}
 	// 3. policy
 	x.step(StepPolicy)
 	if x.pol == nil {
-		pol, err := g.policy(e.Plugin())
+		pol, err := x.g.policy(x.entry.Plugin())
 		if err != nil || pol == nil {
 			x.fail(capability.ReasonPolicyError, "no policy for this tool")
 			return false
@@ -392,23 +366,11 @@ func (x *exec) check(ctx context.Context, raw json.RawMessage, first bool) bool 
 	prevIn, prevReqs, prevKnown, prevDec := x.in, x.reqs, x.known, x.dec
 	x.in = in
 	d := x.decide(ctx)
-	if !first {
-		// The rewrite may not reach what the original did not, and the
-		// stricter decision stands.
-		if d.Mode != capability.Deny {
-			if w := widened(prevReqs, prevKnown, x.reqs, x.known); w != "" {
-				d = capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRewriteWidened, Layer: "hook", Request: w}
-			} else if prevDec.Mode < d.Mode {
-				d.Mode, d.Reason, d.Layer, d.Rule = prevDec.Mode, prevDec.Reason, prevDec.Layer, prevDec.Rule
-			}
-			if d.Mode == capability.Allow && !prevKnown && !bytes.Equal(prevIn.Raw(), in.Raw()) {
-				// Nothing proves the rewrite stays within the original.
-				d.Mode, d.Reason, d.Layer, d.Rule = capability.ApprovalRequired, capability.ReasonApprovalRequired, "hook", "rewrite of an undeclared tool"
-			}
-		}
+	if !first && d.Mode != capability.Deny {
+		d = rewritten(d, prevDec, prevIn, in, prevReqs, prevKnown, x.reqs, x.known)
 	}
 	if d.Mode == capability.ApprovalRequired && x.mode == ModeDontAsk {
-		d.Mode, d.Reason, d.Layer, d.Rule = capability.Deny, capability.ReasonModeDenied, "mode", "mode:dontAsk"
+		d.Mode, d.Reason, d.Layer, d.Rule = capability.Deny, capability.ReasonModeDenied, capability.LayerMode, "mode:dontAsk"
 	}
 	x.dec = d
 	if d.Mode == capability.Deny {
@@ -416,6 +378,59 @@ func (x *exec) check(ctx context.Context, raw json.RawMessage, first bool) bool 
 		return false
 	}
 	return true
+}
+
+// schema is step 2: bounded size, the tool's raw parser (first pass only),
+// strict decoding and JSON Schema validation.
+func (x *exec) schema(raw json.RawMessage, first bool) (tool.Input, bool) {
+	g, e := x.g, x.entry
+	x.step(StepSchema)
+	if len(raw) > g.maxInput {
+		x.fail(capability.ReasonSchemaInvalid, fmt.Sprintf("input is larger than %d bytes", g.maxInput))
+		return tool.Input{}, false
+	}
+	if p, ok := e.RawParser(); ok && first {
+		parsed, err := safeParseRaw(p, raw)
+		if err != nil {
+			x.fail(capability.ReasonSchemaInvalid, "input does not parse: "+err.Error())
+			return tool.Input{}, false
+		}
+		raw = parsed
+	}
+	in, err := tool.ParseInput(raw)
+	if err != nil {
+		x.fail(capability.ReasonSchemaInvalid, "input is not valid JSON: "+err.Error())
+		return tool.Input{}, false
+	}
+	sc, err := g.schemas.get(e)
+	if err != nil {
+		g.log.Error("gate: tool schema does not compile", "tool", e.Name(), "err", err)
+		x.fail(capability.ReasonSchemaInvalid, "the tool's input schema does not compile")
+		return tool.Input{}, false
+	}
+	if vs := sc.Validate(in); len(vs) > 0 {
+		x.dec.Rule = "schema:" + vs[0].Keyword
+		x.fail(capability.ReasonSchemaInvalid, schemaMessage(vs))
+		return tool.Input{}, false
+	}
+	return in, true
+}
+
+// rewritten combines the decision d of a hook's rewrite with the
+// original's: the rewrite may not reach what the original did not, and
+// the stricter decision stands.
+func rewritten(d, prev capability.Decision, prevIn, in tool.Input, prevReqs []capability.Request, prevKnown bool, reqs []capability.Request, known bool) capability.Decision {
+	if w := widened(prevReqs, prevKnown, reqs, known); w != "" {
+		return capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRewriteWidened, Layer: capability.LayerHook, Request: w}
+	}
+	if prev.Mode < d.Mode {
+		d.Mode, d.Reason, d.Layer, d.Rule = prev.Mode, prev.Reason, prev.Layer, prev.Rule
+	}
+	if d.Mode == capability.Allow && !prevKnown && !bytes.Equal(prevIn.Raw(), in.Raw()) {
+		// Nothing proves the rewrite stays within the original.
+		d.Mode, d.Reason, d.Layer, d.Rule = capability.ApprovalRequired, capability.ReasonApprovalRequired, capability.LayerHook, "rewrite of an undeclared tool"
+	}
+	return d
 }
 
 func safeParseRaw(p tool.RawParser, raw []byte) (out json.RawMessage, err error) {
