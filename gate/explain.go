@@ -29,17 +29,26 @@ type Explanation struct {
 	Preview string
 }
 
+// maxDelegation bounds how deep Explain follows calls that run other
+// calls (ExecuteExtraTool refuses itself; this bounds any other chain).
+const maxDelegation = 4
+
 // Explain runs the decision path of [Gate.Execute] for c — lookup, schema,
 // mode and rules, every capability layer — without PreToolUse hooks,
 // without approval and without the call, and writes no audit event. It is
 // the gate's own decision, so `norma policy explain` reports exactly what
-// a run does.
+// a run does. A tool whose call runs another call through the gate (a
+// tool.Delegator, such as ExecuteExtraTool) is explained with that inner
+// call too, a deferred inner tool as ExecuteExtra would unlock it (nothing
+// is unlocked): the stricter of the two decisions is the answer.
 func (g *Gate) Explain(ctx context.Context, c Call) Explanation {
+	return g.explain(ctx, c, false, 0)
+}
+
+func (g *Gate) explain(ctx context.Context, c Call, inner bool, depth int) Explanation {
 	var trace []capability.LayerResult
-	x := &exec{g: g, c: &c, mode: g.Mode(), trace: &trace}
-	if x.lookup(ctx) {
-		x.check(ctx, c.Input, true)
-	}
+	x := &exec{g: g, c: &c, mode: g.Mode(), trace: &trace, unlockable: inner}
+	ok := x.lookup(ctx) && x.check(ctx, c.Input, true)
 	e := Explanation{Decision: x.dec, Stage: x.res.Stage, Requests: x.reqs, Known: x.known}
 	e.Decision.Trace = trace
 	if x.res.IsError {
@@ -47,6 +56,18 @@ func (g *Gate) Explain(ctx context.Context, c Call) Explanation {
 	}
 	if x.entry != nil {
 		e.Preview = x.preview()
+	}
+	if !ok || depth >= maxDelegation {
+		return e
+	}
+	name, input, delegates := x.entry.Delegate(x.in)
+	if !delegates {
+		return e
+	}
+	ie := g.explain(ctx, Call{ID: c.ID + ".extra", RunID: c.RunID, Principals: c.Principals, Tool: name, Input: input}, true, depth+1)
+	if ie.Decision.Mode < e.Decision.Mode {
+		ie.Decision.Trace = append(trace, ie.Decision.Trace...)
+		return ie
 	}
 	return e
 }

@@ -248,6 +248,9 @@ type exec struct {
 	in    tool.Input
 	reqs  []capability.Request
 	known bool
+	// unlockable lets lookup find a deferred tool as ExecuteExtra would
+	// unlock it (Explain of a delegated call; nothing is unlocked).
+	unlockable bool
 	// unknown names what cannot be known about the call (an unparseable
 	// command); such a call is never allowed by a rule.
 	unknown string
@@ -317,7 +320,11 @@ func (x *exec) lookup(ctx context.Context) bool {
 	v, err := g.reg.View(c.RunID, c.Principals)
 	if err == nil {
 		x.view = v
-		x.entry, _ = v.Lookup(c.Tool)
+		if x.unlockable {
+			x.entry, _ = v.LookupUnlockable(c.Tool)
+		} else {
+			x.entry, _ = v.Lookup(c.Tool)
+		}
 	}
 	if x.entry == nil {
 		x.fail(capability.ReasonToolUnknown, "unknown tool "+quoteName(c.Tool))

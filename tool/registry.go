@@ -166,6 +166,21 @@ func (e *Entry) Accesses(in Input) (acc []Access, declared bool, err error) {
 	return acc, true, err
 }
 
+// Delegate names the call another tool's call that this one runs through
+// the gate; ok is false when there is none (or the tool panicked).
+func (e *Entry) Delegate(in Input) (name string, input json.RawMessage, ok bool) {
+	d, is := e.t.(Delegator)
+	if !is {
+		return "", nil, false
+	}
+	defer func() {
+		if recover() != nil {
+			name, input, ok = "", nil, false
+		}
+	}()
+	return d.Delegate(in)
+}
+
 // RawParser returns the tool's raw-input parser, if it has one.
 func (e *Entry) RawParser() (RawParser, bool) { return e.raw, e.raw != nil }
 

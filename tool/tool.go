@@ -106,6 +106,13 @@ type RawParser interface {
 	ParseRaw(raw []byte) (json.RawMessage, error)
 }
 
+// Delegator is implemented by tools whose call runs another tool's call
+// through the gate (ExecuteExtraTool): Delegate names that inner call, so
+// that a decision without the call (gate.Gate.Explain) can decide it too.
+type Delegator interface {
+	Delegate(in Input) (tool string, input json.RawMessage, ok bool)
+}
+
 // Timeouter is implemented by tools that want a deadline other than the
 // gate's default.
 type Timeouter interface {
@@ -131,6 +138,9 @@ type Spec struct {
 	Accesses func(Input) ([]Access, error)
 	// ParseRaw, when set, makes the tool a RawParser.
 	ParseRaw func([]byte) (json.RawMessage, error)
+	// Delegate, when set, makes the tool a Delegator: it names the call
+	// another tool this call runs through the gate.
+	Delegate func(Input) (tool string, input json.RawMessage, ok bool)
 	// Timeout zero means the gate's default.
 	Timeout time.Duration
 	// Call is the handler.
@@ -209,6 +219,14 @@ func (b *built) Accesses(in Input) ([]Access, error) {
 		return nil, errNoDeclaration
 	}
 	return b.s.Accesses(in)
+}
+
+// Delegate names the inner call; ok is false for a tool without one.
+func (b *built) Delegate(in Input) (string, json.RawMessage, bool) {
+	if b.s.Delegate == nil {
+		return "", nil, false
+	}
+	return b.s.Delegate(in)
 }
 
 func (b *built) Call(ctx context.Context, env Env, in Input) (Result, error) {

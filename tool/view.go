@@ -157,6 +157,20 @@ func (v *View) Lookup(name string) (*Entry, bool) {
 	return e, true
 }
 
+// LookupUnlockable is Lookup as it would answer after UnlockChain(name): the
+// entry of a callable tool, or of a deferred one this view may unlock. It
+// unlocks nothing; deciding a call without making it (gate.Gate.Explain of
+// ExecuteExtraTool) uses it.
+func (v *View) LookupUnlockable(name string) (*Entry, bool) {
+	if e, ok := v.Lookup(name); ok {
+		return e, true
+	}
+	if slices.Contains(v.Deferred(), name) {
+		return v.reg.entry(name), true
+	}
+	return nil, false
+}
+
 // List returns the entries the model is shown, in registration order: the
 // same set Lookup answers for.
 func (v *View) List() []*Entry {

@@ -406,6 +406,19 @@ func executeExtraTool(ref *GateRef) tool.Spec {
 			`"tool":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_.-]{0,127}$"},"input":{"type":"object"}}}`),
 		CheckPermissions: allow, // the inner call is judged by the gate on its own
 		Accesses:         noAccess,
+		Delegate: func(in tool.Input) (string, json.RawMessage, bool) {
+			name := str(in, "tool", "")
+			if name == ExecuteExtraToolName {
+				return "", nil, false
+			}
+			var v struct {
+				Input json.RawMessage `json:"input"`
+			}
+			if in.Decode(&v) != nil {
+				return "", nil, false
+			}
+			return name, v.Input, true
+		},
 		Timeout:          gate.DefaultTimeout * 5,
 		Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			name := str(in, "tool", "")

@@ -55,6 +55,9 @@ type Options struct {
 	// Plugins are plugins besides the installed ones (an embedder's own,
 	// or explain's plugin known by its manifest only).
 	Plugins []agent.Plugin
+	// NoSubagents leaves out the Task tool; by default the session may run
+	// subagents, agent.DefaultMaxSubagentDepth deep.
+	NoSubagents bool
 	// Mode is the permission mode the session starts in.
 	Mode gate.Mode
 	// Rules are the permission rules (allow, ask, deny).
@@ -294,6 +297,9 @@ func (r *Runtime) options() []agent.Option {
 	}
 	if len(r.plugins) > 0 {
 		opts = append(opts, agent.WithPlugins(r.plugins...))
+	}
+	if !r.opts.NoSubagents {
+		opts = append(opts, agent.WithSubagents(0))
 	}
 	if r.opts.Todos != nil {
 		opts = append(opts, agent.WithTodoSource(func(ctx context.Context, run string) ([]byte, error) {

@@ -66,6 +66,10 @@ func TestExplainIsTheRunsDecision(t *testing.T) {
 		{"write in acceptEdits", "Write", `{"path":"a.md","content":"x"}`, gate.ModeAcceptEdits, capability.Allow, capability.ReasonAllowed},
 		{"schema", "Read", `{"file_path":"notes.md"}`, gate.ModeDefault, capability.Deny, capability.ReasonSchemaInvalid},
 		{"unknown", "Nope", `{}`, gate.ModeDefault, capability.Deny, capability.ReasonToolUnknown},
+		{"subagent", "Task", `{"description":"d","prompt":"p"}`, gate.ModeDefault, capability.Allow, capability.ReasonAllowed},
+		{"delegated denial", "ExecuteExtraTool", `{"tool":"Read","input":{"path":".env"}}`, gate.ModeDefault, capability.Deny, capability.ReasonFilesystemReadDenied},
+		{"delegated approval", "ExecuteExtraTool", `{"tool":"Write","input":{"path":"a.md","content":"x"}}`, gate.ModeDefault, capability.ApprovalRequired, capability.ReasonApprovalRequired},
+		{"delegated allow", "ExecuteExtraTool", `{"tool":"Read","input":{"path":"notes.md"}}`, gate.ModeDefault, capability.Allow, capability.ReasonAllowed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt, err := workspace.Open(t.Context(), workspace.Options{Dir: dir, Mode: tc.mode, Audit: nopSink{}})
