@@ -75,7 +75,8 @@ type Session struct {
 // Task), compiles the built-in policy, creates the gate, and opens the run
 // (or, with [WithResume], restores it from its state file with its
 // conversation and unlock set). [WithProvider] and [WithAudit] are
-// required. Errors are *Error values or configuration errors.
+// required. Errors are *capability.Error values (layer agent) or
+// configuration errors.
 func NewSession(ctx context.Context, opts ...Option) (*Session, error) {
 	c := config{user: DefaultUser, maxDepth: DefaultMaxSubagentDepth}
 	for _, o := range opts {
@@ -347,8 +348,9 @@ var errWallTime = errors.New("agent: session time limit reached")
 // SessionStart fires first (source "startup" or "resume") and SessionEnd on
 // every way out. The state is saved after every turn. The returned error is
 // nil for every orderly end (limits, pending approval, halt) — read
-// Outcome.Status — and an *Error for failures (provider, state store,
-// broken pairing); the Outcome is filled in either case.
+// Outcome.Status — and a *capability.Error (layer agent) for failures
+// (provider, state store, broken pairing); the Outcome is filled in either
+// case.
 func (s *Session) Run(ctx context.Context, prompt string) (Outcome, error) {
 	if !s.runMu.TryLock() {
 		return Outcome{}, errors.New("agent: Run: the session is already running")
@@ -387,7 +389,7 @@ func (s *Session) Run(ctx context.Context, prompt string) (Outcome, error) {
 		err = body(ctx, nil)
 	}
 	if err != nil && out.Status == "" {
-		out.Status, out.Reason = StatusFailed, string(CodeOf(err))
+		out.Status, out.Reason = StatusFailed, string(capability.ReasonOf(err))
 		if ctx.Err() != nil {
 			out.Status, out.Reason = statusOfCtx(ctx)
 		}
@@ -554,7 +556,7 @@ func (s *Session) loop(ctx context.Context, c *convo, prompt string, startCtx []
 		}
 		results, awaiting, err := s.execute(ctx, c, uses)
 		if err != nil {
-			return Outcome{Status: StatusFailed, Reason: string(CodeOf(err))}, err
+			return Outcome{Status: StatusFailed, Reason: string(capability.ReasonOf(err))}, err
 		}
 		if out, done, err := s.finishTurn(ctx, c, uses, results, awaiting); done || err != nil {
 			return out, err
@@ -641,7 +643,7 @@ func (s *Session) resumePending(ctx context.Context, c *convo) (Outcome, bool, e
 	if len(rerun) > 0 {
 		res, aw, err := s.execute(ctx, c, rerun)
 		if err != nil {
-			return Outcome{Status: StatusFailed, Reason: string(CodeOf(err))}, true, err
+			return Outcome{Status: StatusFailed, Reason: string(capability.ReasonOf(err))}, true, err
 		}
 		for k, v := range res {
 			results[k] = v

@@ -302,7 +302,7 @@ func TestResumeAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := s1.Run(t.Context(), "go")
-	if !errors.Is(err, &agent.Error{Code: capability.ReasonProviderFailed}) || out.Calls[0].Reason != string(capability.ReasonAllowed) {
+	if !errors.Is(err, &capability.Error{Decision: capability.Decision{Reason: capability.ReasonProviderFailed}}) || out.Calls[0].Reason != string(capability.ReasonAllowed) {
 		t.Fatalf("first run = %+v, %v; want ALLOWED then PROVIDER_FAILED", out, err)
 	}
 	st, err := agent.LoadState(dir, "run-crash")
@@ -438,7 +438,7 @@ func TestRunIDValidation(t *testing.T) {
 		if agent.ValidRunID(id) {
 			t.Errorf("ValidRunID(%q) = true", id)
 		}
-		if _, err := agent.StatePath("/tmp", id); !errors.Is(err, &agent.Error{Code: capability.ReasonRunIDInvalid}) {
+		if _, err := agent.StatePath("/tmp", id); !errors.Is(err, &capability.Error{Decision: capability.Decision{Reason: capability.ReasonRunIDInvalid}}) {
 			t.Errorf("StatePath(%q) error = %v, want RUN_ID_INVALID", id, err)
 		}
 	}
@@ -449,7 +449,7 @@ func TestRunIDValidation(t *testing.T) {
 	}
 	dir := t.TempDir()
 	if _, err := agent.NewSession(t.Context(), agent.WithProvider(script(t, "turns:\n  - text: x\n"), "m"), agent.WithAudit(&gatetest.MemorySink{}),
-		agent.WithStateDir(dir), agent.WithResume("../../etc")); !errors.Is(err, &agent.Error{Code: capability.ReasonRunIDInvalid}) {
+		agent.WithStateDir(dir), agent.WithResume("../../etc")); !errors.Is(err, &capability.Error{Decision: capability.Decision{Reason: capability.ReasonRunIDInvalid}}) {
 		t.Errorf("WithResume(../../etc) error = %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "runs")); err == nil {

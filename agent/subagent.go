@@ -44,7 +44,7 @@ func (s *Session) taskSpec() tool.Spec {
 }
 
 func taskErr(code capability.Reason, detail string) error {
-	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: code, Layer: "agent"}, Detail: detail}
+	return errorf(code, detail, nil)
 }
 
 // runTask runs a subagent. Its view is derived from the caller's view (the
@@ -107,7 +107,7 @@ func (s *Session) runTask(ctx context.Context, env tool.Env, in tool.Input) (too
 	s.emit(Event{Kind: EventSubagentStarted, Principals: c.chain})
 	out, err := s.loop(ctx, c, a.Prompt, nil)
 	if err != nil && out.Status == "" {
-		out.Status, out.Reason = StatusFailed, string(CodeOf(err))
+		out.Status, out.Reason = StatusFailed, string(capability.ReasonOf(err))
 	}
 	out.RunID, out.Turns, out.Calls, out.Text = s.cfg.runID, c.turns, c.calls, c.text
 	if s.cfg.hooks != nil {

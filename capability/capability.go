@@ -239,14 +239,43 @@ type Decision struct {
 // Allowed reports whether the decision lets the request proceed without approval.
 func (d Decision) Allowed() bool { return d.Mode == Allow }
 
-// Error is returned by guards when a request is refused. It carries the
-// whole decision so callers can audit and explain it.
+// Error is the error type of every refusal in Norma: a guard, a layer of
+// the gate, the sandbox, the plugin installer, the secret store and the
+// agent loop all return an *Error, so one vocabulary explains, audits and
+// matches them. It follows the vizerror model: what is safe to show is kept
+// apart from what is only for the operator's logs.
+//
+//   - Decision.Reason is the stable reason code; callers, tests, metrics
+//     and audit records compare codes, never messages.
+//   - Decision.Layer names where the refusal was made (a policy layer, a
+//     stage of the gate, or the package that refused: [LayerPlugin],
+//     [LayerSandbox], [LayerSecret], [LayerAgent], [LayerHost], …).
+//   - Decision.Rule is the policy rule that decided, when one did.
+//   - Decision.Request is the request refused, when there is one; the rest
+//     of the Decision (mode, trace, generation) is as the layer decided.
+//   - Detail is the public message: safe to show to an agent or a user,
+//     never a secret or file content. Constructors fold the operation and
+//     the path, escaped, into it.
+//   - Err is the internal cause (an errno, a parse error, a sentinel such
+//     as secret.ErrNotFound), reachable through [errors.Is] and
+//     [errors.As] by Unwrap. It may hold anything, so it is never part of
+//     the message: [Error.Error] is built from the code, layer, rule and
+//     Detail only.
+//
+// [Error.Is] compares reason codes only (shallowly, as errors.Is
+// documents): errors.Is(err, &Error{Decision: Decision{Reason: r}})
+// matches every refusal with code r. [ReasonOf] returns the code of the
+// first *Error in a chain.
 type Error struct {
 	Decision Decision
-	// Detail is a short human message; never a secret or file content.
+	// Detail is the public message; never a secret or file content.
 	Detail string
+	// Err is the internal cause, may be nil; never shown by Error.
+	Err error
 }
 
+// Error returns the public message: the reason code, the layer and rule
+// when set, and Detail. It never includes the cause.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(string(e.Decision.Reason))
@@ -264,6 +293,15 @@ func (e *Error) Error() string {
 		b.WriteString(e.Detail)
 	}
 	return b.String()
+}
+
+// Unwrap returns the internal cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same reason code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Decision.Reason == e.Decision.Reason
 }
 
 // Denied builds an *Error for a request refused before any policy layer ran

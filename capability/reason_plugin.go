@@ -1,8 +1,8 @@
 package capability
 
 // Reason codes for plugin packages, signatures, trust and installation.
-// They are returned by package plugin in its *plugin.Error values and written
-// to the audit log. Add new ones at the end; never rename one.
+// Package plugin returns them in *Error values (layer plugin), and they are
+// written to the audit log. Add new ones at the end; never rename one.
 const (
 	// ReasonPluginPathInvalid: a package entry name is absolute, not clean,
 	// contains "..", a control character or a backslash, or is too long.

@@ -130,13 +130,14 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // is created with mode 0700. It returns the tree of the unpacked files
 // (package.sig excluded), hashed while writing.
 //
-// Unpack refuses, with an *Error and its own code: entries whose names are
-// not valid ([ValidPath]); symbolic and hard links (PLUGIN_LINK); devices,
-// FIFOs and setuid/setgid/sticky modes (PLUGIN_SPECIAL_FILE); two entries for
-// one path or a file used as a directory (PLUGIN_DUPLICATE_ENTRY); archives
-// over the [Limits], including a decompressed stream longer than the total
-// limit (PLUGIN_ARCHIVE_LIMIT); and anything that is not a well-formed
-// gzip-compressed tar (PLUGIN_ARCHIVE_INVALID). Writes go through an
+// Unpack refuses, with a *capability.Error and its own code: entries whose
+// names are not valid ([ValidPath]); symbolic and hard links (PLUGIN_LINK);
+// devices, FIFOs and setuid/setgid/sticky modes (PLUGIN_SPECIAL_FILE); two
+// entries for one path or a file used as a directory
+// (PLUGIN_DUPLICATE_ENTRY); archives over the [Limits], including a
+// decompressed stream longer than the total limit (PLUGIN_ARCHIVE_LIMIT);
+// and anything that is not a well-formed gzip-compressed tar
+// (PLUGIN_ARCHIVE_INVALID). Writes go through an
 // [os.Root] opened on dst, so no entry can reach outside it even if a check
 // above were wrong. On any error dst is removed: nothing is half-unpacked.
 func Unpack(ctx context.Context, r io.Reader, dst string, opts *UnpackOptions) (tree *Tree, err error) {
@@ -230,10 +231,8 @@ func (u *unpacker) entry(tr *tar.Reader, hdr *tar.Header) (*File, error) {
 	if u.count > u.lim.MaxFiles {
 		return nil, newErr(capability.ReasonPluginArchiveLimit, "unpack", name, fmt.Sprintf("more than %d entries", u.lim.MaxFiles), nil)
 	}
-	if err := ValidPath(name); err != nil {
-		e := err.(*Error)
-		e.Op = "unpack"
-		return nil, e
+	if err := validPath("unpack", name); err != nil {
+		return nil, err
 	}
 	switch hdr.Typeflag {
 	case tar.TypeReg, tar.TypeDir:

@@ -167,7 +167,7 @@ func FuzzUnpack(f *testing.F) {
 			}
 		}
 		if err != nil {
-			if CodeOf(err) == "" {
+			if capability.ReasonOf(err) == "" {
 				t.Fatalf("Unpack error without code: %v", err)
 			}
 			if _, serr := os.Stat(staging); !os.IsNotExist(serr) {

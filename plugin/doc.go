@@ -40,6 +40,8 @@
 // into place read-only. Updates that only narrow apply at once; updates that
 // widen are held until [Manager.Consent] accepts exactly what widened.
 //
-// Errors are *[Error] values whose Code is a stable reason code from
-// package capability (PLUGIN_*); compare codes with [CodeOf] or errors.Is.
+// Refusals are *[capability.Error] values with layer plugin and a stable
+// reason code from package capability (PLUGIN_*); the operation and the
+// entry or file concerned are in the public Detail, the cause in Err.
+// Compare codes with [capability.ReasonOf] or errors.Is.
 package plugin

@@ -73,7 +73,7 @@ type Statement struct {
 }
 
 // ParseEnvelope decodes package.sig strictly (no unknown fields, one JSON
-// value, at least one signature). Errors are *Error with code
+// value, at least one signature). Errors are *capability.Error with code
 // PLUGIN_ENVELOPE_INVALID.
 func ParseEnvelope(data []byte) (*Envelope, error) {
 	var env Envelope

@@ -129,7 +129,7 @@ func wantCode(t testing.TB, what string, err error, code capability.Reason, msg 
 	if err == nil {
 		t.Fatalf("%s = nil error, want %s", what, code)
 	}
-	if got := CodeOf(err); got != code {
+	if got := capability.ReasonOf(err); got != code {
 		t.Fatalf("%s: code = %q, want %q (error: %v)", what, got, code, err)
 	}
 	if msg != "" && !strings.Contains(err.Error(), msg) {

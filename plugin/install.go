@@ -189,7 +189,7 @@ func (m *Manager) stage(ctx context.Context, src string, o InstallOptions) (*sta
 			s.cleanup()
 			return nil, err
 		}
-	case CodeOf(err) == capability.ReasonPluginUnsigned && o.Dev:
+	case capability.ReasonOf(err) == capability.ReasonPluginUnsigned && o.Dev:
 		mf, err := readManifest(dir, tree)
 		if err == nil {
 			err = checkEntrypoint(mf, tree)
@@ -199,7 +199,7 @@ func (m *Manager) stage(ctx context.Context, src string, o InstallOptions) (*sta
 			return nil, err
 		}
 		s.manifest = mf
-	case CodeOf(err) == capability.ReasonPluginUnsigned:
+	case capability.ReasonOf(err) == capability.ReasonPluginUnsigned:
 		s.cleanup()
 		return nil, newErr(capability.ReasonPluginUnsigned, "install", src, "the package is not signed; pass --dev to install it as untrusted", nil)
 	default:
@@ -226,7 +226,7 @@ func (m *Manager) record(ctx context.Context, e audit.Event) error {
 // takes o.Grant), stores the grant bound to plugin id + version + permission
 // digest, audits consent_granted and plugin_installed, and moves the files
 // into place. A workspace policy that forbids a requested capability
-// rejects the install before any question. Refusals are *Error.
+// rejects the install before any question. Refusals are *capability.Error.
 func (m *Manager) Install(ctx context.Context, src string, o InstallOptions) (*Result, error) {
 	unlock, err := m.lock()
 	if err != nil {

@@ -358,7 +358,7 @@ func TestRemove(t *testing.T) {
 		t.Errorf("audit = %v", got)
 	}
 	// The rollback floor survives removal.
-	if err := e.trust.CheckRollback(helper, "1.3.0", Digest{}, false); CodeOf(err) != capability.ReasonPluginRollback {
+	if err := e.trust.CheckRollback(helper, "1.3.0", Digest{}, false); capability.ReasonOf(err) != capability.ReasonPluginRollback {
 		t.Errorf("CheckRollback after remove = %v", err)
 	}
 	err := m.Remove(ctx, helper)

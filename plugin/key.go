@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
 
@@ -65,35 +64,41 @@ func writeNew(p string, data []byte, mode os.FileMode) error {
 }
 
 // ParsePrivateKey parses a PKCS #8 PEM ed25519 private key.
-func ParsePrivateKey(data []byte) (ed25519.PrivateKey, error) {
+func ParsePrivateKey(data []byte) (ed25519.PrivateKey, error) { return parsePrivateKey(data, "") }
+
+// parsePrivateKey is ParsePrivateKey naming the file p in its errors.
+func parsePrivateKey(data []byte, p string) (ed25519.PrivateKey, error) {
 	b, _ := pem.Decode(data)
 	if b == nil || b.Type != "PRIVATE KEY" {
-		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", "", "not a PEM \"PRIVATE KEY\"", nil)
+		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", p, "not a PEM \"PRIVATE KEY\"", nil)
 	}
 	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
 	if err != nil {
-		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", "", "malformed PKCS #8 key", err)
+		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", p, "malformed PKCS #8 key", err)
 	}
 	priv, ok := k.(ed25519.PrivateKey)
 	if !ok {
-		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", "", fmt.Sprintf("%T is not an ed25519 key", k), nil)
+		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", p, fmt.Sprintf("%T is not an ed25519 key", k), nil)
 	}
 	return priv, nil
 }
 
 // ParsePublicKey parses a PKIX PEM ed25519 public key.
-func ParsePublicKey(data []byte) (ed25519.PublicKey, error) {
+func ParsePublicKey(data []byte) (ed25519.PublicKey, error) { return parsePublicKey(data, "") }
+
+// parsePublicKey is ParsePublicKey naming the file p in its errors.
+func parsePublicKey(data []byte, p string) (ed25519.PublicKey, error) {
 	b, _ := pem.Decode(data)
 	if b == nil || b.Type != "PUBLIC KEY" {
-		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", "", "not a PEM \"PUBLIC KEY\"", nil)
+		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", p, "not a PEM \"PUBLIC KEY\"", nil)
 	}
 	k, err := x509.ParsePKIXPublicKey(b.Bytes)
 	if err != nil {
-		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", "", "malformed PKIX key", err)
+		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", p, "malformed PKIX key", err)
 	}
 	pub, ok := k.(ed25519.PublicKey)
 	if !ok {
-		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", "", fmt.Sprintf("%T is not an ed25519 key", k), nil)
+		return nil, newErr(capability.ReasonPluginKeyInvalid, "key", p, fmt.Sprintf("%T is not an ed25519 key", k), nil)
 	}
 	return pub, nil
 }
@@ -112,9 +117,9 @@ func LoadPrivateKey(p string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin: read key %s: %w", p, err)
 	}
-	k, err := ParsePrivateKey(data)
+	k, err := parsePrivateKey(data, p)
 	if err != nil {
-		return nil, withPath(err, p)
+		return nil, err
 	}
 	return k, nil
 }
@@ -125,16 +130,9 @@ func LoadPublicKey(p string) (ed25519.PublicKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin: read key %s: %w", p, err)
 	}
-	k, err := ParsePublicKey(data)
+	k, err := parsePublicKey(data, p)
 	if err != nil {
-		return nil, withPath(err, p)
+		return nil, err
 	}
 	return k, nil
-}
-
-func withPath(err error, p string) error {
-	if e, ok := errors.AsType[*Error](err); ok && e.Path == "" {
-		e.Path = p
-	}
-	return err
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // parseManifest parses and validates manifest.yaml bytes with package
-// manifest; errors are *Error with code PLUGIN_MANIFEST_INVALID wrapping the
-// manifest package's positioned problems.
+// manifest; errors are *capability.Error with code
+// PLUGIN_MANIFEST_INVALID whose cause is the manifest package's positioned
+// problems.
 func parseManifest(data []byte) (*manifest.Manifest, error) {
 	m, err := manifest.Parse(ManifestName, data)
 	if err != nil {

@@ -28,10 +28,14 @@ func strconvQuote(s string) string { return strconv.Quote(s) }
 // A valid name is a clean, relative, slash-separated path of at most 1024
 // bytes and 64 components of at most 255 bytes each, in valid UTF-8, with no
 // "." or ".." component, no backslash, no control character and no trailing
-// slash. The returned error is an *Error with code PLUGIN_PATH_INVALID.
-func ValidPath(name string) error {
+// slash. The returned error is a *capability.Error with code
+// PLUGIN_PATH_INVALID.
+func ValidPath(name string) error { return validPath("", name) }
+
+// validPath is ValidPath refusing as the operation op.
+func validPath(op, name string) error {
 	bad := func(msg string) error {
-		return newErr(capability.ReasonPluginPathInvalid, "", name, msg, nil)
+		return newErr(capability.ReasonPluginPathInvalid, op, name, msg, nil)
 	}
 	switch {
 	case name == "":

@@ -84,7 +84,7 @@ func copyDir(ctx context.Context, src, dst string, opts *UnpackOptions) (tree *T
 		_, err = u.writeFile(s.path, canonicalMode(info.Mode()), info.Size(), f)
 		f.Close()
 		if err != nil {
-			if CodeOf(err) == capability.ReasonPluginArchiveInvalid {
+			if capability.ReasonOf(err) == capability.ReasonPluginArchiveInvalid {
 				return nil, newErr(capability.ReasonPluginState, "stage", s.path, "file changed while copying", nil)
 			}
 			return nil, err

@@ -209,10 +209,8 @@ func scanDir(root *os.Root, op string, lim Limits, withSig bool) ([]scanned, err
 		if p == "." {
 			return nil
 		}
-		if err := ValidPath(p); err != nil {
-			e := err.(*Error)
-			e.Op = op
-			return e
+		if err := validPath(op, p); err != nil {
+			return err
 		}
 		t := d.Type()
 		switch {
@@ -279,9 +277,9 @@ func openRegular(root *os.Root, op, p string) (*os.File, fs.FileInfo, error) {
 }
 
 // HashDir hashes the package in directory dir and returns its tree. It
-// refuses (with an *Error) symbolic links, special files, invalid names and
-// packages over the limits; package.sig at the root is not a leaf. Files are
-// hashed in parallel.
+// refuses (with a *capability.Error) symbolic links, special files, invalid
+// names and packages over the limits; package.sig at the root is not a
+// leaf. Files are hashed in parallel.
 func HashDir(ctx context.Context, dir string, opts *HashOptions) (*Tree, error) {
 	if opts == nil {
 		opts = &HashOptions{}

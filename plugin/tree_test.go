@@ -40,8 +40,8 @@ func TestValidPath(t *testing.T) {
 			if (err == nil) != tt.ok {
 				t.Fatalf("ValidPath(%q) = %v, want ok=%v", tt.in, err, tt.ok)
 			}
-			if err != nil && CodeOf(err) != capability.ReasonPluginPathInvalid {
-				t.Fatalf("ValidPath(%q) code = %q", tt.in, CodeOf(err))
+			if err != nil && capability.ReasonOf(err) != capability.ReasonPluginPathInvalid {
+				t.Fatalf("ValidPath(%q) code = %q", tt.in, capability.ReasonOf(err))
 			}
 		})
 	}

@@ -447,7 +447,7 @@ func TestSameVersionOtherBytes(t *testing.T) {
 	if _, _, err := m.Grant(helper); err != nil {
 		t.Fatalf("plugin unusable after a refused same-version update: %v", err)
 	}
-	if _, err := m.Consent(ctx, helper, nil); CodeOf(err) != capability.ReasonPluginNotInstalled {
+	if _, err := m.Consent(ctx, helper, nil); capability.ReasonOf(err) != capability.ReasonPluginNotInstalled {
 		t.Errorf("Consent after a refused update = %v, want no held update", err)
 	}
 	res, err := m.Update(ctx, same, InstallOptions{Dev: true})

@@ -50,7 +50,7 @@ type Verified struct {
 // the statement is consistent, manifest.yaml has the signed id, version and
 // digest, and every file name, mode and byte, and the file set, match the
 // statement (so the Merkle root matches). Cheap checks run first; the files
-// are hashed last. Every refusal is an *Error with its own code.
+// are hashed last. Every refusal is a *capability.Error with its own code.
 func Verify(ctx context.Context, dir string, opts *VerifyOptions) (*Verified, error) {
 	if opts == nil || (opts.PublicKey == nil && opts.Trust == nil) {
 		return nil, newErr(capability.ReasonPluginKeyUntrusted, "verify", dir, "no public key and no trust store: nothing to verify against", nil)

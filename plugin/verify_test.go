@@ -67,7 +67,7 @@ var tamperCases = []struct {
 	msg    string
 }{
 	{"one byte of a file", func(t testing.TB, dir string) { flipByte(t, filepath.Join(dir, "lib", "templates.txt"), 3) },
-		capability.ReasonPluginFileModified, "lib/templates.txt: PLUGIN_FILE_MODIFIED: content differs"},
+		capability.ReasonPluginFileModified, "verify lib/templates.txt: content differs"},
 	{"one byte of the entrypoint", func(t testing.TB, dir string) { flipByte(t, filepath.Join(dir, "bin", "issue-helper"), -2) },
 		capability.ReasonPluginFileModified, "bin/issue-helper"},
 	{"one byte of the manifest (permission)", func(t testing.TB, dir string) {
@@ -319,22 +319,22 @@ func TestRollback(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := ts.CheckRollback("com.example.a", tt.version, tt.root, tt.downgrade)
-			if CodeOf(err) != tt.code {
+			if capability.ReasonOf(err) != tt.code {
 				t.Fatalf("CheckRollback(%s) = %v, want code %q", tt.version, err, tt.code)
 			}
 		})
 	}
 	// A rotation does not reset the floor.
 	ts.Record("com.example.a", k2, "1.5.1", r2)
-	if err := ts.CheckRollback("com.example.a", "1.5.0", r1, false); CodeOf(err) != capability.ReasonPluginRollback {
+	if err := ts.CheckRollback("com.example.a", "1.5.0", r1, false); capability.ReasonOf(err) != capability.ReasonPluginRollback {
 		t.Fatalf("1.5.0 after 1.5.1 by another key = %v; want refused", err)
 	}
-	if err := ts.CheckRollback("com.example.a", "1.4.9", r2, false); CodeOf(err) != capability.ReasonPluginRollback {
+	if err := ts.CheckRollback("com.example.a", "1.4.9", r2, false); capability.ReasonOf(err) != capability.ReasonPluginRollback {
 		t.Fatalf("CheckRollback(1.4.9) = %v", err)
 	}
 	// A corrupt table fails closed.
 	os.WriteFile(filepath.Join(ts.Dir(), "rollback.json"), []byte("{"), 0o600)
-	if err := ts.CheckRollback("com.example.a", "9.0.0", r1, false); CodeOf(err) != capability.ReasonPluginState {
+	if err := ts.CheckRollback("com.example.a", "9.0.0", r1, false); capability.ReasonOf(err) != capability.ReasonPluginState {
 		t.Fatalf("CheckRollback(corrupt) = %v, want PLUGIN_STATE", err)
 	}
 }

@@ -88,7 +88,7 @@ func buildConfig(s *Spec) (*initConfig, error) {
 		for _, p := range s.ExecOnly {
 			cp, err := canonical(p)
 			if err != nil {
-				return nil, &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "exec", Path: p, Err: err}
+				return nil, NewError(capability.ReasonSandboxSpecInvalid, "exec", p, "", err)
 			}
 			c.ExecOnly = append(c.ExecOnly, cp)
 		}
@@ -97,7 +97,7 @@ func buildConfig(s *Spec) (*initConfig, error) {
 	grant := func(p string, rw bool) error {
 		cp, err := canonical(p)
 		if err != nil {
-			return &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "grant", Path: p, Err: err}
+			return NewError(capability.ReasonSandboxSpecInvalid, "grant", p, "", err)
 		}
 		if forbiddenGrant(cp) {
 			return specErr("grant", p, "refused: %s is never granted (the sandbox builds /, /proc, /dev and /sys itself)", cp)
@@ -138,14 +138,14 @@ func buildConfig(s *Spec) (*initConfig, error) {
 			if os.IsNotExist(err) {
 				continue // nothing to hide
 			}
-			return nil, &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "deny", Path: p, Err: err}
+			return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
 		}
 		cp, err := canonical(p)
 		if err != nil {
 			if os.IsNotExist(err) {
 				continue // dangling symlink: nothing behind it to hide
 			}
-			return nil, &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "deny", Path: p, Err: err}
+			return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
 		}
 		if !granted(cp) {
 			continue // not visible inside the sandbox at all
@@ -157,7 +157,7 @@ func buildConfig(s *Spec) (*initConfig, error) {
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
 			if fi, err = os.Stat(cp); err != nil {
-				return nil, &Error{Code: capability.ReasonSandboxSpecInvalid, Op: "deny", Path: p, Err: err}
+				return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
 			}
 		}
 		if !fi.IsDir() {

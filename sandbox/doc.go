@@ -69,8 +69,9 @@
 // # Failing closed
 //
 // Every layer is required: no user namespaces, no Landlock, no seccomp, a
-// failed mount or rule all make Start return an *[Error] with code
-// SANDBOX_UNAVAILABLE or SANDBOX_SETUP_FAILED, and the command never runs.
+// failed mount or rule all make Start return a *[capability.Error] (layer
+// sandbox, see [NewError]) with code SANDBOX_UNAVAILABLE or
+// SANDBOX_SETUP_FAILED, and the command never runs.
 // The only way around is [Spec.Unsafe], which runs without any sandbox and
 // which callers must record in the audit log. [Probe] reports what a host
 // supports and which guarantees follow, for `norma sandbox doctor`.

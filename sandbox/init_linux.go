@@ -30,8 +30,8 @@ func IsInit() bool { return os.Getenv(initEnv) == "1" }
 // pivot_root, limits, session, capabilities, no_new_privs, Landlock,
 // seccomp) and execs the target, which then is pid 1 of the sandbox's pid
 // namespace: when it exits, the kernel kills everything else in the
-// namespace. On failure it reports an *Error to the host over the status
-// socket and exits with status 125.
+// namespace. On failure it reports its *capability.Error to the host over
+// the status socket and exits with status 125.
 func InitMain() {
 	// Everything from here to execve runs on this one OS thread, so that
 	// Landlock and seccomp, which apply per thread, cover the exec'd
@@ -43,18 +43,18 @@ func InitMain() {
 }
 
 // initError is what initRun returns on failure.
-func initError(code capability.Reason, op, path string, err error) *Error {
-	return &Error{Code: code, Op: op, Path: path, Err: err}
+func initError(code capability.Reason, op, path string, err error) *capability.Error {
+	return NewError(code, op, path, "", err)
 }
 
-func setupFail(op, path string, err error) *Error {
+func setupFail(op, path string, err error) *capability.Error {
 	return initError(capability.ReasonSandboxSetupFailed, op, path, err)
 }
 
 func reportInit(err error) {
 	m := statusMsg{Kind: "error", Code: capability.ReasonSandboxSetupFailed, Msg: fmt.Sprint(err)}
-	if e, ok := errors.AsType[*Error](err); ok {
-		m.Code, m.Op, m.Path = e.Code, e.Op, e.Path
+	if e, ok := errors.AsType[*capability.Error](err); ok {
+		m.Code, m.Detail = e.Decision.Reason, e.Detail
 		m.Msg = ""
 		if e.Err != nil {
 			m.Msg = e.Err.Error()
@@ -91,7 +91,7 @@ func initRun() error {
 	}
 	broker := cfg.Network == NetBroker.String()
 	if !broker && cfg.Network != NetNone.String() {
-		return initError(capability.ReasonSandboxSpecInvalid, "network", "", fmt.Errorf("unknown mode %q", cfg.Network))
+		return NewError(capability.ReasonSandboxSpecInvalid, "network", "", fmt.Sprintf("unknown mode %q", cfg.Network), nil)
 	}
 	lp, err := buildRoot(&cfg)
 	if err != nil {
@@ -285,7 +285,7 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 	}
 	lp := &landlockPolicy{abi: landlockABI(), restrictExec: cfg.RestrictExec, execOnly: cfg.ExecOnly}
 	if lp.abi < 1 {
-		return nil, initError(capability.ReasonSandboxUnavailable, "landlock", "", errors.New("Landlock not available"))
+		return nil, NewError(capability.ReasonSandboxUnavailable, "landlock", "", "Landlock not available", nil)
 	}
 	// 1. Capture everything we need from the host tree.
 	var binds []*detached

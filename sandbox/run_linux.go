@@ -58,7 +58,7 @@ func Start(ctx context.Context, s Spec) (*Process, error) {
 }
 
 // Run runs s to completion and reports how it ended. A non-zero exit of
-// the command is not an error; an error (always an *[Error]) means the
+// the command is not an error; an error (always a *[capability.Error], see [NewError]) means the
 // sandbox could not be built or the command could not be executed, and in
 // that case the command never ran. Cancelling ctx kills the whole tree.
 func (r *Runner) Run(ctx context.Context, s Spec) (Result, error) {
@@ -67,7 +67,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (Result, error) {
 	if s.Stdin == nil || s.Stdout == nil || s.Stderr == nil {
 		null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 		if err != nil {
-			return Result{}, &Error{Code: capability.ReasonSandboxSetupFailed, Op: "stdio", Path: os.DevNull, Err: err}
+			return Result{}, NewError(capability.ReasonSandboxSetupFailed, "stdio", os.DevNull, "", err)
 		}
 		defer null.Close()
 		if s.Stdin == nil {
@@ -146,7 +146,7 @@ func (p *Process) Wait() (Result, error) {
 		}
 		p.res = Result{ExitCode: -1, Duration: end.Sub(p.start), TimedOut: p.timedOut.Load(), Sandboxed: p.sandboxed}
 		if p.cmd.ProcessState == nil {
-			p.err = &Error{Code: capability.ReasonSandboxSetupFailed, Op: "wait", Err: err}
+			p.err = NewError(capability.ReasonSandboxSetupFailed, "wait", "", "", err)
 			return
 		}
 		if st, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
@@ -158,7 +158,7 @@ func (p *Process) Wait() (Result, error) {
 			}
 			return
 		}
-		p.err = &Error{Code: capability.ReasonSandboxSetupFailed, Op: "wait", Err: err}
+		p.err = NewError(capability.ReasonSandboxSetupFailed, "wait", "", "", err)
 	})
 	return p.res, p.err
 }
@@ -166,7 +166,7 @@ func (p *Process) Wait() (Result, error) {
 // Start starts s and returns without waiting for it to finish. The tree is
 // killed when ctx is done, when Spec.Timeout expires, and when this process
 // dies (PR_SET_PDEATHSIG on the pid namespace init). The caller must call
-// Wait. Errors are *[Error]; on error nothing is left running.
+// Wait. Errors are *[capability.Error]; on error nothing is left running.
 func (r *Runner) Start(ctx context.Context, s Spec) (*Process, error) {
 	if s.Unsafe {
 		return startUnsafe(ctx, &s)
@@ -176,17 +176,17 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Process, error) {
 		return nil, err
 	}
 	if runtime.GOARCH != "amd64" {
-		return nil, &Error{Code: capability.ReasonSandboxUnavailable, Op: "seccomp",
-			Err: fmt.Errorf("the seccomp filter is written for x86_64, not %s", runtime.GOARCH)}
+		return nil, NewError(capability.ReasonSandboxUnavailable, "seccomp", "",
+			fmt.Sprintf("the seccomp filter is written for x86_64, not %s", runtime.GOARCH), nil)
 	}
 	if abi := landlockABI(); abi < 1 {
-		return nil, &Error{Code: capability.ReasonSandboxUnavailable, Op: "landlock",
-			Err: errors.New("Landlock is not available on this kernel (need ABI >= 1); refusing to run without it")}
+		return nil, NewError(capability.ReasonSandboxUnavailable, "landlock", "",
+			"Landlock is not available on this kernel (need ABI >= 1); refusing to run without it", nil)
 	}
 	exe := r.Executable
 	if exe == "" {
 		if exe, err = os.Executable(); err != nil {
-			return nil, &Error{Code: capability.ReasonSandboxSetupFailed, Op: "executable", Err: err}
+			return nil, NewError(capability.ReasonSandboxSetupFailed, "executable", "", "", err)
 		}
 	}
 	var cg *cgroup
@@ -194,8 +194,8 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Process, error) {
 		// uid 0 is exempt from RLIMIT_NPROC: enforce with a pids cgroup
 		// or refuse.
 		if cg, err = newPidsCgroup(cfg.Limits.NProc); err != nil {
-			return nil, &Error{Code: capability.ReasonSandboxUnavailable, Op: "nproc",
-				Err: fmt.Errorf("running as root, RLIMIT_NPROC does not apply and no pids cgroup is writable: %w", err)}
+			return nil, NewError(capability.ReasonSandboxUnavailable, "nproc", "",
+				"running as root, RLIMIT_NPROC does not apply and no pids cgroup is writable", err)
 		}
 		cfg.NProcByCgroup = true
 	}
@@ -208,7 +208,7 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Process, error) {
 
 func (r *Runner) startSandboxed(ctx context.Context, s *Spec, cfg *initConfig, exe string, cg *cgroup) (_ *Process, retErr error) {
 	setupErr := func(op string, err error) error {
-		return &Error{Code: capability.ReasonSandboxSetupFailed, Op: op, Err: err}
+		return NewError(capability.ReasonSandboxSetupFailed, op, "", "", err)
 	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -267,7 +267,7 @@ func (r *Runner) startSandboxed(ctx context.Context, s *Spec, cfg *initConfig, e
 	p.start = time.Now()
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EACCES) {
-			return nil, &Error{Code: capability.ReasonSandboxUnavailable, Op: "namespaces", Err: fmt.Errorf("cannot create user/mount/pid/net namespaces: %w", err)}
+			return nil, NewError(capability.ReasonSandboxUnavailable, "namespaces", "", "cannot create user/mount/pid/net namespaces", err)
 		}
 		return nil, setupErr("start init", err)
 	}
@@ -280,7 +280,7 @@ func (r *Runner) startSandboxed(ctx context.Context, s *Spec, cfg *initConfig, e
 	}
 	if cg != nil {
 		if err := cg.add(cmd.Process.Pid); err != nil {
-			return abort(&Error{Code: capability.ReasonSandboxUnavailable, Op: "cgroup", Err: err})
+			return abort(NewError(capability.ReasonSandboxUnavailable, "cgroup", "", "", err))
 		}
 	}
 	if s.Timeout > 0 {
@@ -356,10 +356,11 @@ func (p *Process) wireStdio(s *Spec) ([]io.Closer, error) {
 type statusMsg struct {
 	Kind string            `json:"kind"` // "error" or "listener"
 	Code capability.Reason `json:"code,omitempty"`
-	Op   string            `json:"op,omitempty"`
-	Path string            `json:"path,omitempty"`
-	Msg  string            `json:"msg,omitempty"`
-	Port int               `json:"port,omitempty"`
+	// Detail is the public message of the init's error ("op path: msg").
+	Detail string `json:"detail,omitempty"`
+	// Msg is the text of its internal cause.
+	Msg  string `json:"msg,omitempty"`
+	Port int    `json:"port,omitempty"`
 }
 
 // readStatus reads init messages until EOF. It returns the broker listener
@@ -374,14 +375,14 @@ func readStatus(f *os.File) (int, error) {
 			continue
 		}
 		if err != nil {
-			return closeFD(lnFD), &Error{Code: capability.ReasonSandboxSetupFailed, Op: "status", Err: err}
+			return closeFD(lnFD), NewError(capability.ReasonSandboxSetupFailed, "status", "", "", err)
 		}
 		if n == 0 && oobn == 0 {
 			return lnFD, nil
 		}
 		var m statusMsg
 		if err := json.Unmarshal(buf[:n], &m); err != nil {
-			return closeFD(lnFD), &Error{Code: capability.ReasonSandboxSetupFailed, Op: "status", Err: fmt.Errorf("bad message from init: %w", err)}
+			return closeFD(lnFD), NewError(capability.ReasonSandboxSetupFailed, "status", "", "bad message from init", err)
 		}
 		switch m.Kind {
 		case "error":
@@ -393,18 +394,18 @@ func readStatus(f *os.File) (int, error) {
 			if m.Msg != "" {
 				cause = errors.New(m.Msg)
 			}
-			return closeFD(lnFD), &Error{Code: code, Op: m.Op, Path: m.Path, Err: cause}
+			return closeFD(lnFD), detailErr(code, m.Detail, cause)
 		case "listener":
 			cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 			if err != nil || len(cmsgs) != 1 {
-				return closeFD(lnFD), &Error{Code: capability.ReasonSandboxSetupFailed, Op: "status", Err: fmt.Errorf("listener message without fd: %v", err)}
+				return closeFD(lnFD), NewError(capability.ReasonSandboxSetupFailed, "status", "", "listener message without fd", err)
 			}
 			fds, err := unix.ParseUnixRights(&cmsgs[0])
 			if err != nil || len(fds) != 1 {
 				for _, fd := range fds {
 					unix.Close(fd)
 				}
-				return closeFD(lnFD), &Error{Code: capability.ReasonSandboxSetupFailed, Op: "status", Err: fmt.Errorf("listener message: %v", err)}
+				return closeFD(lnFD), NewError(capability.ReasonSandboxSetupFailed, "status", "", "bad listener message", err)
 			}
 			closeFD(lnFD)
 			lnFD = fds[0]
@@ -441,7 +442,7 @@ func startUnsafe(ctx context.Context, s *Spec) (_ *Process, retErr error) {
 		return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 	})
 	if err != nil {
-		return nil, &Error{Code: capability.ReasonSandboxExecFailed, Op: "exec", Path: s.Argv[0], Err: err}
+		return nil, NewError(capability.ReasonSandboxExecFailed, "exec", s.Argv[0], "", err)
 	}
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Args = s.Argv
@@ -464,13 +465,13 @@ func startUnsafe(ctx context.Context, s *Spec) (_ *Process, retErr error) {
 		}
 	}()
 	if err != nil {
-		return nil, &Error{Code: capability.ReasonSandboxSetupFailed, Op: "stdio", Err: err}
+		return nil, NewError(capability.ReasonSandboxSetupFailed, "stdio", "", "", err)
 	}
 	p.killTree = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Cancel = p.killTree
 	p.start = time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, &Error{Code: capability.ReasonSandboxExecFailed, Op: "exec", Path: path, Err: err}
+		return nil, NewError(capability.ReasonSandboxExecFailed, "exec", path, "", err)
 	}
 	if s.Timeout > 0 {
 		p.timer = time.AfterFunc(s.Timeout, func() {

@@ -4,15 +4,14 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"io"
 	"runtime"
 
 	"github.com/norma-run/norma/capability"
 )
 
-var errUnsupported = &Error{Code: capability.ReasonSandboxUnavailable, Op: "platform",
-	Err: errors.New("the OS sandbox is implemented for Linux only")}
+var errUnsupported = NewError(capability.ReasonSandboxUnavailable, "platform", "",
+	"the OS sandbox is implemented for Linux only", nil)
 
 // Runner starts sandboxed processes; on this platform it always refuses.
 type Runner struct {

@@ -133,10 +133,10 @@ func TestSpecErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := sandbox.Run(t.Context(), tt.spec)
-			if got := sandbox.CodeOf(err); got != tt.code {
+			if got := capability.ReasonOf(err); got != tt.code {
 				t.Fatalf("Run() error = %v, code %q; want %q", err, got, tt.code)
 			}
-			if !errors.Is(err, &sandbox.Error{Code: tt.code}) {
+			if !errors.Is(err, &capability.Error{Decision: capability.Decision{Reason: tt.code}}) {
 				t.Fatalf("errors.Is(%v, code %s) = false", err, tt.code)
 			}
 		})
@@ -146,7 +146,7 @@ func TestSpecErrors(t *testing.T) {
 func TestCommandNotFound(t *testing.T) {
 	requireSandbox(t)
 	_, err := sandbox.Run(t.Context(), sandbox.Spec{Argv: []string{"no-such-command-xyz"}})
-	if got := sandbox.CodeOf(err); got != capability.ReasonSandboxExecFailed {
+	if got := capability.ReasonOf(err); got != capability.ReasonSandboxExecFailed {
 		t.Fatalf("Run(missing) error = %v, want %s", err, capability.ReasonSandboxExecFailed)
 	}
 }

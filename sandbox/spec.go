@@ -2,11 +2,11 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -147,58 +147,58 @@ type Result struct {
 	Sandboxed bool
 }
 
-// Error is the error type returned by this package. Code is a stable reason
-// code; Is compares codes only, so errors.Is(err, &Error{Code: c}) tests for
-// a code.
-type Error struct {
-	Code capability.Reason
-	Op   string // the step that failed, e.g. "mount", "landlock", "spec"
-	Path string // the path involved, if any
-	Err  error  // the cause, may be nil
+// NewError returns the *capability.Error of a sandbox failure, the error
+// type of every failure of this package and of the runners built on it:
+// layer sandbox and the stable reason code; op (the step that failed, e.g.
+// "mount", "landlock", "spec"), path (the path involved, quoted when it
+// holds spaces, quotes or unusual bytes) and msg, this package's own
+// explanation, folded into the public Detail as "op path: msg"; cause is
+// the internal error (an errno, a lookup failure), reachable through
+// errors.Is and errors.As but never part of the message.
+// [capability.ReasonOf] returns the code.
+func NewError(code capability.Reason, op, path, msg string, cause error) *capability.Error {
+	return detailErr(code, detail(op, path, msg), cause)
 }
 
-func (e *Error) Error() string {
+// detailErr is NewError with the Detail already built (the init reports it
+// so over the status socket).
+func detailErr(code capability.Reason, d string, cause error) *capability.Error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: code, Layer: capability.LayerSandbox},
+		Detail: d, Err: cause}
+}
+
+// detail is "op path: msg", leaving out what is empty.
+func detail(op, path, msg string) string {
 	var b strings.Builder
-	b.WriteString("sandbox: ")
-	b.WriteString(string(e.Code))
-	if e.Op != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Op)
+	b.WriteString(op)
+	if path != "" {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(quoteIfNeeded(path))
 	}
-	if e.Path != "" {
-		b.WriteString(" ")
-		b.WriteString(e.Path)
-	}
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+	if msg != "" {
+		if b.Len() > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(msg)
 	}
 	return b.String()
 }
 
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is reports whether target is an *Error with the same code.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
-}
-
-// Reason returns the stable reason code.
-func (e *Error) Reason() capability.Reason { return e.Code }
-
-// CodeOf returns the reason code of err when it is (or wraps) an *Error,
-// and "" otherwise.
-func CodeOf(err error) capability.Reason {
-	if e, ok := errors.AsType[*Error](err); ok {
-		return e.Code
+// quoteIfNeeded keeps ordinary paths readable and quotes anything with
+// spaces or unusual bytes, so that a hostile name cannot forge output.
+func quoteIfNeeded(s string) string {
+	for _, r := range s {
+		if r <= ' ' || r == '"' || r == 0x7f || r > 0x7e {
+			return strconv.Quote(s)
+		}
 	}
-	return ""
+	return s
 }
 
-func specErr(op, path string, format string, args ...any) *Error {
-	return &Error{Code: capability.ReasonSandboxSpecInvalid, Op: op, Path: path, Err: fmt.Errorf(format, args...)}
+func specErr(op, path string, format string, args ...any) *capability.Error {
+	return NewError(capability.ReasonSandboxSpecInvalid, op, path, fmt.Sprintf(format, args...), nil)
 }
 
 // validate checks the portable rules of a Spec. It does not touch the file
@@ -220,10 +220,13 @@ func (s *Spec) validate() error {
 	if s.Dir != "" && !filepath.IsAbs(s.Dir) {
 		return specErr("dir", s.Dir, "not absolute")
 	}
-	for _, kv := range s.Env {
+	for i, kv := range s.Env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || strings.ContainsRune(kv, 0) {
-			return specErr("env", "", "malformed entry %q (want KEY=VALUE)", kv)
+			// The entry may hold a value (a secret passed as the
+			// environment): the message names its index only.
+			return NewError(capability.ReasonSandboxSpecInvalid, "env", "", fmt.Sprintf("malformed entry %d (want KEY=VALUE)", i),
+				fmt.Errorf("malformed entry %q", kv))
 		}
 	}
 	switch s.Network {

@@ -40,33 +40,16 @@ var ErrNotFound = errors.New("secret: not found")
 // ErrReadOnly is matched by the error of Set or Delete on a read-only vault.
 var ErrReadOnly = errors.New("secret: vault is read-only")
 
-// Error is the error type of this package: a *capability.Error for the
-// reason code, plus a sentinel cause reachable through errors.Is.
-type Error struct {
-	ce    *capability.Error
-	cause error
-}
-
-// Error returns the reason code and a message; never a value.
-func (e *Error) Error() string { return e.ce.Error() }
-
-// Reason returns the reason code.
-func (e *Error) Reason() capability.Reason { return e.ce.Decision.Reason }
-
-// Unwrap returns the *capability.Error and the sentinel cause, if any.
-func (e *Error) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.ce}
-	}
-	return []error{e.ce, e.cause}
-}
-
-func newErr(reason capability.Reason, name, detail string, cause error) error {
-	ce := &capability.Error{
-		Decision: capability.Decision{Mode: capability.Deny, Reason: reason, Layer: "secret", Request: "secret.use " + name},
+// newErr returns the *capability.Error of a refusal of this package: layer
+// secret, the request "secret.use NAME", detail as the public message
+// (never a value) and cause, a sentinel such as [ErrNotFound] or the
+// underlying error, reachable through errors.Is.
+func newErr(reason capability.Reason, name, detail string, cause error) *capability.Error {
+	return &capability.Error{
+		Decision: capability.Decision{Mode: capability.Deny, Reason: reason, Layer: capability.LayerSecret, Request: "secret.use " + name},
 		Detail:   "secret: " + detail,
+		Err:      cause,
 	}
-	return &Error{ce: ce, cause: cause}
 }
 
 func notFound(name string) error {

@@ -93,10 +93,10 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "norma:", ee.err)
+			fmt.Fprintln(stderr, "norma:", errText(ee.err))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "norma:", err)
+	fmt.Fprintln(stderr, "norma:", errText(err))
 	return exitUsage
 }

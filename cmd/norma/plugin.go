@@ -36,7 +36,7 @@ func newPluginCmd() *cobra.Command {
 // pluginErr maps a plugin error to an exit code: refusals are 1, state
 // problems 4.
 func pluginErr(err error) error {
-	switch plugin.CodeOf(err) {
+	switch capability.ReasonOf(err) {
 	case capability.ReasonPluginState:
 		return exitWith(exitInternal, err)
 	case capability.ReasonPluginConsentRequired:
@@ -253,7 +253,7 @@ func newPluginVerifyCmd() *cobra.Command {
 
 func verifyFail(cmd *cobra.Command, asJSON bool, err error) error {
 	if asJSON {
-		writeJSONOut(cmd.OutOrStdout(), verifyOutput{Reason: string(plugin.CodeOf(err)), Error: err.Error()})
+		writeJSONOut(cmd.OutOrStdout(), verifyOutput{Reason: string(capability.ReasonOf(err)), Error: errText(err)})
 		return exitWith(exitFailed, nil)
 	}
 	return pluginErr(err)

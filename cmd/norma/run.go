@@ -19,6 +19,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/approval/prompt"
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/anthropic"
@@ -187,7 +188,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	res, runErr := sess.Run(ctx, userPrompt)
 	out.finish(res, runErr)
 	switch {
-	case agent.CodeOf(runErr) == "STATE_UNAVAILABLE":
+	case capability.ReasonOf(runErr) == capability.ReasonStateUnavailable:
 		return exitWith(exitInternal, runErr)
 	case runErr != nil:
 		return exitWith(exitFailed, runErr)
@@ -442,7 +443,7 @@ func (p *runPrinter) finish(o agent.Outcome, err error) {
 		v := map[string]any{"event": agent.EventSessionFinished, "run_id": o.RunID, "status": o.Status, "reason": o.Reason,
 			"turns": o.Turns, "usage": o.Usage, "cost": o.Cost, "pending": o.Pending}
 		if err != nil {
-			v["error"] = err.Error()
+			v["error"] = errText(err)
 		}
 		p.line(v)
 		return

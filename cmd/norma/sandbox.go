@@ -107,9 +107,9 @@ executed, 127 that it was not found inside the sandbox.`,
 			defer stop()
 			res, err := sandbox.Run(ctx, spec)
 			if err != nil {
-				switch sandbox.CodeOf(err) {
+				switch capability.ReasonOf(err) {
 				case capability.ReasonSandboxExecFailed:
-					if errors.Is(err, exec.ErrNotFound) || strings.Contains(err.Error(), "not found") {
+					if errors.Is(err, exec.ErrNotFound) || strings.Contains(errText(err), "not found") {
 						return exitWith(exitNotFound, err)
 					}
 					return exitWith(exitCannotExec, err)

@@ -141,23 +141,15 @@ func runner(env tool.Env) (tool.Runner, error) {
 
 // startFail maps an error of the process capability to the shell's coded
 // error; the command never ran. A refusal of the gate (a deny rule, the
-// policy) keeps its decision.
+// policy) and a failure of the sandbox (SANDBOX_*, layer sandbox) are
+// *capability.Error already and keep their code; anything else is
+// SHELL_SANDBOX_FAILED.
 func startFail(err error) error {
 	if _, ok := errors.AsType[*capability.Error](err); ok {
 		return err
 	}
-	var code capability.Reason
-	if r, ok := errors.AsType[interface {
-		error
-		Reason() capability.Reason
-	}](err); ok {
-		code = r.Reason()
-	}
-	if code == "" {
-		code = capability.ReasonShellSandbox
-	}
-	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: code, Layer: "sandbox"},
-		Detail: "the command did not run: " + err.Error()}
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonShellSandbox, Layer: capability.LayerSandbox},
+		Detail: "the command did not run: " + err.Error(), Err: err}
 }
 
 // shellArgv returns the argv running command non-interactively.
