@@ -419,7 +419,7 @@ func executeExtraTool(ref *GateRef) tool.Spec {
 			}
 			return name, v.Input, true
 		},
-		Timeout:          gate.DefaultTimeout * 5,
+		Timeout: gate.DefaultTimeout * 5,
 		Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			name := str(in, "tool", "")
 			if name == ExecuteExtraToolName {

@@ -97,6 +97,11 @@ type Options struct {
 	// registered (a host's own logging, the demo's report capture). The
 	// gate still decides every call of the decorated tools.
 	WrapPlugin func(agent.Plugin) agent.Plugin
+	// Describe registers the installed plugins as they were last served
+	// (host.Describe) instead of loading them: nothing is started, no
+	// vault is opened, no state is written, and their tools cannot be
+	// called. For deciding without running (Explain).
+	Describe bool
 	// Warn receives problems that do not stop the run, such as a plugin
 	// that does not load; nil discards them.
 	Warn func(error)
@@ -219,7 +224,7 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 // reported to Warn and left out.
 func (r *Runtime) loadPlugins(ctx context.Context) error {
 	home := r.opts.Home
-	if home == "" || r.opts.Vault == nil {
+	if home == "" || (r.opts.Vault == nil && !r.opts.Describe) {
 		return nil
 	}
 	if fi, err := os.Stat(filepath.Join(home, "plugins")); err != nil || !fi.IsDir() {
@@ -233,26 +238,29 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 	if err != nil || len(list) == 0 {
 		return err
 	}
-	vault, err := r.opts.Vault(ctx)
-	if err != nil {
-		return err
-	}
-	if r.host, err = host.New(host.Config{Home: home, Manager: m, Workspace: r.dir, WorkspacePolicy: r.layer,
-		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Vault: vault, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
-		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout}); err != nil {
-		return err
+	cfg := host.Config{Home: home, Manager: m, Workspace: r.dir, WorkspacePolicy: r.layer,
+		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
+		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout}
+	load := func(id string) (agent.Plugin, error) { return host.Describe(cfg, id) }
+	if !r.opts.Describe {
+		if cfg.Vault, err = r.opts.Vault(ctx); err != nil {
+			return err
+		}
+		if r.host, err = host.New(cfg); err != nil {
+			return err
+		}
+		load = func(id string) (agent.Plugin, error) { return r.host.Load(ctx, id) }
 	}
 	for _, st := range list {
-		p, err := r.host.Load(ctx, st.ID)
+		p, err := load(st.ID)
 		if err != nil {
 			r.warn(fmt.Errorf("plugin %s not loaded: %w", st.ID, err))
 			continue
 		}
-		var ap agent.Plugin = p
 		if r.opts.WrapPlugin != nil {
-			ap = r.opts.WrapPlugin(p)
+			p = r.opts.WrapPlugin(p)
 		}
-		r.plugins = append(r.plugins, ap)
+		r.plugins = append(r.plugins, p)
 	}
 	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/workspace"
 )
 
@@ -131,8 +130,9 @@ func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, extra []agent
 		if err != nil {
 			return nil, err
 		}
-		o.Home = home
-		o.Vault = func(context.Context) (secret.Vault, error) { return openVault(cmd) }
+		// The installed plugins as they were last served: explaining starts
+		// nothing, opens no vault and writes no state.
+		o.Home, o.Describe = home, true
 	}
 	return workspace.Open(cmd.Context(), o)
 }

@@ -177,7 +177,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	opts := []agent.Option{
 		agent.WithProvider(prov, model), agent.WithApprovalService(svc),
 		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
-		agent.WithUser("user:" + whoami()), agent.WithSubagents(0), agent.WithObserver(out.event),
+		agent.WithUser("user:" + whoami()), agent.WithObserver(out.event),
 		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
 	}
 	sess, err := rt.Session(ctx, opts...)

@@ -20,8 +20,9 @@ var anyObject = json.RawMessage(`{"type":"object"}`)
 // input schema that admits any object, and a call that is refused. `norma
 // policy explain --manifest` decides on it through the gate.
 type Declared struct {
-	m   *manifest.Manifest
-	set *policy.Set
+	m    *manifest.Manifest
+	set  *policy.Set
+	pins map[string]pinnedTool // the served tools of the last start; nil: unknown
 }
 
 // NewDeclared returns the declared-only plugin of m under set.
@@ -33,11 +34,21 @@ func (d *Declared) Manifest() *manifest.Manifest { return d.m }
 // Policy returns the plugin's compiled policy.
 func (d *Declared) Policy() *policy.Set { return d.set }
 
-// Tools returns a tool per declared tool.
+// Tools returns a tool per declared tool: with the pins of the plugin's
+// last start, exactly the tools it served, with their descriptions and
+// schemas, as Load registers them.
 func (d *Declared) Tools() ([]tool.CoreTool, error) {
 	out := make([]tool.CoreTool, 0, len(d.m.Tools))
 	for _, mt := range d.m.Tools {
-		t, err := tool.Build(toolSpec(d.m, mt, mt.Description, anyObject, 0, refuseCall))
+		desc, schema := mt.Description, anyObject
+		if d.pins != nil {
+			pt, ok := d.pins[mt.Name]
+			if !ok {
+				continue // declared but not served: nothing to call
+			}
+			desc, schema = pt.Description, pt.InputSchema
+		}
+		t, err := tool.Build(toolSpec(d.m, mt, desc, schema, 0, refuseCall))
 		if err != nil {
 			return nil, err
 		}
@@ -48,4 +59,29 @@ func (d *Declared) Tools() ([]tool.CoreTool, error) {
 
 func refuseCall(context.Context, tool.Env, tool.Input) (tool.Result, error) {
 	return tool.Result{}, capability.Denied(capability.ReasonHostUnavailable, "plugin", "a plugin known by its manifest only cannot be called")
+}
+
+// Describe returns installed plugin id as [Host.Load] would register it —
+// its manifest, grant and compiled policy, its tools from the pins of its
+// last start — without starting anything, opening the vault or writing
+// any state. A held plugin is refused as Load refuses it. cfg needs Home,
+// Manager and the ceiling layers only. `norma policy explain` decides on
+// installed plugins this way.
+func Describe(cfg Config, id string) (*Declared, error) {
+	h := &Host{cfg: cfg, cache: policy.NewCache(0)}
+	p, err := h.prepare(id)
+	if err != nil {
+		return nil, err
+	}
+	if held, err := readHold(cfg.Home, p.m); err != nil || held != nil {
+		if err == nil {
+			err = held
+		}
+		return nil, err
+	}
+	d := &Declared{m: p.m, set: p.set}
+	if pins, ok := p.readPins(); ok {
+		d.pins = pins
+	}
+	return d, nil
 }
