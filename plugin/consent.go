@@ -213,10 +213,22 @@ func modePerms(g Group, mode string) manifest.Permissions {
 // narrower globs mf requests under it), a network item keeps the stricter
 // approval of the two, a secret is kept only toward the same purpose with
 // the same injection (scopes intersected), a mode takes the minimum, and a
-// deny glob prev applied stays unless its lifting was consented to. Rule
-// details of consented items come from mf.
-func buildGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map[Group][]string) manifest.Permissions {
+// deny glob prev applied stays unless its lifting was consented to.
+//
+// Rule details of consented items come from mf for an interactive answer
+// (file nil). For a grant file they come from the file restricted to mf
+// (buildGrant(mf, file, nil, nil), the same intersection as above), and
+// every deny glob of the file applies: the stored grant is never wider
+// than the file on any dimension (deny globs, approvals, secret scopes
+// and injection, modes) nor than mf. At install, with prev nil and every
+// group asked, the result is exactly that intersection, so the stored
+// grant decides as the file does.
+func buildGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map[Group][]string, file *manifest.Permissions) manifest.Permissions {
 	mp := mf.Permissions
+	detail := mp
+	if file != nil {
+		detail = buildGrant(mf, file, nil, nil)
+	}
 	req := Items(mp)
 	var had map[Group][]string
 	pp := manifest.Permissions{}
@@ -228,6 +240,9 @@ func buildGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map
 	p.Filesystem.Write = carryGlobs(req[GroupFilesystemWrite], had[GroupFilesystemWrite], consented[GroupFilesystemWrite])
 	if mp.Filesystem != nil {
 		p.Filesystem.Deny = append(p.Filesystem.Deny, mp.Filesystem.Deny...)
+	}
+	if file != nil {
+		p.Filesystem.Deny = append(p.Filesystem.Deny, detail.Filesystem.Deny...)
 	}
 	if pp.Filesystem != nil {
 		for _, d := range pp.Filesystem.Deny {
@@ -241,15 +256,17 @@ func buildGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map
 		for _, r := range mp.Network.Requests {
 			for _, method := range r.Methods {
 				for _, path := range r.Paths {
+					from := pp.Network // what grants the item: prev, or the consent's details
+					if slices.ContainsFunc(consented[GroupNetwork], func(it string) bool { return sameNetItem(it, method, r.Origin, path) }) {
+						from = detail.Network
+					}
+					a, ok := grantedApproval(from, method, r.Origin, path)
+					if !ok {
+						continue
+					}
 					approval := r.Approval
-					if !slices.ContainsFunc(consented[GroupNetwork], func(it string) bool { return sameNetItem(it, method, r.Origin, path) }) {
-						a, ok := grantedApproval(pp.Network, method, r.Origin, path)
-						if !ok {
-							continue
-						}
-						if a == "per_action" {
-							approval = a
-						}
+					if a == "per_action" {
+						approval = a
 					}
 					// One rule per granted (method, path) pair keeps the grant exact.
 					p.Network.Requests = append(p.Network.Requests, manifest.NetRule{Origin: r.Origin, Methods: []string{method}, Paths: []string{path}, Approval: approval})
@@ -258,15 +275,15 @@ func buildGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map
 		}
 	}
 	for _, s := range mp.Secrets {
+		from := pp.Secrets // what grants the secret: prev, or the consent's details
 		if slices.Contains(consented[GroupSecrets], s.Name) {
-			p.Secrets = append(p.Secrets, s)
-			continue
+			from = detail.Secrets
 		}
-		i := slices.IndexFunc(pp.Secrets, func(ps manifest.Secret) bool { return ps.Name == s.Name })
+		i := slices.IndexFunc(from, func(ps manifest.Secret) bool { return ps.Name == s.Name })
 		if i < 0 {
 			continue
 		}
-		ps := pp.Secrets[i]
+		ps := from[i]
 		if ps.Purpose != s.Purpose || ps.InjectAs != s.InjectAs || ps.Header != s.Header || ps.Env != s.Env {
 			continue // retargeted without consent: not granted
 		}
@@ -355,6 +372,19 @@ func checkGrant(m *manifest.Manifest, granted map[Group][]string) error {
 		}
 	}
 	return nil
+}
+
+// checkGrantSecrets refuses (PLUGIN_GRANT_MISMATCH) a grant file secret
+// that m does not request as the file names it: toward another purpose,
+// injected otherwise, or with a scope m does not request. ([checkGrant]
+// compares secrets by name only.)
+func checkGrantSecrets(m *manifest.Manifest, file manifest.Permissions) error {
+	d := manifest.DiffPermissions(manifest.Permissions{Secrets: m.Permissions.Secrets}, manifest.Permissions{Secrets: file.Secrets})
+	if !d.NeedsConsent() {
+		return nil
+	}
+	return newErr(capability.ReasonPluginGrantMismatch, "consent", m.ID,
+		fmt.Sprintf("grant gives %s, which %s@%s does not request", slices.Concat(d.Added, d.Widened)[0], m.ID, m.Version), nil)
 }
 
 // verifyGrant refuses (PLUGIN_GRANT_MISMATCH) a built grant that

@@ -25,10 +25,15 @@
 // # Trust
 //
 // A [TrustStore] holds the publisher keys the user added, each limited to
-// plugin id prefixes, and the rollback table: the pinned key of each plugin
-// and the highest version installed per key. A lower version needs
-// AllowDowngrade (audited); a new key is accepted for a plugin only when the
-// statement is co-signed by the pinned key.
+// plugin id prefixes, and the rollback table: the pinned key of each plugin,
+// the highest version installed per key and the contents of every version
+// installed. A lower version needs AllowDowngrade (audited); a version
+// installed before with other contents is refused even then (build
+// metadata does not make another version); a new key is accepted for a
+// plugin only when the statement is co-signed by the pinned key. The same
+// version checks apply to unsigned --dev updates through the plugin's
+// state ([State.History]), and an unsigned package replaces a signed one
+// only with AllowUnsignedReplace.
 //
 // # Install, consent, update
 //
@@ -37,8 +42,11 @@
 // [Consenter] per capability [Group] (the user may narrow), stores the user
 // grant as a policy layer bound to plugin id, version range and permission
 // digest ([Binding]), audits through an audit.Sink, and renames the files
-// into place read-only. Updates that only narrow apply at once; updates that
-// widen are held until [Manager.Consent] accepts exactly what widened.
+// into place read-only. A grant file (InstallOptions.Grant, the headless
+// consent) is stored as given, normalized and intersected with what the
+// manifest requests, so the stored grant decides as the file does. Updates
+// that only narrow apply at once; updates that widen are held until
+// [Manager.Consent] accepts exactly what widened.
 //
 // Refusals are *[capability.Error] values with layer plugin and a stable
 // reason code from package capability (PLUGIN_*); the operation and the

@@ -46,8 +46,9 @@ type Options struct {
 // under HOME/plugins:
 //
 //	plugins/<id>/<version>/  the verified files, read-only (0444/0555)
-//	plugins/<id>/state.json  the active version, a held version, and per
-//	                         version its digests, signer and trust
+//	plugins/<id>/state.json  the active version, a held version, per
+//	                         version its digests, signer and trust, and
+//	                         the Merkle root of every version installed
 //	plugins/<id>/grant.yaml  the user grant (a policy layer of kind grant)
 //	plugins/<id>/grant.json  what the grant is bound to: plugin id,
 //	                         version range, permission digest
@@ -109,6 +110,27 @@ type State struct {
 	Active   string                   `json:"active"`
 	Held     string                   `json:"held,omitempty"`
 	Versions map[string]*VersionState `json:"versions"`
+	// History maps every version installed since the plugin was installed
+	// (active, held or replaced; signed or --dev), without its build
+	// metadata, to its Merkle root. Update refuses a version of it with
+	// other contents, and one lower than its highest without
+	// AllowDowngrade ([Manager.Update]). At most [MaxVersionHistory]
+	// versions, the lowest forgotten first; [Manager.Remove] deletes it
+	// with the state (signed versions stay in the trust store's
+	// [PluginTrust.Versions]).
+	History map[string]Digest `json:"history,omitempty"`
+}
+
+// add records version with state vs as installed: in Versions (its files
+// are on disk) and in History.
+func (st *State) add(version string, vs *VersionState) {
+	st.Versions[version] = vs
+	if st.History == nil {
+		st.History = map[string]Digest{}
+	}
+	if v, err := parseVersion(version); err == nil {
+		remember(st.History, v, vs.MerkleRoot)
+	}
 }
 
 // Binding is plugins/<id>/grant.json: the grant applies to plugin ID, to
@@ -130,8 +152,19 @@ type InstallOptions struct {
 	Dev bool
 	// AllowDowngrade admits a lower version than installed before (audited).
 	AllowDowngrade bool
+	// AllowUnsignedReplace lets an unsigned --dev package update a plugin
+	// whose active or held version is signed (audited). Without it Update
+	// refuses that (PLUGIN_UNSIGNED), even when the permissions are equal
+	// and nothing would be asked: leaving the publisher's signature behind
+	// is a choice the user makes explicitly, not a side effect of --dev.
+	AllowUnsignedReplace bool
 	// Grant, when set, is the consent (headless --yes --grant FILE); no
-	// question is asked. It may not exceed what the manifest requests.
+	// question is asked. It may not exceed what the manifest requests. At
+	// install it is stored as given (normalized), intersected with what
+	// the manifest requests; in an update or a consent it grants, for what
+	// is asked, its items with its own rule details (approvals, secret
+	// scopes and injection, modes), and all its deny globs apply. The
+	// stored grant is never wider than the file on any dimension.
 	Grant *manifest.Layer
 }
 
@@ -185,10 +218,6 @@ func (m *Manager) stage(ctx context.Context, src string, o InstallOptions) (*sta
 	switch {
 	case err == nil:
 		s.v, s.manifest = v, v.Manifest
-		if err := m.o.Trust.CheckRollback(v.Statement.ID, v.Statement.Version, v.Statement.MerkleRoot, o.AllowDowngrade); err != nil {
-			s.cleanup()
-			return nil, err
-		}
 	case capability.ReasonOf(err) == capability.ReasonPluginUnsigned && o.Dev:
 		mf, err := readManifest(dir, tree)
 		if err == nil {
@@ -207,6 +236,17 @@ func (m *Manager) stage(ctx context.Context, src string, o InstallOptions) (*sta
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkRollback checks a signed package against the trust store's
+// rollback table ([TrustStore.CheckRollback]); unsigned ones are checked
+// against the plugin's state only ([checkVersion]).
+func (m *Manager) checkRollback(s *staged, allowDowngrade bool) error {
+	if s.v == nil {
+		return nil
+	}
+	st := s.v.Statement
+	return m.o.Trust.CheckRollback(st.ID, st.Version, st.MerkleRoot, allowDowngrade)
 }
 
 func (m *Manager) record(ctx context.Context, e audit.Event) error {
@@ -244,6 +284,9 @@ func (m *Manager) Install(ctx context.Context, src string, o InstallOptions) (*R
 	} else if ok {
 		return nil, newErr(capability.ReasonPluginState, "install", mf.ID, "already installed; use `norma plugin update`", nil)
 	}
+	if err := m.checkRollback(s, o.AllowDowngrade); err != nil {
+		return nil, err
+	}
 	if err := checkWorkspace(mf, m.o.Workspace); err != nil {
 		return nil, err
 	}
@@ -252,16 +295,16 @@ func (m *Manager) Install(ctx context.Context, src string, o InstallOptions) (*R
 		return nil, err
 	}
 	m.screen(mf, s.v)
-	granted, err := m.consent(ctx, mf, q, s.v == nil, o.Grant)
+	granted, file, err := m.consent(ctx, mf, q, s.v == nil, o.Grant)
 	if err != nil {
 		return nil, err
 	}
-	grant, err := newGrant(mf, nil, granted)
+	grant, err := newGrant(mf, nil, granted, file)
 	if err != nil {
 		return nil, err
 	}
 	st := &State{ID: mf.ID, Active: mf.Version, Versions: map[string]*VersionState{}}
-	st.Versions[mf.Version] = m.versionState(s)
+	st.add(mf.Version, m.versionState(s))
 	b := &Binding{ID: mf.ID, MinVersion: mf.Version, MaxVersion: mf.Version, PermissionDigest: mf.Permissions.Digest(), Generation: 1, ConsentedAt: m.o.Now().UTC()}
 	if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {
 		return nil, err
@@ -281,10 +324,18 @@ func (m *Manager) auditConsent(ctx context.Context, mf *manifest.Manifest, s *st
 	} else {
 		e.Detail["source"] = "interactive"
 	}
+	optionDetail(e, o)
+	return m.record(ctx, e)
+}
+
+// optionDetail notes in e the options that lift a refusal.
+func optionDetail(e audit.Event, o InstallOptions) {
 	if o.AllowDowngrade {
 		e.Detail["allowDowngrade"] = "true"
 	}
-	return m.record(ctx, e)
+	if o.AllowUnsignedReplace {
+		e.Detail["allowUnsignedReplace"] = "true"
+	}
 }
 
 func (m *Manager) event(typ string, mf *manifest.Manifest, s *staged) audit.Event {
@@ -334,20 +385,27 @@ func rotatedNote(v *Verified) string {
 // taken from the grant file. A grant file may not give more than the
 // manifest requests; for the groups asked it is the consent: its items of
 // each group, every tool change (--yes after the screen listed them), and
-// the lifting of every deny glob the file does not itself deny.
-func (m *Manager) consent(ctx context.Context, mf *manifest.Manifest, items map[Group][]string, untrusted bool, grant *manifest.Layer) (map[Group][]string, error) {
+// the lifting of every deny glob the file does not itself deny. For a grant
+// file it also returns the file's permissions, normalized: [buildGrant]
+// takes the rule details of the consented items from them, so the stored
+// grant is never wider than the file.
+func (m *Manager) consent(ctx context.Context, mf *manifest.Manifest, items map[Group][]string, untrusted bool, grant *manifest.Layer) (map[Group][]string, *manifest.Permissions, error) {
 	if grant != nil {
 		if grant.Kind != manifest.KindGrant {
-			return nil, newErr(capability.ReasonPluginGrantMismatch, "consent", mf.ID, "grant file has kind "+grant.Kind+", want grant", nil)
+			return nil, nil, newErr(capability.ReasonPluginGrantMismatch, "consent", mf.ID, "grant file has kind "+grant.Kind+", want grant", nil)
 		}
-		g := GrantItems(grant.Permissions)
+		file, err := normalizeGrant(mf.ID, grant)
+		if err != nil {
+			return nil, nil, err
+		}
+		g := GrantItems(file.Permissions)
 		if err := checkGrant(mf, g); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		var deny []string
-		if grant.Permissions.Filesystem != nil {
-			deny = grant.Permissions.Filesystem.Deny
+		if err := checkGrantSecrets(mf, file.Permissions); err != nil {
+			return nil, nil, err
 		}
+		deny := file.Permissions.Filesystem.Deny
 		// Only what this step asks about is taken from the file.
 		out := map[Group][]string{}
 		for k, asked := range items {
@@ -364,21 +422,38 @@ func (m *Manager) consent(ctx context.Context, mf *manifest.Manifest, items map[
 				}
 			}
 		}
-		return out, nil
+		return out, &file.Permissions, nil
 	}
 	if len(items) == 0 {
-		return map[Group][]string{}, nil
+		return map[Group][]string{}, nil, nil
 	}
 	if m.o.Consenter == nil {
-		return nil, newErr(capability.ReasonPluginConsentRequired, "consent", mf.ID, "consent needed: run interactively, or pass --yes with --grant FILE", nil)
+		return nil, nil, newErr(capability.ReasonPluginConsentRequired, "consent", mf.ID, "consent needed: run interactively, or pass --yes with --grant FILE", nil)
 	}
-	return ask(ctx, m.o.Consenter, mf, items, untrusted)
+	out, err := ask(ctx, m.o.Consenter, mf, items, untrusted)
+	return out, nil, err
 }
 
-// newGrant builds the grant layer for mf from prev and the consented items
-// ([buildGrant]) and checks it against mf ([verifyGrant]).
-func newGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map[Group][]string) (*manifest.Layer, error) {
-	p := buildGrant(mf, prev, consented)
+// normalizeGrant returns grant as a reader of the stored grant.yaml would
+// see it: marshalled and parsed back, so that origins, globs, rule order
+// and absent sections have one spelling whoever built the layer.
+func normalizeGrant(id string, grant *manifest.Layer) (*manifest.Layer, error) {
+	c := *grant
+	data, err := c.Marshal()
+	if err == nil {
+		var l *manifest.Layer
+		if l, err = manifest.ParseLayer("grant.yaml", data); err == nil {
+			return l, nil
+		}
+	}
+	return nil, newErr(capability.ReasonPluginGrantMismatch, "consent", id, "grant file does not validate", err)
+}
+
+// newGrant builds the grant layer for mf from prev, the consented items
+// and the grant file they came from, if any ([buildGrant]), and checks it
+// against mf ([verifyGrant]).
+func newGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map[Group][]string, file *manifest.Permissions) (*manifest.Layer, error) {
+	p := buildGrant(mf, prev, consented, file)
 	if err := verifyGrant(mf, p); err != nil {
 		return nil, err
 	}
@@ -515,9 +590,19 @@ func (m *Manager) grantFor(st *State, version string) (*manifest.Layer, *Binding
 // what the new version requests, plus only what was consented to, so user
 // restrictions survive and nothing widens unasked.
 //
-// A package with a version that is installed (active or held) with other
-// contents is refused (PLUGIN_ROLLBACK) and changes nothing; the very same
-// package again changes nothing either.
+// A package with a version that is installed (active or held), or was
+// installed before, with other contents is refused (PLUGIN_ROLLBACK) and
+// changes nothing, even with AllowDowngrade; build metadata does not make
+// another version (1.4.0+rebuild is 1.4.0). A version lower than the
+// highest installed before needs AllowDowngrade. Both hold for unsigned
+// --dev packages as for signed ones ([State.History]); signed ones are
+// also checked against the trust store ([TrustStore.CheckRollback]). The
+// very same package again changes nothing.
+//
+// An unsigned --dev package never replaces a signed active or held
+// version without AllowUnsignedReplace (PLUGIN_UNSIGNED), whatever its
+// permissions: that would drop the publisher's signature and key pin
+// without a question when nothing widened.
 func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Result, error) {
 	unlock, err := m.lock()
 	if err != nil {
@@ -537,9 +622,13 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 	if !ok {
 		return nil, newErr(capability.ReasonPluginNotInstalled, "update", mf.ID, "not installed; use `norma plugin install`", nil)
 	}
-	if vs := st.Versions[mf.Version]; vs != nil && vs.MerkleRoot != s.tree.Root() {
-		return nil, newErr(capability.ReasonPluginRollback, "update", mf.ID,
-			fmt.Sprintf("version %s is already installed with other contents (merkle root %s; this package has %s): give the package a new version", mf.Version, vs.MerkleRoot, s.tree.Root()), nil)
+	if err := checkVersion(st, mf.Version, s.tree.Root(), o.AllowDowngrade); err != nil {
+		return nil, err
+	}
+	// The active or held package again changes nothing: no downgrade.
+	again := st.Versions[mf.Version] != nil && st.Versions[mf.Version].MerkleRoot == s.tree.Root()
+	if err := m.checkRollback(s, o.AllowDowngrade || again); err != nil {
+		return nil, err
 	}
 	if err := checkWorkspace(mf, m.o.Workspace); err != nil {
 		return nil, err
@@ -565,13 +654,17 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 		res.Held, res.Widened = true, q
 		return res, nil
 	}
+	if err := checkUnsignedReplace(st, s, o); err != nil {
+		return nil, err
+	}
 
 	if d.NeedsConsent() && o.Grant == nil {
 		prevHeld := st.Held
 		st.Held = mf.Version
-		st.Versions[mf.Version] = m.versionState(s)
+		st.add(mf.Version, m.versionState(s))
 		e := m.event(audit.TypePluginHeld, mf, s)
 		e.Detail["active"] = st.Active
+		optionDetail(e, o)
 		if err := m.record(ctx, e); err != nil {
 			return nil, err
 		}
@@ -587,19 +680,20 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 		return res, nil
 	}
 	var granted map[Group][]string
+	var file *manifest.Permissions
 	if o.Grant != nil {
 		// Headless: the grant file is the consent for what widened.
-		if granted, err = m.consent(ctx, mf, q, s.v == nil, o.Grant); err != nil {
+		if granted, file, err = m.consent(ctx, mf, q, s.v == nil, o.Grant); err != nil {
 			return nil, err
 		}
 	}
-	grant, err := newGrant(mf, &oldGrant.Permissions, granted)
+	grant, err := newGrant(mf, &oldGrant.Permissions, granted, file)
 	if err != nil {
 		return nil, err
 	}
 	prev, held := st.Active, st.Held
 	st.Active, st.Held = mf.Version, ""
-	st.Versions[mf.Version] = m.versionState(s)
+	st.add(mf.Version, m.versionState(s))
 	if d.NeedsConsent() {
 		if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {
 			return nil, err
@@ -608,9 +702,7 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 	} else {
 		e := m.event(audit.TypePluginUpdated, mf, s)
 		e.Detail["from"] = prev
-		if o.AllowDowngrade {
-			e.Detail["allowDowngrade"] = "true"
-		}
+		optionDetail(e, o)
 		if err := m.record(ctx, e); err != nil {
 			return nil, err
 		}
@@ -624,6 +716,26 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 	}
 	res.Grant = grant
 	return res, m.writeState(st)
+}
+
+// checkUnsignedReplace refuses (PLUGIN_UNSIGNED) an unsigned package s
+// that would replace a signed active or held version of st, unless
+// o.AllowUnsignedReplace.
+func checkUnsignedReplace(st *State, s *staged, o InstallOptions) error {
+	if s.v != nil || o.AllowUnsignedReplace {
+		return nil
+	}
+	for _, ver := range []string{st.Active, st.Held} {
+		if vs := st.Versions[ver]; ver != "" && vs != nil && !vs.Untrusted {
+			by := vs.Signer
+			if vs.Publisher != "" {
+				by = vs.Publisher + " (" + vs.Signer + ")"
+			}
+			return newErr(capability.ReasonPluginUnsigned, "update", st.ID,
+				fmt.Sprintf("%s %s is signed by %s and this package is not: pass --allow-unsigned-replace to replace it with an untrusted one", st.ID, ver, by), nil)
+		}
+	}
+	return nil
 }
 
 func (m *Manager) rebind(b *Binding, mf *manifest.Manifest) *Binding {
@@ -709,11 +821,11 @@ func (m *Manager) Consent(ctx context.Context, id string, grant *manifest.Layer)
 	}
 	fmt.Fprintln(w)
 	vs := st.Versions[held.Version]
-	granted, err := m.consent(ctx, held, widened, vs.Untrusted, grant)
+	granted, file, err := m.consent(ctx, held, widened, vs.Untrusted, grant)
 	if err != nil {
 		return nil, err
 	}
-	ng, err := newGrant(held, &oldGrant.Permissions, granted)
+	ng, err := newGrant(held, &oldGrant.Permissions, granted, file)
 	if err != nil {
 		return nil, err
 	}

@@ -139,3 +139,14 @@ func CompareVersions(a, b string) (int, error) {
 	}
 	return va.compare(vb), nil
 }
+
+// identity is the version without its build metadata: two versions with
+// the same identity are the same version (semver.org: build metadata is
+// ignored when determining precedence), so they must have the same contents.
+func (v version) identity() string {
+	s := fmt.Sprintf("%d.%d.%d", v.major, v.minor, v.patch)
+	if len(v.pre) > 0 {
+		s += "-" + strings.Join(v.pre, ".")
+	}
+	return s
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,8 +28,9 @@ import (
 // Files:
 //
 //	keys.json      []TrustedKey: key, publisher, allowed plugin id prefixes
-//	rollback.json  per plugin id: the pinned key and, per key id, the
-//	               highest version installed and its Merkle root
+//	rollback.json  per plugin id: the pinned key; per key id, the
+//	               highest version installed and its Merkle root; and the
+//	               Merkle root of every version installed (bounded)
 type TrustStore struct {
 	dir string
 }
@@ -84,6 +86,12 @@ type PluginTrust struct {
 	Pinned KeyRef `json:"pinned"`
 	// Highest maps a key id to the highest version installed with it.
 	Highest map[string]Installed `json:"highest"`
+	// Versions maps every version of the plugin installed signed, without
+	// its build metadata, to the Merkle root it was installed with, so a
+	// version number is never reused for other contents, not even as a
+	// downgrade or after a removal. It holds at most [MaxVersionHistory]
+	// versions; the lowest are forgotten first.
+	Versions map[string]Digest `json:"versions,omitempty"`
 }
 
 type rollbackFile struct {
@@ -253,8 +261,10 @@ func (s *TrustStore) Plugin(id string) (*PluginTrust, bool, error) {
 // CheckRollback refuses (PLUGIN_ROLLBACK) installing version of plugin id
 // with Merkle root when a higher version was installed before with any key
 // of the plugin (a key rotation does not reset the floor), or when the same
-// version was installed with other contents. allowDowngrade lifts the first
-// refusal, never the second.
+// version (equal but for build metadata) was installed before with other
+// contents: any version in [PluginTrust.Versions], not only the highest.
+// allowDowngrade lifts the first refusal, never the second; a downgrade to
+// the very contents installed before with that version is allowed with it.
 func (s *TrustStore) CheckRollback(id, version string, root Digest, allowDowngrade bool) error {
 	p, ok, err := s.Plugin(id)
 	if err != nil || !ok {
@@ -264,7 +274,12 @@ func (s *TrustStore) CheckRollback(id, version string, root Digest, allowDowngra
 	if err != nil {
 		return newErr(capability.ReasonPluginStatementInvalid, "install", id, "", err)
 	}
-	for keyID, inst := range p.Highest {
+	if r, ok := p.Versions[v.identity()]; ok && r != root {
+		return newErr(capability.ReasonPluginRollback, "install", id,
+			fmt.Sprintf("version %s was installed before with other contents %s; this package has %s: give the package a new version", version, r, root), nil)
+	}
+	for _, keyID := range slices.Sorted(maps.Keys(p.Highest)) {
+		inst := p.Highest[keyID]
 		h, err := parseVersion(inst.Version)
 		if err != nil {
 			return newErr(capability.ReasonPluginState, "trust", id, "corrupt rollback table", err)
@@ -282,9 +297,10 @@ func (s *TrustStore) CheckRollback(id, version string, root Digest, allowDowngra
 }
 
 // Record notes that version (with Merkle root) of plugin id was installed,
-// signed by key: the key becomes the plugin's pin and the key's highest
-// version rises when version is higher. An unsigned (--dev) install records
-// nothing.
+// signed by key: the key becomes the plugin's pin, the version joins
+// [PluginTrust.Versions] and the key's highest version rises when version
+// is higher. An unsigned (--dev) install records nothing here; the
+// plugin's own state keeps its history ([State.History]).
 func (s *TrustStore) Record(id string, key KeyRef, version string, root Digest) error {
 	v, err := parseVersion(version)
 	if err != nil {
@@ -308,6 +324,10 @@ func (s *TrustStore) Record(id string, key KeyRef, version string, root Digest) 
 		rf.Plugins[id] = p
 	}
 	p.Pinned = key
+	if p.Versions == nil {
+		p.Versions = map[string]Digest{}
+	}
+	remember(p.Versions, v, root)
 	if cur, ok := p.Highest[key.ID]; ok {
 		if h, err := parseVersion(cur.Version); err == nil && v.compare(h) <= 0 {
 			return s.write("rollback.json", rf)

@@ -507,6 +507,9 @@ func newPluginInstallCmd(update bool) *cobra.Command {
 	}
 	c.Flags().BoolVar(&o.Dev, "dev", false, "allow an unsigned local package (flagged untrusted, strict sandbox profile)")
 	c.Flags().BoolVar(&o.AllowDowngrade, "allow-downgrade", false, "allow a lower version than installed before (audited)")
+	if update {
+		c.Flags().BoolVar(&o.AllowUnsignedReplace, "allow-unsigned-replace", false, "let an unsigned --dev package replace a signed version (audited)")
+	}
 	c.Flags().BoolVar(&yes, "yes", false, "do not ask; requires --grant FILE")
 	c.Flags().StringVar(&grantFile, "grant", "", "grant layer file (kind: grant) to consent with")
 	c.Flags().StringVar(&wsFile, "workspace-policy", "", "workspace policy layer that bounds what may be installed")
