@@ -50,7 +50,20 @@ func TestPluginCLIToRun(t *testing.T) {
 			t.Fatalf("norma %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
 		}
 	}
-	code, out, errs := norma(t, "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "--json", "go")
+	// Explaining the plugin's tool decides as the run will, and starts
+	// nothing: no tool pin is written, no vault key created.
+	pin := filepath.Join(home, "plugins", "com.example.echo", "tools.pin.json")
+	code, out, errs := norma(t, "--home", home, "policy", "explain", "--workspace", ws, "--tool", "mcp__com.example.echo__echo", "--input", `{"text":"x"}`, "--json")
+	var ex struct{ Decision, Reason string }
+	if code != 0 || json.Unmarshal([]byte(out), &ex) != nil || ex.Decision != "allow" {
+		t.Fatalf("explain: exit %d\n%s%s", code, out, errs)
+	}
+	for _, p := range []string{pin, filepath.Join(home, "secrets")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("explain wrote %s: it must start nothing and write nothing", p)
+		}
+	}
+	code, out, errs = norma(t, "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "--json", "go")
 	if code != 0 || !strings.Contains(out, `"tool":"mcp__com.example.echo__echo"`) || !strings.Contains(out, `"decision":"allow"`) {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
 	}
