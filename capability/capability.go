@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -334,4 +335,38 @@ type AllowAll struct{}
 // Decide allows r.
 func (AllowAll) Decide(_ context.Context, r Request) Decision {
 	return Decision{Mode: Allow, Reason: ReasonAllowed, Request: r.String()}
+}
+
+// OpDetail is the public Detail of a refusal in the form "op path: msg",
+// leaving out what is empty: op names the step ("install", "mount"), path
+// the file or entry concerned and msg the explanation. A path with spaces,
+// quotes or unusual bytes is quoted, so that a hostile name cannot forge
+// output.
+func OpDetail(op, path, msg string) string {
+	var b strings.Builder
+	b.WriteString(op)
+	if path != "" {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(QuoteIfNeeded(path))
+	}
+	if msg != "" {
+		if b.Len() > 0 {
+			b.WriteString(": ")
+		}
+		b.WriteString(msg)
+	}
+	return b.String()
+}
+
+// QuoteIfNeeded keeps an ordinary name readable and quotes (Go syntax) one
+// with spaces, quotes, control or non-ASCII bytes.
+func QuoteIfNeeded(s string) string {
+	for _, r := range s {
+		if r <= ' ' || r == '"' || r == 0x7f || r > 0x7e {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }

@@ -1,8 +1,6 @@
 package plugin
 
 import (
-	"strings"
-
 	"github.com/norma-run/norma/capability"
 )
 
@@ -19,31 +17,6 @@ import (
 // [capability.ReasonOf] returns the code, so callers and tests compare
 // codes, never messages.
 func newErr(code capability.Reason, op, path, msg string, cause error) *capability.Error {
-	var b strings.Builder
-	b.WriteString(op)
-	if path != "" {
-		if b.Len() > 0 {
-			b.WriteString(" ")
-		}
-		b.WriteString(quoteIfNeeded(path))
-	}
-	if msg != "" {
-		if b.Len() > 0 {
-			b.WriteString(": ")
-		}
-		b.WriteString(msg)
-	}
 	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: code, Layer: capability.LayerPlugin},
-		Detail: b.String(), Err: cause}
-}
-
-// quoteIfNeeded keeps ordinary paths readable and quotes anything with
-// spaces or unusual bytes so that a hostile entry name cannot forge output.
-func quoteIfNeeded(s string) string {
-	for _, r := range s {
-		if r <= ' ' || r == '"' || r == 0x7f || r > 0x7e {
-			return strconvQuote(s)
-		}
-	}
-	return s
+		Detail: capability.OpDetail(op, path, msg), Err: cause}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -157,7 +156,7 @@ type Result struct {
 // errors.Is and errors.As but never part of the message.
 // [capability.ReasonOf] returns the code.
 func NewError(code capability.Reason, op, path, msg string, cause error) *capability.Error {
-	return detailErr(code, detail(op, path, msg), cause)
+	return detailErr(code, capability.OpDetail(op, path, msg), cause)
 }
 
 // detailErr is NewError with the Detail already built (the init reports it
@@ -165,36 +164,6 @@ func NewError(code capability.Reason, op, path, msg string, cause error) *capabi
 func detailErr(code capability.Reason, d string, cause error) *capability.Error {
 	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: code, Layer: capability.LayerSandbox},
 		Detail: d, Err: cause}
-}
-
-// detail is "op path: msg", leaving out what is empty.
-func detail(op, path, msg string) string {
-	var b strings.Builder
-	b.WriteString(op)
-	if path != "" {
-		if b.Len() > 0 {
-			b.WriteString(" ")
-		}
-		b.WriteString(quoteIfNeeded(path))
-	}
-	if msg != "" {
-		if b.Len() > 0 {
-			b.WriteString(": ")
-		}
-		b.WriteString(msg)
-	}
-	return b.String()
-}
-
-// quoteIfNeeded keeps ordinary paths readable and quotes anything with
-// spaces or unusual bytes, so that a hostile name cannot forge output.
-func quoteIfNeeded(s string) string {
-	for _, r := range s {
-		if r <= ' ' || r == '"' || r == 0x7f || r > 0x7e {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }
 
 func specErr(op, path string, format string, args ...any) *capability.Error {
