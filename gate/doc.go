@@ -46,8 +46,9 @@
 // order. [Gate.ExecuteExtra] is the deferred-tool path: it unlocks a
 // deferred tool for the run, then calls Execute.
 //
-// [Gate.Explain] runs steps 1 to 3 of the same pipeline and stops before
-// approval, without hooks, the call or an audit event: it is how `norma
+// [Gate.Explain] runs steps 1 to 3 of the same pipeline (and step 5, the
+// PreToolUse hooks, for a call that needs no approval) and stops before
+// approval, the call or an audit event: it is how `norma
 // policy explain` (and every door that asks "what would a run do?")
 // answers, so the answer cannot drift from what Execute does. The steps
 // live one function each: lookup, check (schema, then decide: declare,

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/norma-run/norma/capability"
@@ -29,12 +30,36 @@ type Explanation struct {
 	Preview string
 }
 
+// explainHooks is step 5 for Explain: the PreToolUse hooks decide too —
+// they may block, ask, or rewrite the input, which is decided again — and
+// nothing is approved.
+func (x *exec) explainHooks(ctx context.Context) bool {
+	out, ok := x.dispatchPreHooks(ctx)
+	if !ok {
+		return false
+	}
+	if len(out.UpdatedInput) > 0 && !bytes.Equal(out.UpdatedInput, x.in.Raw()) {
+		if !x.check(ctx, out.UpdatedInput, false) {
+			return false
+		}
+	}
+	if out.Ask && x.dec.Mode == capability.Allow {
+		x.dec.Mode, x.dec.Reason, x.dec.Layer, x.dec.Rule = capability.ApprovalRequired, capability.ReasonApprovalRequired, capability.LayerHook, out.Hook
+		if x.mode == ModeDontAsk {
+			x.fail(capability.ReasonModeDenied, "a hook asked for approval and the mode is dontAsk")
+			return false
+		}
+	}
+	return true
+}
+
 // maxDelegation bounds how deep Explain follows calls that run other
 // calls (ExecuteExtraTool refuses itself; this bounds any other chain).
 const maxDelegation = 4
 
 // Explain runs the decision path of [Gate.Execute] for c — lookup, schema,
-// mode and rules, every capability layer — without PreToolUse hooks,
+// mode and rules, every capability layer, and for a call that needs no
+// approval the PreToolUse hooks (they decide: block, ask, rewrite) —
 // without approval and without the call, and writes no audit event. It is
 // the gate's own decision, so `norma policy explain` reports exactly what
 // a run does. A tool whose call runs another call through the gate (a
@@ -49,6 +74,10 @@ func (g *Gate) explain(ctx context.Context, c Call, inner bool, depth int) Expla
 	var trace []capability.LayerResult
 	x := &exec{g: g, c: &c, mode: g.Mode(), trace: &trace, unlockable: inner}
 	ok := x.lookup(ctx) && x.check(ctx, c.Input, true)
+	if ok && x.dec.Mode == capability.Allow {
+		// A call that needs no approval meets the PreToolUse hooks next.
+		ok = x.explainHooks(ctx)
+	}
 	e := Explanation{Decision: x.dec, Stage: x.res.Stage, Requests: x.reqs, Known: x.known}
 	e.Decision.Trace = trace
 	if x.res.IsError {

@@ -49,21 +49,8 @@ func (x *exec) hookInput(ev hook.Event) hook.Input {
 // preHooks is step 5. A hook may block the call, ask for approval, or
 // rewrite the input, which is then decided again (steps 2–4).
 func (x *exec) preHooks(ctx context.Context) bool {
-	x.step(StepPreHooks)
-	if !x.g.hooks.Has(hook.PreToolUse, x.c.Tool) {
-		return true
-	}
-	out := x.g.hooks.Dispatch(ctx, x.hookInput(hook.PreToolUse))
-	x.res.Context = append(x.res.Context, out.Context...)
-	switch {
-	case out.Failed:
-		x.fail(capability.ReasonHookFailed, "PreToolUse "+out.Message)
-		return false
-	case out.Blocked:
-		x.fail(capability.ReasonHookBlocked, "blocked by hook "+out.Hook+": "+out.Message)
-		return false
-	case out.Halt:
-		x.fail(capability.ReasonHookBlocked, "stopped by hook "+out.Hook+": "+out.HaltReason)
+	out, ok := x.dispatchPreHooks(ctx)
+	if !ok {
 		return false
 	}
 	if len(out.UpdatedInput) > 0 && !bytes.Equal(out.UpdatedInput, x.in.Raw()) {
@@ -74,6 +61,30 @@ func (x *exec) preHooks(ctx context.Context) bool {
 		return x.approve(ctx)
 	}
 	return true
+}
+
+// dispatchPreHooks runs the PreToolUse hooks of the call; a block, a
+// failure or a halt refuses it (ok false). The outcome says whether they
+// rewrote the input or asked for approval.
+func (x *exec) dispatchPreHooks(ctx context.Context) (out hook.Outcome, ok bool) {
+	x.step(StepPreHooks)
+	if !x.g.hooks.Has(hook.PreToolUse, x.c.Tool) {
+		return out, true
+	}
+	out = x.g.hooks.Dispatch(ctx, x.hookInput(hook.PreToolUse))
+	x.res.Context = append(x.res.Context, out.Context...)
+	switch {
+	case out.Failed:
+		x.fail(capability.ReasonHookFailed, "PreToolUse "+out.Message)
+		return out, false
+	case out.Blocked:
+		x.fail(capability.ReasonHookBlocked, "blocked by hook "+out.Hook+": "+out.Message)
+		return out, false
+	case out.Halt:
+		x.fail(capability.ReasonHookBlocked, "stopped by hook "+out.Hook+": "+out.HaltReason)
+		return out, false
+	}
+	return out, true
 }
 
 // started records tool_call_started; a refusal of the audit log refuses

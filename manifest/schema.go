@@ -66,7 +66,13 @@ func validateSchema(t *tree, url string) []Problem {
 	if err != nil {
 		return []Problem{{File: t.file, Msg: err.Error()}}
 	}
-	err = schemas[url].Validate(t.root)
+	return validateAgainst(t, schemas[url], knownFields)
+}
+
+// validateAgainst validates t against s; fields are the format's field
+// names, for "did you mean".
+func validateAgainst(t *tree, s *jsonschema.Schema, fields []string) []Problem {
+	err := s.Validate(t.root)
 	if err == nil {
 		return nil
 	}
@@ -88,7 +94,7 @@ func validateSchema(t *tree, url string) []Problem {
 		for _, s := range e.InstanceLocation {
 			ptr += "/" + escapePtr(s)
 		}
-		for _, p := range schemaProblems(t, ptr, e.ErrorKind) {
+		for _, p := range schemaProblems(t, ptr, e.ErrorKind, fields) {
 			k := p.String()
 			if !seen[k] {
 				seen[k] = true
@@ -100,7 +106,7 @@ func validateSchema(t *tree, url string) []Problem {
 	return out
 }
 
-func schemaProblems(t *tree, ptr string, k jsonschema.ErrorKind) []Problem {
+func schemaProblems(t *tree, ptr string, k jsonschema.ErrorKind, fields []string) []Problem {
 	switch k := k.(type) {
 	case *kind.AdditionalProperties:
 		var out []Problem
@@ -108,7 +114,7 @@ func schemaProblems(t *tree, ptr string, k jsonschema.ErrorKind) []Problem {
 			msg := fmt.Sprintf("unknown field %q", name)
 			if name == "allow_private" {
 				msg = "allow_private belongs in a workspace or run policy, not in a manifest or grant"
-			} else if s := suggest(name); s != "" {
+			} else if s := suggest(name, fields); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			out = append(out, t.problem(ptr+"/"+escapePtr(name), true, msg))
@@ -144,9 +150,9 @@ var knownFields = []string{
 }
 
 // suggest returns the known field closest to name when it is a likely typo.
-func suggest(name string) string {
+func suggest(name string, fields []string) string {
 	best, bestD := "", 3
-	for _, f := range knownFields {
+	for _, f := range fields {
 		if d := editDistance(name, f); d < bestD || (d == bestD && best != "" && f < best) {
 			if d < bestD {
 				best, bestD = f, d

@@ -306,3 +306,11 @@ func (s ruleSet) covers(tool string, reqs []capability.Request, known bool) *rul
 	}
 	return first
 }
+
+// CheckRule reports why text is not a permission rule, or nil: the check
+// CompileRules makes, for one rule, so that a settings file can name the
+// line of a bad rule.
+func CheckRule(text string) error {
+	_, err := parseRule(text)
+	return err
+}

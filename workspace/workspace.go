@@ -15,6 +15,7 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/guard/netguard"
+	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
@@ -23,6 +24,7 @@ import (
 	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/settings"
 	"github.com/norma-run/norma/tool"
 	"github.com/norma-run/norma/tools"
 	"github.com/norma-run/norma/tools/shell"
@@ -58,8 +60,15 @@ type Options struct {
 	// NoSubagents leaves out the Task tool; by default the session may run
 	// subagents, agent.DefaultMaxSubagentDepth deep.
 	NoSubagents bool
-	// Mode is the permission mode the session starts in.
+	// Mode is the permission mode the session starts in, unless the
+	// settings set one: see ModeGiven.
 	Mode gate.Mode
+	// ModeGiven says Mode was given on the command line: it then wins
+	// over the settings' defaultMode, but not over managed settings.
+	ModeGiven bool
+	// Settings names the settings files besides the workspace's own
+	// (user, --settings, managed); see package settings.
+	Settings settings.Options
 	// Rules are the permission rules (allow, ask, deny).
 	Rules policy.Rules
 	// Audit receives every decision and the registry's replacements.
@@ -122,6 +131,9 @@ type Runtime struct {
 	host    *host.Host
 	plugins []agent.Plugin
 
+	settings *settings.Settings
+	hooks    *hook.Registry
+
 	once    sync.Once // the registry serves one session
 	explain *agent.Session
 }
@@ -146,6 +158,11 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 			return nil, err
 		}
 	}
+	st, err := loadSettings(dir, &o)
+	if err != nil {
+		return nil, err
+	}
+	layer = withNetwork(layer, st.Network)
 	if o.RunID == "" {
 		o.RunID = agent.NewRunID()
 	}
@@ -158,7 +175,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if o.ShellEnv == nil {
 		o.ShellEnv = []string{"LANG=C.UTF-8"}
 	}
-	r := &Runtime{opts: o, dir: dir, layer: layer, sandbox: !o.NoSandbox && sandbox.Probe().Ready,
+	r := &Runtime{opts: o, dir: dir, layer: layer, settings: st, sandbox: !o.NoSandbox && sandbox.Probe().Ready,
 		reg: tool.NewRegistry(&tool.Options{Audit: o.Audit}), ref: &tools.GateRef{}, plugins: o.Plugins}
 	if r.builtin, err = tools.Build(r.toolsConfig()); err != nil {
 		return nil, err
@@ -170,6 +187,10 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		}
 	}
 	if err := r.loadPlugins(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if r.hooks, err = r.hookRegistry(); err != nil {
 		r.Close()
 		return nil, err
 	}
@@ -298,7 +319,7 @@ func (r *Runtime) options() []agent.Option {
 		agent.WithBuiltinPolicy(r.builtin.Policy), agent.WithPolicy(r.layer, r.opts.RunPolicy), agent.WithSandbox(r.sandbox),
 		agent.WithGateBinder(r.ref.Bind), agent.WithWorkspace(r.dir), agent.WithMode(r.opts.Mode),
 		agent.WithRules(r.opts.Rules), agent.WithAudit(r.opts.Audit),
-		agent.WithNetwork(r.opts.Resolver, r.opts.RootCAs),
+		agent.WithNetwork(r.opts.Resolver, r.opts.RootCAs), agent.WithHooks(r.hooks),
 	}
 	if r.exec != nil {
 		opts = append(opts, agent.WithProcessRunner(r.exec))

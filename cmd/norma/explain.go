@@ -85,8 +85,9 @@ Exit 0 when a decision was made (allow, deny or approval_required), 1 on bad inp
 	fl.StringVar(&f.Grant, "grant", "", "user grant layer file (with --manifest)")
 	fl.StringVar(&f.WorkspacePolicy, "workspace-policy", "", "workspace policy file (default DIR/"+workspace.PolicyFile+")")
 	fl.StringVar(&f.RunPolicy, "run-policy", "", "run policy file")
+	fl.StringVar(&f.Settings, "settings", "", "one more settings file, as norma run's --settings")
 	fl.StringVar(&f.Workspace, "workspace", ".", "workspace directory, as norma run's: paths are resolved in it (symlinks followed)")
-	fl.StringVar(&f.mode, "mode", "default", "permission mode: default | acceptEdits | plan | dontAsk")
+	fl.StringVar(&f.mode, "mode", "default", "permission mode: default | acceptEdits | plan | dontAsk (default: the settings' defaultMode)")
 	fl.StringVar(&f.op, "op", "", "the request, e.g. 'fs.write workspace://.agent-output/r.md'")
 	fl.StringVar(&f.tool, "tool", "", "a tool name: built-in, mcp__PLUGIN__TOOL, or a tool of --manifest")
 	fl.StringVar(&f.input, "input", "", "the tool input as JSON (with --tool; default {})")
@@ -121,7 +122,8 @@ func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, extra []agent
 	if err != nil {
 		return nil, err
 	}
-	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run, Plugins: extra}
+	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run, Plugins: extra,
+		ModeGiven: cmd.Flags().Lookup("mode") != nil && cmd.Flags().Changed("mode"), Settings: settingsFiles(f.Settings)}
 	if o.Dir == "" {
 		o.Dir = "."
 	}

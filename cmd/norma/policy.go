@@ -33,6 +33,7 @@ type LayerFiles struct {
 	WorkspacePolicy string `yaml:"workspace_policy,omitempty"`
 	RunPolicy       string `yaml:"run_policy,omitempty"`
 	Workspace       string `yaml:"workspace,omitempty"`
+	Settings        string `yaml:"settings,omitempty"`
 }
 
 // load compiles the set. A workspace directory with .norma/policy.yaml
@@ -203,7 +204,7 @@ func newPolicyTestCmd() *cobra.Command {
 			var results []result
 			var warnings []policy.Warning
 			failed := 0
-			base := LayerFiles{Manifest: rel(tf.Manifest), Grant: rel(tf.Grant), WorkspacePolicy: rel(tf.WorkspacePolicy), RunPolicy: rel(tf.RunPolicy), Workspace: rel(tf.Workspace)}
+			base := LayerFiles{Manifest: rel(tf.Manifest), Grant: rel(tf.Grant), WorkspacePolicy: rel(tf.WorkspacePolicy), RunPolicy: rel(tf.RunPolicy), Workspace: rel(tf.Workspace), Settings: rel(tf.Settings)}
 			if _, in, err := base.load(); err == nil {
 				warnings = policy.Lint(in)
 			}

@@ -32,6 +32,7 @@ import (
 
 type runFlags struct {
 	provider, model, baseURL, script, workspace, mode, resume string
+	settings                                                  string
 	asJSON, yes, unsafeNoSandbox                              bool
 	maxTurns                                                  int
 	approvalWait                                              time.Duration
@@ -77,7 +78,8 @@ or an error of the model provider, 2 usage, 4 state directory or store.`,
 	fl.StringVar(&f.baseURL, "base-url", "", "API base URL (OpenAI-compatible servers: Ollama, vLLM, llama.cpp)")
 	fl.StringVar(&f.script, "script", "", "scripted provider: YAML file of model turns")
 	fl.StringVar(&f.workspace, "workspace", ".", "workspace directory the tools work in")
-	fl.StringVar(&f.mode, "mode", "default", "permission mode: default | acceptEdits | plan | dontAsk")
+	fl.StringVar(&f.mode, "mode", "default", "permission mode: default | acceptEdits | plan | dontAsk (default: the settings' defaultMode)")
+	fl.StringVar(&f.settings, "settings", "", "one more settings file, above the user's and the workspace's (below managed settings)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON event per line")
 	fl.StringVar(&f.resume, "resume", "", "continue run RUN from its saved state")
 	fl.BoolVar(&f.yes, "yes", false, "approve every approval request of this run")
@@ -166,6 +168,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 
 	rt, err := workspace.Open(ctx, workspace.Options{
 		Dir: ws, Home: home, RunID: runID, Resume: f.resume != "", Mode: mode, Audit: log,
+		ModeGiven: cmd.Flags().Changed("mode"), Settings: settingsFiles(f.settings),
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		UnsafeNoSandbox: f.unsafeNoSandbox,
 		Warn:            func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %v\n", err) },

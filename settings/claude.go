@@ -1,0 +1,173 @@
+package settings
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/policy"
+)
+
+// claudeFile is what ImportClaude reads of Claude Code's settings.json.
+type claudeFile struct {
+	Permissions *struct {
+		Allow                 []string `json:"allow"`
+		Ask                   []string `json:"ask"`
+		Deny                  []string `json:"deny"`
+		DefaultMode           string   `json:"defaultMode"`
+		AdditionalDirectories []string `json:"additionalDirectories"`
+	} `json:"permissions"`
+	Hooks map[string][]struct {
+		Matcher string `json:"matcher"`
+		Hooks   []struct {
+			Type    string  `json:"type"`
+			Command string  `json:"command"`
+			Timeout float64 `json:"timeout"`
+		} `json:"hooks"`
+	} `json:"hooks"`
+	Env map[string]string `json:"env"`
+}
+
+// out is the settings file ImportClaude writes, in a fixed field order.
+type outFile struct {
+	Permissions *outPermissions   `yaml:"permissions,omitempty"`
+	Hooks       yaml.MapSlice     `yaml:"hooks,omitempty"`
+	Env         map[string]string `yaml:"env,omitempty"`
+}
+
+type outPermissions struct {
+	Allow                 []string `yaml:"allow,omitempty"`
+	Ask                   []string `yaml:"ask,omitempty"`
+	Deny                  []string `yaml:"deny,omitempty"`
+	DefaultMode           string   `yaml:"defaultMode,omitempty"`
+	AdditionalDirectories []string `yaml:"additionalDirectories,omitempty"`
+}
+
+type outMatcher struct {
+	Matcher string    `yaml:"matcher,omitempty"`
+	Hooks   []outHook `yaml:"hooks"`
+}
+
+type outHook struct {
+	Type    string  `yaml:"type"`
+	Command string  `yaml:"command"`
+	Timeout float64 `yaml:"timeout,omitempty"`
+}
+
+// ImportClaude converts Claude Code's settings.json (its permissions,
+// hooks and env) into a Norma settings file, and says what it could not
+// convert: other keys, rules Norma does not read, hooks that are not one
+// program with literal arguments, modes Norma does not have. The result
+// parses with [Parse]; workspace resolves $CLAUDE_PROJECT_DIR for that
+// check.
+func ImportClaude(data []byte, workspace string) (out []byte, notes []string, err error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, nil, fmt.Errorf("settings: import: not a JSON object: %w", err)
+	}
+	var cf claudeFile
+	if err := json.Unmarshal(data, &cf); err != nil {
+		return nil, nil, fmt.Errorf("settings: import: %w", err)
+	}
+	for _, k := range sortedKeys(raw) {
+		if k != "permissions" && k != "hooks" && k != "env" && k != "$schema" {
+			notes = append(notes, fmt.Sprintf("%s: not converted (Norma has no such setting)", k))
+		}
+	}
+	var o outFile
+	o.Permissions, notes = importPermissions(&cf, notes)
+	o.Hooks, notes = importHooks(&cf, workspace, notes)
+	o.Env = cf.Env
+	var b bytes.Buffer
+	b.WriteString("# Converted from Claude Code's settings by `norma settings import claude`.\n")
+	enc, err := yaml.MarshalWithOptions(o, yaml.Indent(2), yaml.IndentSequence(true))
+	if err != nil {
+		return nil, nil, err
+	}
+	if string(enc) != "{}\n" {
+		b.Write(enc)
+	}
+	if _, err := Parse("imported settings", b.Bytes(), ScopeWorkspace, workspace); err != nil {
+		return nil, nil, fmt.Errorf("settings: import: the converted file does not parse: %w", err)
+	}
+	return b.Bytes(), notes, nil
+}
+
+func importPermissions(cf *claudeFile, notes []string) (*outPermissions, []string) {
+	p := cf.Permissions
+	if p == nil {
+		return nil, notes
+	}
+	keep := func(list string, rules []string) []string {
+		var out []string
+		for _, r := range rules {
+			if err := policy.CheckRule(r); err != nil {
+				notes = append(notes, fmt.Sprintf("permissions.%s %q: not converted (%v)", list, r, err))
+				continue
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	op := &outPermissions{Allow: keep("allow", p.Allow), Ask: keep("ask", p.Ask), Deny: keep("deny", p.Deny),
+		AdditionalDirectories: p.AdditionalDirectories}
+	switch p.DefaultMode {
+	case "", "default", "acceptEdits", "plan", "dontAsk":
+		op.DefaultMode = p.DefaultMode
+	default:
+		notes = append(notes, fmt.Sprintf("permissions.defaultMode %q: not converted (Norma's modes are default, acceptEdits, plan and dontAsk)", p.DefaultMode))
+	}
+	if len(op.AdditionalDirectories) > 0 {
+		notes = append(notes, "permissions.additionalDirectories: converted, but the built-in tools still see the workspace only")
+	}
+	return op, notes
+}
+
+func importHooks(cf *claudeFile, workspace string, notes []string) (yaml.MapSlice, []string) {
+	var out yaml.MapSlice
+	events := sortedKeys(cf.Hooks)
+	sort.SliceStable(events, func(i, j int) bool { return hookOrder(events[i]) < hookOrder(events[j]) })
+	for _, e := range events {
+		if !hook.Event(e).Valid() {
+			notes = append(notes, fmt.Sprintf("hooks.%s: not converted (Norma has no such event)", e))
+			continue
+		}
+		var ms []outMatcher
+		for i, m := range cf.Hooks[e] {
+			om := outMatcher{Matcher: m.Matcher}
+			for j, h := range m.Hooks {
+				where := fmt.Sprintf("hooks.%s[%d].hooks[%d]", e, i, j)
+				if h.Type != "command" {
+					notes = append(notes, fmt.Sprintf("%s: not converted (a %q hook; Norma runs command hooks)", where, h.Type))
+					continue
+				}
+				if _, err := hookArgv(h.Command, workspace); err != nil {
+					notes = append(notes, fmt.Sprintf("%s %q: not converted (%v); put it in a script and name the script", where, h.Command, err))
+					continue
+				}
+				om.Hooks = append(om.Hooks, outHook{Type: "command", Command: h.Command, Timeout: h.Timeout})
+			}
+			if len(om.Hooks) > 0 {
+				ms = append(ms, om)
+			}
+		}
+		if len(ms) > 0 {
+			out = append(out, yaml.MapItem{Key: e, Value: ms})
+		}
+	}
+	return out, notes
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

@@ -1,0 +1,39 @@
+// Package settings reads the settings files people write: permission
+// rules in Claude Code's syntax, Claude Code command hooks, the network
+// destinations of the built-in web tools, and the shell's environment.
+//
+// Files, from the lowest precedence to the highest:
+//
+//	user       $XDG_CONFIG_HOME/norma/settings.yaml
+//	workspace  .norma/settings.yaml
+//	local      .norma/settings.local.yaml (personal, git-ignored)
+//	flag       --settings FILE
+//	managed    /etc/norma/managed-settings.yaml (owned by root, not
+//	           writable by group or others, else refused)
+//
+// Every file is parsed as strictly as a manifest (size, depth and alias
+// limits, no duplicate keys, unknown fields refused with "did you mean"),
+// and every problem is reported as FILE:LINE:COL: field: message.
+//
+// Merging: permission rules of every file are one list; a deny rule wins
+// over any allow wherever it comes from (the gate asks deny rules first).
+// defaultMode is the highest file's that sets one; a command-line --mode
+// sits below managed settings only. Hooks of every file run, lowest file
+// first. network requests and allow_private are the union of the files':
+// they are the workspace's network section (the built-in web tools'
+// destinations and the ceiling of every tool's network). Managed settings
+// may lock rules and hooks to their own with allowManagedPermissionRulesOnly
+// and allowManagedHooksOnly; what they exclude is listed in
+// [Settings.Ignored].
+//
+// A hook command is a program and literal arguments, where
+// $CLAUDE_PROJECT_DIR and $NORMA_WORKSPACE stand for the workspace: no
+// pipes, redirections or other expansions, so that what runs is one file
+// whose content can be trusted. Hooks of workspace, local and --settings
+// files run only once their program's content is trusted (`norma hooks
+// trust`); user and managed hooks are the user's and the administrator's
+// own, and trusted.
+//
+// Every rule, hook and value keeps the file, line and column it came from
+// ([Source]), for `norma settings show`.
+package settings

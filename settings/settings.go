@@ -1,0 +1,472 @@
+package settings
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/internal/shellcmd"
+	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/policy"
+)
+
+//go:embed schema/v1.json
+var schemaJSON []byte
+
+// SchemaURL is where the settings JSON Schema is published.
+const SchemaURL = "https://norma.dev/schema/settings/v1.json"
+
+// SchemaJSON returns the settings JSON Schema (for editors).
+func SchemaJSON() []byte { return slices.Clone(schemaJSON) }
+
+var fields = []string{
+	"permissions", "allow", "ask", "deny", "defaultMode", "additionalDirectories",
+	"hooks", "matcher", "type", "command", "timeout", "network", "requests", "origin", "methods",
+	"paths", "approval", "allow_private", "env", "allowManagedPermissionRulesOnly", "allowManagedHooksOnly",
+	"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "SessionEnd",
+	"Stop", "SubagentStart", "SubagentStop",
+}
+
+var compiled = sync.OnceValues(func() (*manifest.Schema, error) {
+	return manifest.CompileSchema(SchemaURL, schemaJSON, fields)
+})
+
+// Scope is where a settings file sits; a higher scope takes precedence for
+// single values.
+type Scope uint8
+
+// Scopes, from the lowest precedence to the highest.
+const (
+	ScopeUser Scope = iota + 1
+	ScopeWorkspace
+	ScopeLocal
+	ScopeFlag
+	ScopeManaged
+)
+
+var scopeNames = [...]string{"", "user", "workspace", "local", "flag", "managed"}
+
+// String returns the scope's name.
+func (s Scope) String() string {
+	if int(s) < len(scopeNames) && s != 0 {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("unknown(%d)", uint8(s))
+}
+
+// MarshalText makes scopes print by name in JSON.
+func (s Scope) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// trusted reports whether hooks of this scope run without `norma hooks
+// trust`: the user's own file and the administrator's.
+func (s Scope) trusted() bool { return s == ScopeUser || s == ScopeManaged }
+
+// Source is where a value came from.
+type Source struct {
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+	Col   int    `json:"col"`
+	Scope Scope  `json:"scope"`
+}
+
+func (s Source) String() string { return fmt.Sprintf("%s:%d:%d (%s)", s.File, s.Line, s.Col, s.Scope) }
+
+// Rule is one permission rule.
+type Rule struct {
+	// List is allow, ask or deny.
+	List   string `json:"list"`
+	Text   string `json:"rule"`
+	Source Source `json:"source"`
+}
+
+// Hook is one command hook.
+type Hook struct {
+	Event   hook.Event    `json:"event"`
+	Matcher string        `json:"matcher,omitempty"`
+	Command string        `json:"command"`
+	Timeout time.Duration `json:"timeout_ns,omitempty"`
+	// Argv is the command with the workspace substituted: the program and
+	// its literal arguments.
+	Argv   []string `json:"argv"`
+	Source Source   `json:"source"`
+}
+
+// Trusted reports whether the hook runs without `norma hooks trust`.
+func (h Hook) Trusted() bool { return h.Source.Scope.trusted() }
+
+// Settings are the effective settings of a workspace.
+type Settings struct {
+	// Files are the files read, lowest precedence first.
+	Files []Source `json:"files"`
+	Rules []Rule   `json:"rules"`
+	// DefaultMode is the highest file's defaultMode ("" when none sets one).
+	DefaultMode       string   `json:"default_mode,omitempty"`
+	DefaultModeSource *Source  `json:"default_mode_source,omitempty"`
+	ManagedMode       bool     `json:"-"` // the mode comes from managed settings
+	AdditionalDirs    []string `json:"additional_directories,omitempty"`
+	Hooks             []Hook   `json:"hooks"`
+	// Network is the union of the files' network sections; nil when none
+	// has one.
+	Network *manifest.Network `json:"network,omitempty"`
+	// Env is the shell's environment from the files (a higher file wins a
+	// name).
+	Env map[string]string `json:"env,omitempty"`
+	// ManagedRulesOnly and ManagedHooksOnly are the managed locks.
+	ManagedRulesOnly bool `json:"managed_rules_only,omitempty"`
+	ManagedHooksOnly bool `json:"managed_hooks_only,omitempty"`
+	// Ignored lists what a managed lock left out.
+	Ignored []string `json:"ignored,omitempty"`
+}
+
+// PolicyRules returns the permission rules for the gate.
+func (s *Settings) PolicyRules() policy.Rules {
+	var r policy.Rules
+	for _, x := range s.Rules {
+		switch x.List {
+		case "allow":
+			r.Allow = append(r.Allow, x.Text)
+		case "ask":
+			r.Ask = append(r.Ask, x.Text)
+		case "deny":
+			r.Deny = append(r.Deny, x.Text)
+		}
+	}
+	return r
+}
+
+// Options names the files Load reads. Empty fields are not read.
+type Options struct {
+	// Workspace is the workspace directory (its .norma/settings.yaml and
+	// .norma/settings.local.yaml).
+	Workspace string
+	// UserDir is the user's configuration directory
+	// ($XDG_CONFIG_HOME/norma): its settings.yaml.
+	UserDir string
+	// Flag is the --settings file; it must exist.
+	Flag string
+	// Managed is the managed settings file (by default the caller passes
+	// [ManagedPath]); a missing one is fine, one not owned by root or
+	// writable by others is refused.
+	Managed string
+}
+
+// ManagedPath is where managed settings live.
+const ManagedPath = "/etc/norma/managed-settings.yaml"
+
+// Files of the workspace, relative to it.
+const (
+	WorkspaceFile = ".norma/settings.yaml"
+	LocalFile     = ".norma/settings.local.yaml"
+)
+
+// Load reads and merges the settings files o names. Errors are
+// manifest.Errors (FILE:LINE:COL: field: message) for a bad file.
+func Load(o Options) (*Settings, error) {
+	type named struct {
+		path     string
+		scope    Scope
+		required bool
+	}
+	var list []named
+	if o.UserDir != "" {
+		list = append(list, named{filepath.Join(o.UserDir, "settings.yaml"), ScopeUser, false})
+	}
+	if o.Workspace != "" {
+		list = append(list, named{filepath.Join(o.Workspace, WorkspaceFile), ScopeWorkspace, false},
+			named{filepath.Join(o.Workspace, LocalFile), ScopeLocal, false})
+	}
+	if o.Flag != "" {
+		list = append(list, named{o.Flag, ScopeFlag, true})
+	}
+	if o.Managed != "" {
+		list = append(list, named{o.Managed, ScopeManaged, false})
+	}
+	var files []*File
+	for _, n := range list {
+		f, err := ReadFile(n.path, n.scope, o.Workspace)
+		if errors.Is(err, fs.ErrNotExist) && !n.required {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	return Merge(files), nil
+}
+
+// ReadFile reads one settings file of scope. workspace substitutes
+// $CLAUDE_PROJECT_DIR and $NORMA_WORKSPACE in hook commands. A managed
+// file must be owned by root and not writable by group or others.
+func ReadFile(path string, scope Scope, workspace string) (*File, error) {
+	if scope == ScopeManaged {
+		if err := checkManaged(path); err != nil {
+			return nil, err
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, scope, workspace)
+}
+
+func checkManaged(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 || !fi.Mode().IsRegular() {
+		return manifest.Errors{{File: path, Msg: "managed settings are refused: the file must be a regular file owned by root and not writable by group or others"}}
+	}
+	return nil
+}
+
+// Merge merges parsed files, lowest precedence first.
+func Merge(files []*File) *Settings {
+	sort.SliceStable(files, func(i, j int) bool { return files[i].Scope < files[j].Scope })
+	s := &Settings{}
+	for _, f := range files {
+		s.Files = append(s.Files, Source{File: f.Path, Scope: f.Scope, Line: 1, Col: 1})
+		if f.Scope == ScopeManaged {
+			s.ManagedRulesOnly = f.body.ManagedRulesOnly
+			s.ManagedHooksOnly = f.body.ManagedHooksOnly
+		}
+	}
+	for _, f := range files {
+		s.merge(f)
+	}
+	return s
+}
+
+func (s *Settings) merge(f *File) {
+	managed := f.Scope == ScopeManaged
+	if s.ManagedRulesOnly && !managed && len(f.Rules) > 0 {
+		s.Ignored = append(s.Ignored, fmt.Sprintf("%d permission rules of %s (managed settings allow their own rules only)", len(f.Rules), f.Path))
+	} else {
+		s.Rules = append(s.Rules, f.Rules...)
+	}
+	if s.ManagedHooksOnly && !managed && len(f.Hooks) > 0 {
+		s.Ignored = append(s.Ignored, fmt.Sprintf("%d hooks of %s (managed settings allow their own hooks only)", len(f.Hooks), f.Path))
+	} else {
+		s.Hooks = append(s.Hooks, f.Hooks...)
+	}
+	if f.mode != "" {
+		src := f.modeSource
+		s.DefaultMode, s.DefaultModeSource, s.ManagedMode = f.mode, &src, managed
+	}
+	s.AdditionalDirs = append(s.AdditionalDirs, f.dirs...)
+	if n := f.body.Network; n != nil {
+		if s.Network == nil {
+			s.Network = &manifest.Network{}
+		}
+		s.Network.Requests = append(s.Network.Requests, n.Requests...)
+		for _, p := range n.AllowPrivate {
+			if !slices.Contains(s.Network.AllowPrivate, p) {
+				s.Network.AllowPrivate = append(s.Network.AllowPrivate, p)
+			}
+		}
+	}
+	for k, v := range f.body.Env {
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		s.Env[k] = v
+	}
+}
+
+// EnvList returns Env as KEY=VALUE entries, sorted.
+func (s *Settings) EnvList() []string {
+	out := make([]string, 0, len(s.Env))
+	for k, v := range s.Env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// File is one parsed settings file.
+type File struct {
+	Path  string
+	Scope Scope
+	Rules []Rule
+	Hooks []Hook
+
+	body       body
+	mode       string
+	modeSource Source
+	dirs       []string
+}
+
+type body struct {
+	Permissions *struct {
+		Allow                 []string `yaml:"allow"`
+		Ask                   []string `yaml:"ask"`
+		Deny                  []string `yaml:"deny"`
+		DefaultMode           string   `yaml:"defaultMode"`
+		AdditionalDirectories []string `yaml:"additionalDirectories"`
+	} `yaml:"permissions"`
+	Hooks map[string][]struct {
+		Matcher string `yaml:"matcher"`
+		Hooks   []struct {
+			Type    string  `yaml:"type"`
+			Command string  `yaml:"command"`
+			Timeout float64 `yaml:"timeout"`
+		} `yaml:"hooks"`
+	} `yaml:"hooks"`
+	Network          *manifest.Network `yaml:"network"`
+	Env              map[string]string `yaml:"env"`
+	ManagedRulesOnly bool              `yaml:"allowManagedPermissionRulesOnly"`
+	ManagedHooksOnly bool              `yaml:"allowManagedHooksOnly"`
+}
+
+// Parse parses a settings file (YAML, or JSON, which is YAML) of scope.
+// Every problem is reported, as manifest.Errors.
+func Parse(path string, data []byte, scope Scope, workspace string) (*File, error) {
+	schema, err := compiled()
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Path: path, Scope: scope}
+	doc, err := manifest.ParseDocument(path, data, schema, &f.body)
+	if err != nil {
+		return nil, err
+	}
+	var probs manifest.Errors
+	if scope != ScopeManaged && (f.body.ManagedRulesOnly || f.body.ManagedHooksOnly) {
+		probs = append(probs, doc.Problem("", "allowManagedPermissionRulesOnly and allowManagedHooksOnly belong in managed settings only"))
+	}
+	probs = append(probs, f.permissions(doc)...)
+	probs = append(probs, f.hooks(doc, workspace)...)
+	probs = append(probs, f.network(doc)...)
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return f, nil
+}
+
+func (f *File) source(doc *manifest.Document, ptr string) Source {
+	l, c := doc.Pos(ptr)
+	return Source{File: f.Path, Line: l, Col: c, Scope: f.Scope}
+}
+
+func (f *File) permissions(doc *manifest.Document) manifest.Errors {
+	p := f.body.Permissions
+	if p == nil {
+		return nil
+	}
+	var probs manifest.Errors
+	for _, l := range []struct {
+		name  string
+		rules []string
+	}{{"allow", p.Allow}, {"ask", p.Ask}, {"deny", p.Deny}} {
+		for i, text := range l.rules {
+			ptr := fmt.Sprintf("/permissions/%s/%d", l.name, i)
+			if err := policy.CheckRule(text); err != nil {
+				probs = append(probs, doc.Problem(ptr, fmt.Sprintf("%q is not a permission rule: %v", text, err)))
+				continue
+			}
+			f.Rules = append(f.Rules, Rule{List: l.name, Text: text, Source: f.source(doc, ptr)})
+		}
+	}
+	if p.DefaultMode != "" {
+		f.mode, f.modeSource = p.DefaultMode, f.source(doc, "/permissions/defaultMode")
+	}
+	f.dirs = p.AdditionalDirectories
+	return probs
+}
+
+func (f *File) hooks(doc *manifest.Document, workspace string) manifest.Errors {
+	var probs manifest.Errors
+	events := make([]string, 0, len(f.body.Hooks))
+	for e := range f.body.Hooks {
+		events = append(events, e)
+	}
+	sort.Slice(events, func(i, j int) bool { return hookOrder(events[i]) < hookOrder(events[j]) })
+	for _, e := range events {
+		for i, m := range f.body.Hooks[e] {
+			for j, h := range m.Hooks {
+				ptr := fmt.Sprintf("/hooks/%s/%d/hooks/%d/command", e, i, j)
+				argv, err := hookArgv(h.Command, workspace)
+				if err != nil {
+					probs = append(probs, doc.Problem(ptr, err.Error()))
+					continue
+				}
+				f.Hooks = append(f.Hooks, Hook{Event: hook.Event(e), Matcher: m.Matcher, Command: h.Command,
+					Timeout: time.Duration(h.Timeout * float64(time.Second)), Argv: argv, Source: f.source(doc, ptr)})
+			}
+		}
+	}
+	return probs
+}
+
+func hookOrder(e string) int { return slices.Index(hook.Events(), hook.Event(e)) }
+
+// hookArgv is a hook command as a program and literal arguments, with the
+// workspace substituted.
+func hookArgv(cmd, workspace string) ([]string, error) {
+	for _, v := range []string{"${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR", "${NORMA_WORKSPACE}", "$NORMA_WORKSPACE"} {
+		cmd = strings.ReplaceAll(cmd, v, workspace)
+	}
+	fx := shellcmd.Parse(cmd)
+	// The analysis also reports a program by its base name, for rules.
+	if len(fx.Spawns) == 2 && len(fx.Spawns[1]) > 0 && fx.Spawns[1][0] == filepath.Base(fx.Spawns[0][0]) {
+		fx.Spawns = fx.Spawns[:1]
+	}
+	if fx.Unknown != "" || len(fx.Spawns) != 1 || len(fx.Reads)+len(fx.Writes) > 0 || strings.ContainsAny(cmd, ";|&<>`") {
+		return nil, errors.New("a hook command is one program with literal arguments ($CLAUDE_PROJECT_DIR may name the workspace): no pipes, redirections, lists or other expansions")
+	}
+	argv := fx.Spawns[0]
+	if !filepath.IsAbs(argv[0]) && !strings.Contains(argv[0], "/") {
+		return nil, fmt.Errorf("hook program %q: give its path (absolute, or relative to the workspace as ./%s)", argv[0], argv[0])
+	}
+	if !filepath.IsAbs(argv[0]) {
+		argv[0] = filepath.Join(workspace, argv[0])
+	}
+	return argv, nil
+}
+
+func (f *File) network(doc *manifest.Document) manifest.Errors {
+	n := f.body.Network
+	if n == nil {
+		return nil
+	}
+	// The section is the workspace policy's network section: checked by
+	// the layer parser, with its positions mapped back here.
+	l := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindWorkspace, Permissions: manifest.Permissions{Network: n}}
+	data, err := l.Marshal()
+	if err != nil {
+		return manifest.Errors{doc.Problem("/network", err.Error())}
+	}
+	parsed, err := manifest.ParseLayer(f.Path+"#network", data)
+	if err != nil {
+		var probs manifest.Errors
+		if pe, ok := err.(manifest.Errors); ok {
+			for _, p := range pe {
+				ptr := "/" + strings.ReplaceAll(strings.TrimPrefix(p.Field, "permissions."), ".", "/")
+				probs = append(probs, doc.Problem(fieldPtr(ptr), p.Msg))
+			}
+			return probs
+		}
+		return manifest.Errors{doc.Problem("/network", err.Error())}
+	}
+	f.body.Network = parsed.Permissions.Network
+	return nil
+}
+
+// fieldPtr turns "/network/requests[0]/origin" into a JSON pointer.
+func fieldPtr(s string) string {
+	s = strings.ReplaceAll(s, "[", "/")
+	return strings.ReplaceAll(s, "]", "")
+}
