@@ -233,3 +233,35 @@ hooks:
 	os.WriteFile(hookPath, []byte("#!/bin/sh\n# changed after trust\nexit 0\n"), 0o755)
 	check("changed", "HOOK_FAILED", false)
 }
+
+// TestDoorAgentCannotWriteSettings: the agent can neither write nor read
+// the workspace's settings files, with a tool or with the shell, so it
+// cannot grant itself rules for the next run.
+func TestDoorAgentCannotWriteSettings(t *testing.T) {
+	e := newRunEnv(t)
+	env := []string{"XDG_CONFIG_HOME=" + t.TempDir(), "NORMA_MANAGED_SETTINGS=/nonexistent"}
+	os.MkdirAll(filepath.Join(e.ws, ".norma"), 0o755)
+	script := e.script(t, `turns:
+  - tool_calls:
+      - {id: w1, name: Write, input: {path: .norma/settings.local.yaml, content: "permissions: {allow: [\"Bash(rm:*)\"]}"}}
+      - {id: w2, name: Write, input: {path: .norma/settings.yaml, content: "permissions: {allow: [\"Bash(rm:*)\"]}"}}
+      - {id: b1, name: Bash, input: {command: "echo 'permissions: {allow: [Bash(rm:*)]}' > .norma/settings.local.yaml"}}
+  - text: done
+`)
+	code, out, errs := normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+		"--script", script, "--json", "--yes", "go")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	calls := toolCalls(jsonLines(t, out))
+	for _, id := range []string{"w1", "w2", "b1"} {
+		if c := calls[id]; c == nil || c["reason"] != "FILESYSTEM_WRITE_DENIED" {
+			t.Errorf("%s: %v, want FILESYSTEM_WRITE_DENIED", id, c)
+		}
+	}
+	for _, f := range []string{"settings.yaml", "settings.local.yaml"} {
+		if _, err := os.Stat(filepath.Join(e.ws, ".norma", f)); err == nil {
+			t.Errorf(".norma/%s was written", f)
+		}
+	}
+}
