@@ -10,7 +10,6 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/norma-run/norma/hook"
-	"github.com/norma-run/norma/policy"
 )
 
 // claudeFile is what ImportClaude reads of Claude Code's settings.json.
@@ -79,6 +78,16 @@ func ImportClaude(data []byte, workspace string) (out []byte, notes []string, er
 			notes = append(notes, fmt.Sprintf("%s: not converted (Norma has no such setting)", k))
 		}
 	}
+	var perms map[string]json.RawMessage
+	if json.Unmarshal(raw["permissions"], &perms) == nil {
+		for _, k := range sortedKeys(perms) {
+			switch k {
+			case "allow", "ask", "deny", "defaultMode", "additionalDirectories":
+			default:
+				notes = append(notes, fmt.Sprintf("permissions.%s: not converted (Norma has no such setting)", k))
+			}
+		}
+	}
 	var o outFile
 	o.Permissions, notes = importPermissions(&cf, notes)
 	o.Hooks, notes = importHooks(&cf, workspace, notes)
@@ -106,7 +115,7 @@ func importPermissions(cf *claudeFile, notes []string) (*outPermissions, []strin
 	keep := func(list string, rules []string) []string {
 		var out []string
 		for _, r := range rules {
-			if err := policy.CheckRule(r); err != nil {
+			if err := checkRule(r); err != nil {
 				notes = append(notes, fmt.Sprintf("permissions.%s %q: not converted (%v)", list, r, err))
 				continue
 			}
@@ -150,7 +159,16 @@ func importHooks(cf *claudeFile, workspace string, notes []string) (yaml.MapSlic
 					notes = append(notes, fmt.Sprintf("%s %q: not converted (%v); put it in a script and name the script", where, h.Command, err))
 					continue
 				}
-				om.Hooks = append(om.Hooks, outHook{Type: "command", Command: h.Command, Timeout: h.Timeout})
+				timeout := h.Timeout
+				if timeout < 0 {
+					notes = append(notes, fmt.Sprintf("%s: timeout %gs not converted (the default applies)", where, timeout))
+					timeout = 0
+				}
+				if timeout > maxHookTimeout {
+					notes = append(notes, fmt.Sprintf("%s: timeout %gs lowered to Norma's maximum, %ds", where, timeout, maxHookTimeout))
+					timeout = maxHookTimeout
+				}
+				om.Hooks = append(om.Hooks, outHook{Type: "command", Command: h.Command, Timeout: timeout})
 			}
 			if len(om.Hooks) > 0 {
 				ms = append(ms, om)
@@ -162,6 +180,10 @@ func importHooks(cf *claudeFile, workspace string, notes []string) (yaml.MapSlic
 	}
 	return out, notes
 }
+
+// maxHookTimeout is the longest hook timeout, in seconds, of
+// schema/v1.json.
+const maxHookTimeout = 600
 
 func sortedKeys[V any](m map[string]V) []string {
 	ks := make([]string, 0, len(m))

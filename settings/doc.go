@@ -8,12 +8,14 @@
 //	workspace  .norma/settings.yaml
 //	local      .norma/settings.local.yaml (personal, git-ignored)
 //	flag       --settings FILE
-//	managed    /etc/norma/managed-settings.yaml (owned by root, not
-//	           writable by group or others, else refused)
+//	managed    /etc/norma/managed-settings.yaml (a regular file, not a
+//	           symbolic link, owned by root and not writable by group
+//	           or others, else refused)
 //
 // Every file is parsed as strictly as a manifest (size, depth and alias
 // limits, no duplicate keys, unknown fields refused with "did you mean"),
-// and every problem is reported as FILE:LINE:COL: field: message.
+// and every problem is reported as FILE:LINE:COL: field: message. A file
+// of comments only sets nothing.
 //
 // Merging: permission rules of every file are one list; a deny rule wins
 // over any allow wherever it comes from (the gate asks deny rules first).

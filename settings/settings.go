@@ -1,18 +1,22 @@
 package settings
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/internal/shellcmd"
@@ -155,8 +159,8 @@ type Options struct {
 	// Flag is the --settings file; it must exist.
 	Flag string
 	// Managed is the managed settings file (by default the caller passes
-	// [ManagedPath]); a missing one is fine, one not owned by root or
-	// writable by others is refused.
+	// [ManagedPath]); a missing one is fine, a symbolic link or one not
+	// owned by root or writable by group or others is refused.
 	Managed string
 }
 
@@ -207,30 +211,52 @@ func Load(o Options) (*Settings, error) {
 
 // ReadFile reads one settings file of scope. workspace substitutes
 // $CLAUDE_PROJECT_DIR and $NORMA_WORKSPACE in hook commands. A managed
-// file must be owned by root and not writable by group or others.
+// file must be a regular file (not a symbolic link) owned by root and not
+// writable by group or others; workspace and local files must be regular
+// files. At most [manifest.MaxFileSize] bytes are read (a larger file is
+// refused by [Parse]). A missing file is an error matching fs.ErrNotExist.
 func ReadFile(path string, scope Scope, workspace string) (*File, error) {
-	if scope == ScopeManaged {
-		if err := checkManaged(path); err != nil {
-			return nil, err
+	flags := os.O_RDONLY
+	switch scope {
+	case ScopeManaged:
+		// O_NOFOLLOW: the file itself is checked, not what a link names;
+		// O_NONBLOCK: a FIFO does not block the open.
+		flags |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	case ScopeWorkspace, ScopeLocal:
+		flags |= syscall.O_NONBLOCK
+	}
+	fh, err := os.OpenFile(path, flags, 0)
+	if err != nil {
+		if scope == ScopeManaged && errors.Is(err, syscall.ELOOP) {
+			return nil, refuseManaged(path)
+		}
+		return nil, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch scope {
+	case ScopeManaged:
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 || !fi.Mode().IsRegular() {
+			return nil, refuseManaged(path)
+		}
+	case ScopeWorkspace, ScopeLocal:
+		if !fi.Mode().IsRegular() {
+			return nil, manifest.Errors{{File: path, Msg: "settings file is not a regular file"}}
 		}
 	}
-	data, err := os.ReadFile(path)
+	data, err := io.ReadAll(io.LimitReader(fh, manifest.MaxFileSize+1))
 	if err != nil {
 		return nil, err
 	}
 	return Parse(path, data, scope, workspace)
 }
 
-func checkManaged(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 || !fi.Mode().IsRegular() {
-		return manifest.Errors{{File: path, Msg: "managed settings are refused: the file must be a regular file owned by root and not writable by group or others"}}
-	}
-	return nil
+func refuseManaged(path string) error {
+	return manifest.Errors{{File: path, Msg: "managed settings are refused: the file must be a regular file owned by root and not writable by group or others"}}
 }
 
 // Merge merges parsed files, lowest precedence first.
@@ -339,21 +365,93 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 		return nil, err
 	}
 	f := &File{Path: path, Scope: scope}
+	if blank(data) {
+		// An empty file, or one of comments only, sets nothing (a YAML
+		// stream with no document).
+		return f, nil
+	}
 	doc, err := manifest.ParseDocument(path, data, schema, &f.body)
 	if err != nil {
+		if probs, ok := err.(manifest.Errors); ok {
+			// Schema problems at one position (propertyNames) come in map
+			// order; make the report the same every time.
+			sortProblems(probs)
+		}
 		return nil, err
 	}
 	var probs manifest.Errors
-	if scope != ScopeManaged && (f.body.ManagedRulesOnly || f.body.ManagedHooksOnly) {
-		probs = append(probs, doc.Problem("", "allowManagedPermissionRulesOnly and allowManagedHooksOnly belong in managed settings only"))
+	if scope != ScopeManaged {
+		for _, k := range []struct {
+			name string
+			set  bool
+		}{{"allowManagedPermissionRulesOnly", f.body.ManagedRulesOnly}, {"allowManagedHooksOnly", f.body.ManagedHooksOnly}} {
+			if k.set {
+				probs = append(probs, doc.Problem("/"+k.name, "belongs in managed settings only"))
+			}
+		}
 	}
 	probs = append(probs, f.permissions(doc)...)
 	probs = append(probs, f.hooks(doc, workspace)...)
 	probs = append(probs, f.network(doc)...)
 	if len(probs) > 0 {
+		// In file order, as manifest.Errors are (hooks are checked in
+		// event order, network problems come from a second parse).
+		sortProblems(probs)
 		return nil, probs
 	}
 	return f, nil
+}
+
+// blank reports whether data is blank lines and comments only, within the
+// limits ParseDocument would check.
+func blank(data []byte) bool {
+	if len(data) > manifest.MaxFileSize || !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return false
+	}
+	for line := range bytes.Lines(data) {
+		if l := bytes.TrimSpace(line); len(l) > 0 && l[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkRule reports why text is not a permission rule of a settings file:
+// [policy.CheckRule], and a path rule must not start with ~ or $, which
+// Claude Code reads as the home directory or a variable and Norma would
+// read as a directory of that name in the workspace (a deny rule that
+// protects nothing).
+func checkRule(text string) error {
+	if err := policy.CheckRule(text); err != nil {
+		return err
+	}
+	name, arg, ok := strings.Cut(text, "(")
+	switch strings.TrimSpace(name) {
+	case "Read", "Write", "Edit":
+		arg = strings.TrimSpace(strings.TrimSuffix(arg, ")"))
+		if ok && strings.HasPrefix(arg, "~") {
+			return errors.New("path rules are relative to the workspace: ~ does not name the home directory")
+		}
+		if ok && strings.HasPrefix(arg, "$") {
+			return errors.New("path rules are relative to the workspace: variables such as $HOME are not expanded")
+		}
+	}
+	return nil
+}
+
+// sortProblems puts problems in file order, and those at one position in
+// the order of their messages.
+func sortProblems(probs manifest.Errors) {
+	sort.SliceStable(probs, func(i, j int) bool {
+		a, b := probs[i], probs[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Col != b.Col {
+			return a.Col < b.Col
+		}
+		return a.String() < b.String()
+	})
 }
 
 func (f *File) source(doc *manifest.Document, ptr string) Source {
@@ -373,7 +471,7 @@ func (f *File) permissions(doc *manifest.Document) manifest.Errors {
 	}{{"allow", p.Allow}, {"ask", p.Ask}, {"deny", p.Deny}} {
 		for i, text := range l.rules {
 			ptr := fmt.Sprintf("/permissions/%s/%d", l.name, i)
-			if err := policy.CheckRule(text); err != nil {
+			if err := checkRule(text); err != nil {
 				probs = append(probs, doc.Problem(ptr, fmt.Sprintf("%q is not a permission rule: %v", text, err)))
 				continue
 			}
@@ -413,23 +511,45 @@ func (f *File) hooks(doc *manifest.Document, workspace string) manifest.Errors {
 
 func hookOrder(e string) int { return slices.Index(hook.Events(), hook.Event(e)) }
 
+// wsVar matches the variables that name the workspace in a hook command.
+var wsVar = regexp.MustCompile(`\$\{(?:CLAUDE_PROJECT_DIR|NORMA_WORKSPACE)\}|\$(?:CLAUDE_PROJECT_DIR|NORMA_WORKSPACE)\b`)
+
+// wsMark stands for the workspace while the command is parsed, so that a
+// workspace path holding spaces or shell characters stays one word.
+const wsMark = "\x01norma-workspace\x01"
+
+var errOneProgram = errors.New("a hook command is one program with literal arguments ($CLAUDE_PROJECT_DIR may name the workspace): no pipes, redirections, lists or other expansions")
+
 // hookArgv is a hook command as a program and literal arguments, with the
-// workspace substituted.
+// workspace substituted. A command that names the workspace ($CLAUDE_PROJECT_DIR,
+// a relative program) needs an absolute workspace.
 func hookArgv(cmd, workspace string) ([]string, error) {
-	for _, v := range []string{"${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR", "${NORMA_WORKSPACE}", "$NORMA_WORKSPACE"} {
-		cmd = strings.ReplaceAll(cmd, v, workspace)
-	}
-	fx := shellcmd.Parse(cmd)
+	marked := wsVar.ReplaceAllLiteralString(cmd, wsMark)
+	fx := shellcmd.Parse(marked)
 	// The analysis also reports a program by its base name, for rules.
 	if len(fx.Spawns) == 2 && len(fx.Spawns[1]) > 0 && fx.Spawns[1][0] == filepath.Base(fx.Spawns[0][0]) {
 		fx.Spawns = fx.Spawns[:1]
 	}
-	if fx.Unknown != "" || len(fx.Spawns) != 1 || len(fx.Reads)+len(fx.Writes) > 0 || strings.ContainsAny(cmd, ";|&<>`") {
-		return nil, errors.New("a hook command is one program with literal arguments ($CLAUDE_PROJECT_DIR may name the workspace): no pipes, redirections, lists or other expansions")
+	if fx.Unknown != "" || len(fx.Spawns) != 1 || len(fx.Reads)+len(fx.Writes) > 0 || strings.ContainsAny(marked, ";|&<>`") {
+		return nil, errOneProgram
 	}
 	argv := fx.Spawns[0]
-	if !filepath.IsAbs(argv[0]) && !strings.Contains(argv[0], "/") {
-		return nil, fmt.Errorf("hook program %q: give its path (absolute, or relative to the workspace as ./%s)", argv[0], argv[0])
+	for _, w := range argv {
+		// A word known only when a shell runs it ($HOME, globs, ~): there
+		// is no shell to expand it.
+		if strings.ContainsRune(w, 0) {
+			return nil, errOneProgram
+		}
+	}
+	if !strings.Contains(argv[0], "/") {
+		name := strings.ReplaceAll(argv[0], wsMark, "$CLAUDE_PROJECT_DIR")
+		return nil, fmt.Errorf("hook program %q: give its path (absolute, or relative to the workspace as ./%s)", name, name)
+	}
+	if (marked != cmd || !filepath.IsAbs(argv[0])) && !filepath.IsAbs(workspace) {
+		return nil, fmt.Errorf("hook command %q names the workspace, and no absolute workspace is known", cmd)
+	}
+	for i := range argv {
+		argv[i] = strings.ReplaceAll(argv[i], wsMark, workspace)
 	}
 	if !filepath.IsAbs(argv[0]) {
 		argv[0] = filepath.Join(workspace, argv[0])
