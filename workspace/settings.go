@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/hook"
@@ -98,6 +99,9 @@ func (r *Runtime) hookRegistry() (*hook.Registry, error) {
 			if trust == nil {
 				return nil, fmt.Errorf("%s: hook %s needs trust, and there is no state directory to record it in", h.Source, h.Command)
 			}
+			if err := CheckHookProgram(r.dir, h.Argv[0]); err != nil {
+				return nil, fmt.Errorf("%s: hook %s: %w", h.Source, h.Command, err)
+			}
 			c.Trust = trust
 		}
 		if err := reg.Add(hook.Hook{Name: h.Source.String(), Event: h.Event, Matcher: h.Matcher, Handler: c,
@@ -106,4 +110,25 @@ func (r *Runtime) hookRegistry() (*hook.Registry, error) {
 		}
 	}
 	return reg, nil
+}
+
+// CheckHookProgram refuses a hook program of a workspace file that is not a
+// file of the workspace itself, symlinks resolved. Trust covers the
+// program's content and the verified copy of that content is what runs,
+// so the program must be the script itself: an interpreter from the host
+// (/bin/bash ./x.sh, python3 -c ...) would run workspace text nobody
+// trusted.
+func CheckHookProgram(dir, program string) error {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	p, err := filepath.EvalSymlinks(program)
+	if err != nil {
+		return fmt.Errorf("hook program: %w", err)
+	}
+	if rel, err := filepath.Rel(root, p); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("the program of a workspace hook must be a file in the workspace (a script whose content `norma hooks trust` records), not %s; call host programs from such a script", p)
+	}
+	return nil
 }

@@ -254,6 +254,16 @@ func newHooksTrustCmd() *cobra.Command {
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
+			// Every program is checked before any is trusted: all or nothing.
+			dir, _ := filepath.Abs(f.workspace)
+			for _, h := range st.Hooks {
+				if h.Trusted() {
+					continue
+				}
+				if err := workspace.CheckHookProgram(dir, h.Argv[0]); err != nil {
+					return exitWith(exitFailed, fmt.Errorf("%s: nothing trusted: %w", h.Source, err))
+				}
+			}
 			n := 0
 			for _, h := range st.Hooks {
 				if h.Trusted() {

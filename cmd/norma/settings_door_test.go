@@ -265,3 +265,31 @@ func TestDoorAgentCannotWriteSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorHookInterpreterRefused: a workspace hook may not name a host
+// interpreter with workspace text as its argument — trusting /bin/sh's
+// content would let any script run. Trust refuses it, and a run refuses
+// to start with it; nothing runs.
+func TestDoorHookInterpreterRefused(t *testing.T) {
+	e := newRunEnv(t)
+	env := []string{"XDG_CONFIG_HOME=" + t.TempDir(), "NORMA_MANAGED_SETTINGS=/nonexistent"}
+	os.MkdirAll(filepath.Join(e.ws, ".norma"), 0o755)
+	marker := filepath.Join(e.ws, "ran")
+	os.WriteFile(filepath.Join(e.ws, "x.sh"), []byte("touch "+marker+"\n"), 0o644)
+	os.WriteFile(filepath.Join(e.ws, ".norma", "settings.yaml"), []byte(`hooks:
+  SessionStart:
+    - hooks:
+        - {type: command, command: "/bin/sh ./x.sh"}
+`), 0o644)
+	if code, out, errs := normaEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != exitFailed || !strings.Contains(errs, "must be a file in the workspace") {
+		t.Errorf("hooks trust: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+		"--script", e.script(t, "turns:\n  - text: hi\n"), "--json", "go")
+	if code != exitFailed || !strings.Contains(errs, "must be a file in the workspace") {
+		t.Errorf("run: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the workspace script ran")
+	}
+}
