@@ -160,6 +160,16 @@ func parseRule(t string) (rule, error) {
 		if name != "Read" {
 			r.fsKind = capability.FSWrite
 		}
+		// Claude Code reads ~ as the home directory and $X as a variable;
+		// here a path rule is relative to the workspace, and such a rule
+		// would name a directory of that name (a deny that protects
+		// nothing).
+		if strings.HasPrefix(arg, "~") {
+			return r, fmt.Errorf("path rules are relative to the workspace: ~ does not name the home directory")
+		}
+		if strings.HasPrefix(arg, "$") {
+			return r, fmt.Errorf("path rules are relative to the workspace: variables such as $HOME are not expanded")
+		}
 		g := arg
 		if !strings.HasPrefix(g, manifest.WorkspaceScheme) {
 			g = manifest.WorkspaceScheme + strings.TrimPrefix(g, "./")

@@ -416,28 +416,8 @@ func blank(data []byte) bool {
 	return true
 }
 
-// checkRule reports why text is not a permission rule of a settings file:
-// [policy.CheckRule], and a path rule must not start with ~ or $, which
-// Claude Code reads as the home directory or a variable and Norma would
-// read as a directory of that name in the workspace (a deny rule that
-// protects nothing).
-func checkRule(text string) error {
-	if err := policy.CheckRule(text); err != nil {
-		return err
-	}
-	name, arg, ok := strings.Cut(text, "(")
-	switch strings.TrimSpace(name) {
-	case "Read", "Write", "Edit":
-		arg = strings.TrimSpace(strings.TrimSuffix(arg, ")"))
-		if ok && strings.HasPrefix(arg, "~") {
-			return errors.New("path rules are relative to the workspace: ~ does not name the home directory")
-		}
-		if ok && strings.HasPrefix(arg, "$") {
-			return errors.New("path rules are relative to the workspace: variables such as $HOME are not expanded")
-		}
-	}
-	return nil
-}
+// checkRule reports why text is not a permission rule ([policy.CheckRule]).
+func checkRule(text string) error { return policy.CheckRule(text) }
 
 // sortProblems puts problems in file order, and those at one position in
 // the order of their messages.
