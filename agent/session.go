@@ -661,7 +661,7 @@ func (s *Session) execute(ctx context.Context, c *convo, uses []provider.Block) 
 	for i, u := range uses {
 		calls[i] = gate.Call{ID: u.ID, RunID: s.cfg.runID, Principals: slices.Clone(c.chain), Tool: u.Name, Input: u.Input}
 	}
-	res := s.g.ExecuteBatch(ctx, calls)
+	res := s.g.ExecuteBatch(withTurnWait(ctx), calls)
 	if len(res) != len(calls) {
 		return nil, nil, errorf(capability.ReasonToolResultUnpaired, fmt.Sprintf("%d tool_use blocks, %d results", len(calls), len(res)), nil)
 	}
@@ -935,6 +935,11 @@ func (a *sessionApprover) Authorize(ctx context.Context, r approval.Request) (ap
 	slot := &pendingSlot{}
 	t, err := a.inner.Authorize(context.WithValue(ctx, pendingSlotKey{}, slot), r)
 	ref := ApprovalRef{ToolUseID: r.ToolUseID, Tool: r.Tool, ApprovalID: t.ApprovalID, State: "granted"}
+	if v, ok := slot.answer(); ok && err == nil {
+		a.remember(ctx, approval.RulesOf(ctx), v)
+	} else if ok {
+		err = deniedBecause(err, v)
+	}
 	if err != nil {
 		ref.State = "denied"
 		if id := slot.get(); id != "" {
@@ -976,6 +981,9 @@ type pendingSlotKey struct{}
 type pendingSlot struct {
 	mu sync.Mutex
 	id string
+	// verdict is the answer the asker gave, when it gave one: its
+	// Remember and, for a no, its reason.
+	verdict *approval.Verdict
 }
 
 func (p *pendingSlot) get() string {
@@ -990,6 +998,13 @@ func (p *pendingSlot) get() string {
 // request pending and lets the session stop with
 // [StatusAwaitingApproval], so that `norma approvals approve ID` followed
 // by a resume of the run executes the call.
+//
+// wait is shared by the requests of one model turn: the first request
+// starts the clock, later ones get what is left (none, once it ran out),
+// so a turn with N calls that need approval waits at most wait in all.
+// Its verdicts reach the session: a yes with approval.RememberSession or
+// approval.RememberAlways adds the call's rules (approval.RulesOf), and
+// the reason of a no is told to the model.
 func PendingApprover(ask approval.Approver, wait time.Duration) approval.Approver {
 	return pendingApprover{ask: ask, wait: wait}
 }
@@ -1000,11 +1015,16 @@ type pendingApprover struct {
 }
 
 func (p pendingApprover) Approve(ctx context.Context, r approval.Record) (approval.Verdict, error) {
-	if p.ask != nil && p.wait > 0 {
-		actx, cancel := context.WithTimeout(ctx, p.wait)
+	// The requests of one turn share one wait: N of them wait p.wait in
+	// all, not N times p.wait.
+	if wait := waitBudget(ctx, p.wait, time.Now()); p.ask != nil && wait > 0 {
+		actx, cancel := context.WithTimeout(ctx, wait)
 		v, err := p.ask.Approve(actx, r)
 		cancel()
 		if err == nil {
+			if slot, ok := ctx.Value(pendingSlotKey{}).(*pendingSlot); ok {
+				slot.setVerdict(v)
+			}
 			return v, nil
 		}
 		if !errors.Is(err, approval.ErrNoDecision) && !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -13,7 +14,60 @@ type Verdict struct {
 	// By names who decided ("terminal:alice", "cli:bob", "auto").
 	By string
 	// Why is the decider's short reason; it is redacted before storage.
+	// For a no it is what the model is told (bounded and escaped by the
+	// session that relays it).
 	Why string
+	// Remember says how far a yes reaches beyond this one call; it is
+	// honoured only with Approve, and only for the rules [RulesOf] gave the
+	// approver. The zero value is [RememberNone].
+	Remember Remember
+}
+
+// Remember is how far a yes reaches.
+type Remember uint8
+
+// Remember values. An unknown value counts as [RememberNone].
+const (
+	// RememberNone: this call only.
+	RememberNone Remember = iota
+	// RememberSession: the call's exact rules allow later calls of the
+	// same session (gate.Gate.AllowForSession).
+	RememberSession
+	// RememberAlways: as RememberSession, and the rules are written to the
+	// workspace's .norma/settings.local.yaml (permissions.allow).
+	RememberAlways
+)
+
+var rememberNames = [...]string{"none", "session", "always"}
+
+// String returns "none", "session", "always" or "unknown(N)".
+func (r Remember) String() string {
+	if int(r) < len(rememberNames) {
+		return rememberNames[r]
+	}
+	return fmt.Sprintf("unknown(%d)", uint8(r))
+}
+
+// rulesKey carries the rules a remembered yes would add.
+type rulesKey struct{}
+
+// WithRules returns ctx carrying rules: the exact allow rules of the call
+// being approved (policy.RulesFor), set by the gate on the context of its
+// request, so that an [Approver] can offer "yes for this session" and
+// "always" and show what they add. It is request metadata, never a
+// decision: only an approver's answer adds a rule. No rules means only a
+// yes for this call can be offered.
+func WithRules(ctx context.Context, rules []string) context.Context {
+	if len(rules) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, rulesKey{}, slices.Clone(rules))
+}
+
+// RulesOf returns the rules [WithRules] set on ctx (a copy), or nil.
+func RulesOf(ctx context.Context) []string {
+	r, _ := ctx.Value(rulesKey{}).([]string)
+	return slices.Clone(r)
 }
 
 // Approver asks for a decision on a stored, pending request: it is the

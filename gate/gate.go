@@ -123,7 +123,7 @@ type Gate struct {
 	disp      *tool.Dispatcher
 	policy    func(tool.Plugin) (capability.Decider, error)
 	sink      audit.Sink
-	rules     *policy.RuleSet
+	rules     liveRules // Options.Rules and the session's allow rules
 	mode      atomic.Uint32
 	approver  approval.Authorizer
 	hooks     *hook.Registry
@@ -154,7 +154,7 @@ func New(opts Options) (*Gate, error) {
 		return nil, err
 	}
 	g := &Gate{
-		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit, rules: rules,
+		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit,
 		approver: opts.Approver, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
 		timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
 		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace,
@@ -180,6 +180,7 @@ func New(opts Options) (*Gate, error) {
 	if g.capture, err = newCapture(opts.Output, g.now); err != nil {
 		return nil, err
 	}
+	g.rules.init(opts.Rules, rules)
 	g.mode.Store(uint32(opts.Mode))
 	if g.disp, err = opts.Registry.Claim(); err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
@@ -516,7 +517,7 @@ func (x *exec) approve(ctx context.Context) bool {
 		x.fail(capability.ReasonInvalidRequest, "the action cannot be hashed")
 		return false
 	}
-	t, err := safeApprove(ctx, g.approver, approval.Request{
+	t, err := safeApprove(approval.WithRules(ctx, x.rememberRules()), g.approver, approval.Request{
 		RunID: c.RunID, Principals: c.Principals, ToolUseID: c.ID,
 		Plugin: p.ID, PluginVersion: p.Version, ManifestDigest: p.ManifestDigest, Tool: e.Name(),
 		Target: x.dec.Request, Preview: x.preview(), ActionHash: hash,
@@ -587,7 +588,7 @@ func (x *exec) env() (tool.Env, bool) {
 			env.Exec = nil
 		} else {
 			declared := slices.ContainsFunc(x.reqs, func(r capability.Request) bool { return r.Kind == capability.ProcessSpawn })
-			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules, declared: declared}
+			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared}
 		}
 	}
 	return env, true

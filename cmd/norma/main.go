@@ -55,7 +55,7 @@ func commands() []*cobra.Command {
 	return []*cobra.Command{
 		newRunCmd(), newPolicyCmd(), newManifestCmd(), newPluginCmd(), newApprovalsCmd(),
 		newAuditCmd(), newSecretCmd(), newSandboxCmd(), newToolsCmd(), newDemoCmd(),
-		newSettingsCmd(), newHooksCmd(),
+		newSettingsCmd(), newHooksCmd(), newPermissionsCmd(),
 	}
 }
 

@@ -150,7 +150,11 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	case f.yes:
 		ask, wait = approval.Auto{Grant: true, By: "cli:--yes"}, time.Minute
 	case stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON:
-		pa, err := prompt.New(cmd.InOrStdin(), cmd.OutOrStdout(), &prompt.Options{Who: whoami()})
+		// The full screen form needs a terminal to draw on; ACCESSIBLE (huh's
+		// convention) or an output that is not one gets the line prompt.
+		outTTY, _ := cmd.OutOrStdout().(*os.File)
+		pa, err := prompt.New(cmd.InOrStdin(), cmd.OutOrStdout(), &prompt.Options{Who: whoami(),
+			Accessible: os.Getenv("ACCESSIBLE") != "" || outTTY == nil || !isTerminal(outTTY)})
 		if err != nil {
 			return exitWith(exitInternal, err)
 		}
