@@ -81,7 +81,9 @@ func (g *Gate) explain(ctx context.Context, c Call, inner bool, depth int) Expla
 	e := Explanation{Decision: x.dec, Stage: x.res.Stage, Requests: x.reqs, Known: x.known}
 	e.Decision.Trace = trace
 	if x.res.IsError {
-		e.Message = x.res.Content
+		// What the run reports for a refusal: the reason of the step that
+		// refused (MODE_DENIED for an approval dontAsk cannot ask for).
+		e.Message, e.Decision.Reason = x.res.Content, x.res.Reason
 	}
 	if x.entry != nil {
 		e.Preview = x.preview()

@@ -282,6 +282,9 @@ func (x *exec) fail(reason capability.Reason, msg string) {
 	// fail is only used before the handler runs: the call is refused, and
 	// the decision keeps the reason it had (why approval was needed).
 	x.dec.Mode = capability.Deny
+	if x.dec.Reason == capability.ReasonAllowed {
+		x.dec.Rule = "" // the allow rule did not decide this refusal
+	}
 	if x.dec.Reason == "" || x.dec.Reason == capability.ReasonAllowed {
 		x.dec.Reason, x.dec.Layer = reason, stageLayer(x.res.Stage)
 	}

@@ -156,7 +156,7 @@ func (c *Command) verifiedCopy(dir string) (string, error) {
 	if len(data) > MaxHookFile {
 		return "", errors.New("hook: file too large")
 	}
-	if err := c.Trust.Check(c.Path, data); err != nil {
+	if err := c.Trust.Check(c.Path, c.Args, data); err != nil {
 		return "", err
 	}
 	exe := filepath.Join(dir, "hook")

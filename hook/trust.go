@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/norma-run/norma/capability"
@@ -74,9 +75,31 @@ func (t *TrustStore) save(tf trustFile) error {
 	return nil
 }
 
-// Trust records the current content of the hook file at path and returns
-// its digest.
-func (t *TrustStore) Trust(path string) (string, error) {
+// commandDigest binds a hook file's content to the arguments it runs
+// with: trusting `./tool -c X` does not trust `./tool -c Y`.
+func commandDigest(data []byte, args []string) string {
+	if len(args) == 0 {
+		return Digest(data)
+	}
+	b := append([]byte(nil), data...)
+	b = append(b, "\x00norma-hook-args\x00"...)
+	b = append(b, strings.Join(args, "\x00")...)
+	return Digest(b)
+}
+
+// commandKey names a trusted command: its file, and its arguments when it
+// has any (one file may be trusted with several argument lists).
+func commandKey(path string, args []string) string {
+	k := filepath.Clean(path)
+	if len(args) > 0 {
+		k += "\x00" + strings.Join(args, "\x00")
+	}
+	return k
+}
+
+// Trust records the current content of the hook file at path, with the
+// arguments it runs with, and returns the digest.
+func (t *TrustStore) Trust(path string, args ...string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("hook: %q is not an absolute path", path)
 	}
@@ -92,14 +115,14 @@ func (t *TrustStore) Trust(path string) (string, error) {
 	if len(data) > MaxHookFile {
 		return "", errors.New("hook: trust: file too large")
 	}
-	d := Digest(data)
+	d := commandDigest(data, args)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	tf, err := t.load()
 	if err != nil {
 		return "", err
 	}
-	tf.Hooks[filepath.Clean(path)] = d
+	tf.Hooks[commandKey(path, args)] = d
 	return d, t.save(tf)
 }
 
@@ -118,7 +141,7 @@ func (t *TrustStore) Revoke(path string) error {
 // Check returns nil when data is the trusted content of the hook at path,
 // and otherwise a *capability.Error with code HOOK_UNTRUSTED. A store that
 // cannot be read also refuses.
-func (t *TrustStore) Check(path string, data []byte) error {
+func (t *TrustStore) Check(path string, args []string, data []byte) error {
 	t.mu.Lock()
 	tf, err := t.load()
 	t.mu.Unlock()
@@ -128,12 +151,12 @@ func (t *TrustStore) Check(path string, data []byte) error {
 	if err != nil {
 		return untrusted(err.Error())
 	}
-	want, ok := tf.Hooks[filepath.Clean(path)]
+	want, ok := tf.Hooks[commandKey(path, args)]
 	switch {
 	case !ok:
 		return untrusted("hook file " + filepath.Base(path) + " is not trusted")
-	case want != Digest(data):
-		return untrusted("hook file " + filepath.Base(path) + " changed since it was trusted")
+	case want != commandDigest(data, args):
+		return untrusted("hook file " + filepath.Base(path) + " or its arguments changed since it was trusted")
 	}
 	return nil
 }

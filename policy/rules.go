@@ -324,3 +324,15 @@ func CheckRule(text string) error {
 	_, err := parseRule(text)
 	return err
 }
+
+// RuleGlob returns the workspace:// glob of a path rule (Read, Write or
+// Edit), normalized as the matcher compiles it; ok is false for every
+// other rule. A deny rule's glob can then also bind what the matcher does
+// not see, such as the shell's sandbox.
+func RuleGlob(text string) (glob string, ok bool) {
+	r, err := parseRule(text)
+	if err != nil || r.kind != rulePath {
+		return "", false
+	}
+	return manifest.WorkspaceScheme + r.glob, true
+}

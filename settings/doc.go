@@ -25,8 +25,10 @@
 // they are the workspace's network section (the built-in web tools'
 // destinations and the ceiling of every tool's network). Managed settings
 // may lock rules and hooks to their own with allowManagedPermissionRulesOnly
-// and allowManagedHooksOnly; what they exclude is listed in
-// [Settings.Ignored].
+// (other files' allow and ask rules are dropped; their deny rules still
+// apply, since a deny only narrows) and allowManagedHooksOnly; what they
+// exclude is listed in [Settings.Ignored]. The locks do not cover
+// defaultMode, network or env.
 //
 // A hook command is a program and literal arguments, where
 // $CLAUDE_PROJECT_DIR and $NORMA_WORKSPACE stand for the workspace: no

@@ -186,15 +186,18 @@ func TestMerge(t *testing.T) {
 			},
 		},
 		{
-			// The locks drop every other file's rules and hooks and say
-			// so; the rest (mode, env, network) still merges, and the
-			// managed mode is marked as such.
+			// The locks drop every other file's allow and ask rules
+			// (their deny rules still narrow) and hooks, and say so; the
+			// rest (mode, env, network) still merges, and the managed
+			// mode is marked as such.
 			name:  "managed locks",
 			files: []string{"local.yaml", "managed-locked.yaml", "user.yaml", "workspace.yaml"},
 			want: summary{
 				Files: []string{"user.yaml:1:1 (user)", "workspace.yaml:1:1 (workspace)", "local.yaml:1:1 (local)",
 					"managed-locked.yaml:1:1 (managed)"},
 				Rules: []string{
+					"deny Read(./.env) @ user.yaml:8:7 (user)",
+					"deny Bash(rm:*) @ local.yaml:3:10 (local)",
 					"allow Bash(make:*) @ managed-locked.yaml:5:11 (managed)",
 					"deny WebFetch(domain:*.evil.example) @ managed-locked.yaml:6:10 (managed)",
 				},
@@ -208,11 +211,10 @@ func TestMerge(t *testing.T) {
 				Requests:     []string{"https://api.github.com:443 [GET] [/repos/{owner}/{repo}]"},
 				AllowPrivate: []string{"10.0.0.0/8", "127.0.0.1/32"},
 				Ignored: []string{
-					"3 permission rules of user.yaml (managed settings allow their own rules only)",
+					"2 allow and ask rules of user.yaml (managed settings allow their own only; deny rules still apply)",
 					"1 hooks of user.yaml (managed settings allow their own hooks only)",
-					"4 permission rules of workspace.yaml (managed settings allow their own rules only)",
+					"4 allow and ask rules of workspace.yaml (managed settings allow their own only; deny rules still apply)",
 					"2 hooks of workspace.yaml (managed settings allow their own hooks only)",
-					"1 permission rules of local.yaml (managed settings allow their own rules only)",
 					"1 hooks of local.yaml (managed settings allow their own hooks only)",
 				},
 			},

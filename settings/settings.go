@@ -278,8 +278,20 @@ func Merge(files []*File) *Settings {
 
 func (s *Settings) merge(f *File) {
 	managed := f.Scope == ScopeManaged
-	if s.ManagedRulesOnly && !managed && len(f.Rules) > 0 {
-		s.Ignored = append(s.Ignored, fmt.Sprintf("%d permission rules of %s (managed settings allow their own rules only)", len(f.Rules), f.Path))
+	if s.ManagedRulesOnly && !managed {
+		// The lock keeps out what widens: allow and ask rules. A deny
+		// still narrows, so it still applies.
+		dropped := 0
+		for _, r := range f.Rules {
+			if r.List == "deny" {
+				s.Rules = append(s.Rules, r)
+			} else {
+				dropped++
+			}
+		}
+		if dropped > 0 {
+			s.Ignored = append(s.Ignored, fmt.Sprintf("%d allow and ask rules of %s (managed settings allow their own only; deny rules still apply)", dropped, f.Path))
+		}
 	} else {
 		s.Rules = append(s.Rules, f.Rules...)
 	}
@@ -393,6 +405,9 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 	probs = append(probs, f.permissions(doc)...)
 	probs = append(probs, f.hooks(doc, workspace)...)
 	probs = append(probs, f.network(doc)...)
+	if scope != ScopeManaged {
+		probs = append(probs, f.env(doc)...)
+	}
 	if len(probs) > 0 {
 		// In file order, as manifest.Errors are (hooks are checked in
 		// event order, network problems come from a second parse).
@@ -400,6 +415,29 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 		return nil, probs
 	}
 	return f, nil
+}
+
+// env refuses the variables that change which code runs ([codeenv]):
+// a shell's code and options, the loader's, and the search paths and
+// options of programs (PATH, HOME, GIT_*, NODE_OPTIONS, …). A workspace
+// or user file setting them would run code the gate never saw; only
+// managed settings (an administrator) may.
+func (f *File) env(doc *manifest.Document) manifest.Errors {
+	var probs manifest.Errors
+	for k := range f.body.Env {
+		var why string
+		switch codeenv.Of(k) {
+		case codeenv.None:
+			continue
+		case codeenv.Shell:
+			why = "a shell or the loader runs what it names"
+		default:
+			why = "programs load the code, modules or configuration it names"
+		}
+		probs = append(probs, doc.KeyProblem("/env/"+k,
+			"changes which code runs; "+why+", code the gate never checked (only managed settings may set it)"))
+	}
+	return probs
 }
 
 // blank reports whether data is blank lines and comments only, within the

@@ -9,6 +9,7 @@ import (
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/settings"
 )
 
@@ -45,9 +46,11 @@ func loadSettings(dir string, o *Options) (*settings.Settings, error) {
 }
 
 // withNetwork is the workspace layer with the settings' network section
-// folded in: requests and allow_private are the union of both. The result
-// is the workspace's network ceiling and the built-in web tools'
-// destinations.
+// folded in where .norma/policy.yaml does not speak: its requests and
+// allow_private, when the policy file has none, become the workspace's
+// network ceiling. Where the policy file has them, they stand: settings
+// never widen the policy file's ceiling (their requests are still the
+// built-in web tools' destinations, capped by it; see toolsConfig).
 func withNetwork(l *manifest.Layer, n *manifest.Network) *manifest.Layer {
 	if n == nil {
 		return l
@@ -59,14 +62,14 @@ func withNetwork(l *manifest.Layer, n *manifest.Network) *manifest.Layer {
 	}
 	merged := &manifest.Network{}
 	if old := out.Permissions.Network; old != nil {
-		merged.Requests = slices.Clone(old.Requests)
-		merged.AllowPrivate = slices.Clone(old.AllowPrivate)
+		cp := *old
+		merged = &cp
 	}
-	merged.Requests = append(merged.Requests, n.Requests...)
-	for _, p := range n.AllowPrivate {
-		if !slices.Contains(merged.AllowPrivate, p) {
-			merged.AllowPrivate = append(merged.AllowPrivate, p)
-		}
+	if merged.Requests == nil {
+		merged.Requests = slices.Clone(n.Requests)
+	}
+	if merged.AllowPrivate == nil {
+		merged.AllowPrivate = slices.Clone(n.AllowPrivate)
 	}
 	out.Permissions.Network = merged
 	return out
@@ -95,12 +98,13 @@ func (r *Runtime) hookRegistry() (*hook.Registry, error) {
 	for _, h := range r.settings.Hooks {
 		c := &hook.Command{Path: h.Argv[0], Args: h.Argv[1:], Dir: r.dir,
 			Env: []string{"CLAUDE_PROJECT_DIR=" + r.dir, "NORMA_WORKSPACE=" + r.dir}}
-		if !h.Trusted() {
+		needs, err := HookNeedsTrust(r.dir, h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: hook %s: %w", h.Source, h.Command, err)
+		}
+		if needs {
 			if trust == nil {
 				return nil, fmt.Errorf("%s: hook %s needs trust, and there is no state directory to record it in", h.Source, h.Command)
-			}
-			if err := CheckHookProgram(r.dir, h.Argv[0]); err != nil {
-				return nil, fmt.Errorf("%s: hook %s: %w", h.Source, h.Command, err)
 			}
 			c.Trust = trust
 		}
@@ -131,4 +135,94 @@ func CheckHookProgram(dir, program string) error {
 		return fmt.Errorf("the program of a workspace hook must be a file in the workspace (a script whose content `norma hooks trust` records), not %s; call host programs from such a script", p)
 	}
 	return nil
+}
+
+// HookNeedsTrust reports whether h runs only once `norma hooks trust`
+// recorded its program and arguments: every hook of a workspace,
+// local or --settings file (whose program must then be a file of the
+// workspace, see CheckHookProgram), and a user or managed hook whose
+// program lives in the workspace, where the agent could change it.
+func HookNeedsTrust(dir string, h settings.Hook) (bool, error) {
+	inside := CheckHookProgram(dir, h.Argv[0]) == nil
+	if h.Trusted() {
+		return inside, nil
+	}
+	if !inside {
+		return false, CheckHookProgram(dir, h.Argv[0])
+	}
+	return true, nil
+}
+
+// protected are the workspace files that decide what runs, or that run on
+// the host outside the sandbox (git's hooks, which a trusted hook calling
+// git would execute): no tool and no plugin may read or write them,
+// whatever a grant or a policy says. .git/config is not among them: git
+// cannot work without reading it, and a deny also hides it from reads.
+var protected = []string{
+	".norma/policy.yaml", ".norma/settings.yaml", ".norma/settings.local.yaml", ".norma/hooks/**",
+	".git/hooks/**",
+}
+
+// withFloor adds the workspace's floor to its policy layer: the protected
+// files, and Norma's state and user settings directories when they lie
+// inside the workspace (a run in $HOME). A deny in the workspace layer
+// binds every built-in tool and plugin and hides the paths in the shell's
+// sandbox.
+func withFloor(l *manifest.Layer, dir string, denyGlobs []string, others ...string) *manifest.Layer {
+	deny := slices.Clone(protected)
+	for _, o := range others {
+		if o == "" {
+			continue
+		}
+		abs, err := filepath.Abs(o)
+		if err != nil {
+			continue
+		}
+		rel, err := filepath.Rel(dir, abs)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || strings.ContainsAny(rel, "*?[]{}\\") {
+			continue
+		}
+		if rel == "." {
+			rel = "**" // the state directory is the workspace: deny nothing less
+		} else {
+			rel += "/**"
+		}
+		deny = append(deny, rel)
+	}
+	out := &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindWorkspace}
+	if l != nil {
+		cp := *l
+		out = &cp
+	}
+	fs := &manifest.Filesystem{}
+	if out.Permissions.Filesystem != nil {
+		cp := *out.Permissions.Filesystem
+		fs = &cp
+	}
+	globs := make([]string, 0, len(deny)+len(denyGlobs))
+	for _, d := range deny {
+		globs = append(globs, manifest.WorkspaceScheme+d)
+	}
+	for _, g := range append(globs, denyGlobs...) {
+		if !slices.Contains(fs.Deny, g) {
+			fs.Deny = append(slices.Clone(fs.Deny), g)
+		}
+	}
+	out.Permissions.Filesystem = fs
+	return out
+}
+
+// ruleDenies are the globs of the path deny rules (Read, Write, Edit): they
+// join the workspace layer's deny list, so that a deny rule also binds
+// what the rule matcher does not see — a file a shell command names as an
+// argument (cat secrets/key), which the sandbox then hides. A Write or
+// Edit deny so also denies reading.
+func ruleDenies(r policy.Rules) []string {
+	var out []string
+	for _, t := range r.Deny {
+		if g, ok := policy.RuleGlob(t); ok {
+			out = append(out, g)
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -163,6 +164,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, err
 	}
 	layer = withNetwork(layer, st.Network)
+	layer = withFloor(layer, dir, ruleDenies(o.Rules), o.Home, o.Settings.UserDir)
 	if o.RunID == "" {
 		o.RunID = agent.NewRunID()
 	}
@@ -217,7 +219,10 @@ func (r *Runtime) toolsConfig() tools.Config {
 			return policy.Compile(policy.Inputs{Manifest: m, Workspace: r.layer, Run: r.opts.RunPolicy, Host: policy.Host{Sandbox: r.sandbox}})
 		}}
 	if r.layer != nil && r.layer.Permissions.Network != nil {
-		cfg.Network = r.layer.Permissions.Network.Requests
+		cfg.Network = slices.Clone(r.layer.Permissions.Network.Requests)
+	}
+	if n := r.settings.Network; n != nil {
+		cfg.Network = append(cfg.Network, n.Requests...)
 	}
 	if r.sandbox {
 		cfg.Shell = &shell.Config{SessionID: r.opts.RunID}

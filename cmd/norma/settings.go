@@ -221,9 +221,12 @@ func newHooksListCmd() *cobra.Command {
 			}
 			for _, h := range st.Hooks {
 				state := "trusted (" + h.Source.Scope.String() + ")"
-				if !h.Trusted() {
+				dir, _ := filepath.Abs(f.workspace)
+				if needs, err := workspace.HookNeedsTrust(dir, h); err != nil {
+					state = "REFUSED: " + err.Error()
+				} else if needs {
 					state = "trusted"
-					if data, err := os.ReadFile(h.Argv[0]); err != nil || ts.Check(h.Argv[0], data) != nil {
+					if data, err := os.ReadFile(h.Argv[0]); err != nil || ts.Check(h.Argv[0], h.Argv[1:], data) != nil {
 						state = "NOT TRUSTED: runs of this workspace deny what it gates until `norma hooks trust`"
 					}
 				}
@@ -257,19 +260,16 @@ func newHooksTrustCmd() *cobra.Command {
 			// Every program is checked before any is trusted: all or nothing.
 			dir, _ := filepath.Abs(f.workspace)
 			for _, h := range st.Hooks {
-				if h.Trusted() {
-					continue
-				}
-				if err := workspace.CheckHookProgram(dir, h.Argv[0]); err != nil {
+				if _, err := workspace.HookNeedsTrust(dir, h); err != nil {
 					return exitWith(exitFailed, fmt.Errorf("%s: nothing trusted: %w", h.Source, err))
 				}
 			}
 			n := 0
 			for _, h := range st.Hooks {
-				if h.Trusted() {
+				if needs, _ := workspace.HookNeedsTrust(dir, h); !needs {
 					continue
 				}
-				d, err := ts.Trust(h.Argv[0])
+				d, err := ts.Trust(h.Argv[0], h.Argv[1:]...)
 				if err != nil {
 					return exitWith(exitFailed, err)
 				}
