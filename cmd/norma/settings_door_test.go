@@ -105,7 +105,7 @@ func normaEnv(t *testing.T, env []string, args ...string) (int, string, string) 
 func TestDoorSettings(t *testing.T) {
 	e := newRunEnv(t)
 	web := newTLSWeb(t)
-	env := []string{"SSL_CERT_FILE=" + web.caFile, "XDG_CONFIG_HOME=" + t.TempDir(), "NORMA_MANAGED_SETTINGS=/nonexistent"}
+	env := []string{"SSL_CERT_FILE=" + web.caFile, "XDG_CONFIG_HOME=" + t.TempDir()}
 	for name, body := range map[string]string{
 		".norma/hooks/block.sh": blockHook, ".norma/hooks/rewrite.sh": rewriteHook,
 		"docs/blocked.md": "b\n", "docs/private/p.md": "p\n", "secrets/key": "k\n",
@@ -198,7 +198,7 @@ func TestDoorSettings(t *testing.T) {
 // trusted (or changed after trust) denies the calls it gates; nothing runs.
 func TestDoorUntrustedHookDenies(t *testing.T) {
 	e := newRunEnv(t)
-	env := []string{"XDG_CONFIG_HOME=" + t.TempDir(), "NORMA_MANAGED_SETTINGS=/nonexistent"}
+	env := []string{"XDG_CONFIG_HOME=" + t.TempDir()}
 	os.MkdirAll(filepath.Join(e.ws, ".norma", "hooks"), 0o755)
 	hookPath := filepath.Join(e.ws, ".norma", "hooks", "ok.sh")
 	os.WriteFile(hookPath, []byte("#!/bin/sh\nexit 0\n"), 0o755)
@@ -239,7 +239,7 @@ hooks:
 // cannot grant itself rules for the next run.
 func TestDoorAgentCannotWriteSettings(t *testing.T) {
 	e := newRunEnv(t)
-	env := []string{"XDG_CONFIG_HOME=" + t.TempDir(), "NORMA_MANAGED_SETTINGS=/nonexistent"}
+	env := []string{"XDG_CONFIG_HOME=" + t.TempDir()}
 	os.MkdirAll(filepath.Join(e.ws, ".norma"), 0o755)
 	script := e.script(t, `turns:
   - tool_calls:
@@ -272,7 +272,7 @@ func TestDoorAgentCannotWriteSettings(t *testing.T) {
 // to start with it; nothing runs.
 func TestDoorHookInterpreterRefused(t *testing.T) {
 	e := newRunEnv(t)
-	env := []string{"XDG_CONFIG_HOME=" + t.TempDir(), "NORMA_MANAGED_SETTINGS=/nonexistent"}
+	env := []string{"XDG_CONFIG_HOME=" + t.TempDir()}
 	os.MkdirAll(filepath.Join(e.ws, ".norma"), 0o755)
 	marker := filepath.Join(e.ws, "ran")
 	os.WriteFile(filepath.Join(e.ws, "x.sh"), []byte("touch "+marker+"\n"), 0o644)
