@@ -71,3 +71,7 @@ func (d *Document) Pos(ptr string) (line, col int) {
 
 // Problem returns a problem about the value at ptr.
 func (d *Document) Problem(ptr, msg string) Problem { return d.t.problem(ptr, false, msg) }
+
+// KeyProblem returns a problem about the key of the mapping entry at ptr
+// (at the key's position; the value's when the key has none).
+func (d *Document) KeyProblem(ptr, msg string) Problem { return d.t.problem(ptr, true, msg) }

@@ -10,6 +10,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/internal/codeenv"
 )
 
 // claudeFile is what ImportClaude reads of Claude Code's settings.json.
@@ -91,7 +92,16 @@ func ImportClaude(data []byte, workspace string) (out []byte, notes []string, er
 	var o outFile
 	o.Permissions, notes = importPermissions(&cf, notes)
 	o.Hooks, notes = importHooks(&cf, workspace, notes)
-	o.Env = cf.Env
+	for _, k := range sortedKeys(cf.Env) {
+		if codeenv.Of(k) != codeenv.None {
+			notes = append(notes, fmt.Sprintf("env.%s: not converted (it changes which code runs)", k))
+			continue
+		}
+		if o.Env == nil {
+			o.Env = map[string]string{}
+		}
+		o.Env[k] = cf.Env[k]
+	}
 	var b bytes.Buffer
 	b.WriteString("# Converted from Claude Code's settings by `norma settings import claude`.\n")
 	enc, err := yaml.MarshalWithOptions(o, yaml.Indent(2), yaml.IndentSequence(true))

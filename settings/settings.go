@@ -19,7 +19,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/internal/codeenv"
 	"github.com/norma-run/norma/internal/shellcmd"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 )
@@ -83,7 +85,11 @@ type Source struct {
 	Scope Scope  `json:"scope"`
 }
 
-func (s Source) String() string { return fmt.Sprintf("%s:%d:%d (%s)", s.File, s.Line, s.Col, s.Scope) }
+func (s Source) String() string {
+	// The file's name is the workspace's or the caller's: escaped, so that
+	// printing a Source on a terminal is safe (internal/termtext).
+	return fmt.Sprintf("%s:%d:%d (%s)", termtext.Escape(s.File), s.Line, s.Col, s.Scope)
+}
 
 // Rule is one permission rule.
 type Rule struct {
@@ -290,13 +296,13 @@ func (s *Settings) merge(f *File) {
 			}
 		}
 		if dropped > 0 {
-			s.Ignored = append(s.Ignored, fmt.Sprintf("%d allow and ask rules of %s (managed settings allow their own only; deny rules still apply)", dropped, f.Path))
+			s.Ignored = append(s.Ignored, fmt.Sprintf("%d allow and ask rules of %s (managed settings allow their own only; deny rules still apply)", dropped, termtext.Escape(f.Path)))
 		}
 	} else {
 		s.Rules = append(s.Rules, f.Rules...)
 	}
 	if s.ManagedHooksOnly && !managed && len(f.Hooks) > 0 {
-		s.Ignored = append(s.Ignored, fmt.Sprintf("%d hooks of %s (managed settings allow their own hooks only)", len(f.Hooks), f.Path))
+		s.Ignored = append(s.Ignored, fmt.Sprintf("%d hooks of %s (managed settings allow their own hooks only)", len(f.Hooks), termtext.Escape(f.Path)))
 	} else {
 		s.Hooks = append(s.Hooks, f.Hooks...)
 	}
@@ -405,9 +411,7 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 	probs = append(probs, f.permissions(doc)...)
 	probs = append(probs, f.hooks(doc, workspace)...)
 	probs = append(probs, f.network(doc)...)
-	if scope != ScopeManaged {
-		probs = append(probs, f.env(doc)...)
-	}
+	probs = append(probs, f.env(doc, scope)...)
 	if len(probs) > 0 {
 		// In file order, as manifest.Errors are (hooks are checked in
 		// event order, network problems come from a second parse).
@@ -417,25 +421,24 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 	return f, nil
 }
 
-// env refuses the variables that change which code runs ([codeenv]):
-// a shell's code and options, the loader's, and the search paths and
-// options of programs (PATH, HOME, GIT_*, NODE_OPTIONS, …). A workspace
-// or user file setting them would run code the gate never saw; only
-// managed settings (an administrator) may.
-func (f *File) env(doc *manifest.Document) manifest.Errors {
+// env refuses the variables that change which code runs ([codeenv]): the
+// search paths and options of programs (PATH, HOME, GIT_*, NODE_OPTIONS,
+// …) outside managed settings, where only an administrator sets them; a
+// shell's code and options and the loader's (BASH_ENV, PS4, LD_PRELOAD,
+// …) in every scope, as the sandbox refuses them in every environment.
+func (f *File) env(doc *manifest.Document, scope Scope) manifest.Errors {
 	var probs manifest.Errors
 	for k := range f.body.Env {
-		var why string
-		switch codeenv.Of(k) {
-		case codeenv.None:
-			continue
-		case codeenv.Shell:
-			why = "a shell or the loader runs what it names"
+		var msg string
+		switch c := codeenv.Of(k); {
+		case c == codeenv.Shell:
+			msg = "changes which code runs; the shell or the loader runs what it holds, out of the gate's sight: refused in every settings file and by the sandbox"
+		case c == codeenv.Search && scope != ScopeManaged:
+			msg = "changes which code runs; programs load the code, modules or configuration it names, out of the gate's sight: only managed settings may set it"
 		default:
-			why = "programs load the code, modules or configuration it names"
+			continue
 		}
-		probs = append(probs, doc.KeyProblem("/env/"+k,
-			"changes which code runs; "+why+", code the gate never checked (only managed settings may set it)"))
+		probs = append(probs, doc.KeyProblem("/env/"+k, msg))
 	}
 	return probs
 }

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/hook"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/settings"
 	"github.com/norma-run/norma/workspace"
 )
@@ -78,35 +80,45 @@ func printSettings(w io.Writer, st *settings.Settings) {
 		fmt.Fprintln(w, "no settings files")
 	}
 	for _, s := range st.Files {
-		fmt.Fprintf(w, "file  %-9s %s\n", s.Scope, s.File)
+		fmt.Fprintf(w, "file  %-9s %s\n", s.Scope, termtext.Escape(s.File))
 	}
 	for _, r := range st.Rules {
 		fmt.Fprintf(w, "%-5s %-40s %s\n", r.List, strconv.Quote(r.Text), r.Source)
 	}
 	if st.DefaultMode != "" {
-		fmt.Fprintf(w, "mode  %-40s %s\n", st.DefaultMode, st.DefaultModeSource)
+		fmt.Fprintf(w, "mode  %-40s %s\n", termtext.Escape(st.DefaultMode), st.DefaultModeSource)
 	}
 	for _, h := range st.Hooks {
 		trust := "needs `norma hooks trust`"
 		if h.Trusted() {
 			trust = "trusted (" + h.Source.Scope.String() + ")"
 		}
-		fmt.Fprintf(w, "hook  %s %q %s  %s, %s\n", h.Event, h.Matcher, strconv.Quote(h.Command), h.Source, trust)
+		fmt.Fprintf(w, "hook  %s %q %s  %s, %s\n", termtext.Escape(string(h.Event)), h.Matcher, strconv.Quote(h.Command), h.Source, trust)
 	}
 	if n := st.Network; n != nil {
 		for _, r := range n.Requests {
-			fmt.Fprintf(w, "net   %v %s %v\n", r.Methods, r.Origin, r.Paths)
+			fmt.Fprintf(w, "net   %s %s %s\n", escapeList(r.Methods), termtext.Escape(r.Origin), escapeList(r.Paths))
 		}
 		for _, p := range n.AllowPrivate {
-			fmt.Fprintf(w, "net   allow_private %s\n", p)
+			fmt.Fprintf(w, "net   allow_private %s\n", termtext.Escape(p))
 		}
 	}
 	for _, e := range st.EnvList() {
 		fmt.Fprintf(w, "env   %s\n", strconv.Quote(e))
 	}
 	for _, s := range st.Ignored {
-		fmt.Fprintf(w, "ignored: %s\n", s)
+		fmt.Fprintf(w, "ignored: %s\n", termtext.Escape(s))
 	}
+}
+
+// escapeList prints values a settings file holds as [a b], each escaped
+// for the terminal.
+func escapeList(vs []string) string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = termtext.Escape(v)
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 func newSettingsLintCmd() *cobra.Command {
@@ -131,7 +143,7 @@ func newSettingsLintCmd() *cobra.Command {
 					bad = true
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", a)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", termtext.Escape(a))
 			}
 			if bad {
 				return exitWith(exitFailed, nil)
@@ -170,7 +182,7 @@ func newSettingsImportCmd() *cobra.Command {
 				return exitWith(exitFailed, err)
 			}
 			for _, n := range notes {
-				fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s: %s\n", path, n)
+				fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s: %s\n", termtext.Escape(path), termtext.Escape(n))
 			}
 			if out == "" {
 				_, err = cmd.OutOrStdout().Write(conv)
@@ -230,7 +242,7 @@ func newHooksListCmd() *cobra.Command {
 						state = "NOT TRUSTED: runs of this workspace deny what it gates until `norma hooks trust`"
 					}
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %q %s\n  %s\n  %s\n", h.Event, h.Matcher, strconv.Quote(h.Command), h.Source, state)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %q %s\n  %s\n  %s\n", termtext.Escape(string(h.Event)), h.Matcher, strconv.Quote(h.Command), h.Source, state)
 			}
 			return nil
 		},
@@ -274,7 +286,7 @@ func newHooksTrustCmd() *cobra.Command {
 					return exitWith(exitFailed, err)
 				}
 				n++
-				fmt.Fprintf(cmd.OutOrStdout(), "trusted %s %s (%s)\n", strconv.Quote(h.Argv[0]), d, h.Source)
+				fmt.Fprintf(cmd.OutOrStdout(), "trusted %s %s (%s)\n", strconv.Quote(h.Argv[0]), termtext.Escape(d), h.Source)
 			}
 			if n == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no workspace hooks to trust")

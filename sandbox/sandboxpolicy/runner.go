@@ -11,17 +11,12 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/codeenv"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/tool"
 )
-
-// refusedEnv are environment names a shell reads as code or that change
-// which code runs: they would run something the gate never saw.
-var refusedEnv = []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND",
-	"PS0", "PS4", "IFS", "CDPATH", "GLOBIGNORE", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
-	"INPUTRC", "HISTFILE", "HISTCONTROL", "PROMPT_DIRTRIM", "PS1", "PS2", "PS3"}
 
 // defaultEnv are the entries a Runner's environment gets when it does not
 // name them.
@@ -129,7 +124,10 @@ func checkEnv(entries []string, prompts bool) error {
 			return errors.New("malformed environment entry (want KEY=VALUE)")
 		}
 		literalPrompt := prompts && (k == "PS1" || k == "PS2") && literal(v)
-		if !literalPrompt && (slices.Contains(refusedEnv, k) || strings.HasPrefix(k, "BASH_FUNC_") || strings.HasPrefix(k, "LD_")) {
+		// Names a shell reads as code and loader variables would run
+		// something the gate never saw (the one list: internal/codeenv;
+		// the settings files refuse its search variables too).
+		if !literalPrompt && codeenv.Of(k) == codeenv.Shell {
 			return fmt.Errorf("environment variable %s is refused: a program would run code the gate never checked", k)
 		}
 		if seen[k] {
