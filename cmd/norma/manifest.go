@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/spf13/cobra"
 )
@@ -21,15 +22,18 @@ func newManifestCmd() *cobra.Command {
 }
 
 // printProblems prints every problem of err as FILE:LINE:COL: field: message.
+// The file's name, the field (a key of the file) and the message (which
+// quotes the file's values) are escaped for the terminal (termtext).
 func printProblems(w io.Writer, err error) {
 	var probs manifest.Errors
 	if errors.As(err, &probs) {
 		for _, p := range probs {
+			p.File, p.Field, p.Msg = termtext.Escape(p.File), termtext.Escape(p.Field), termtext.Escape(p.Msg)
 			fmt.Fprintln(w, p.String())
 		}
 		return
 	}
-	fmt.Fprintln(w, err)
+	fmt.Fprintln(w, termtext.EscapeText(err.Error()))
 }
 
 func newManifestLintCmd() *cobra.Command {
