@@ -24,9 +24,13 @@ const (
 
 // Event is one thing that happened in a session, for a user interface or a
 // script. Only the fields of its kind are set. Events never carry tool
-// input values, tool output or secrets: a tool call is reported with its
-// target (the normalized capability request, as the policy saw it) and the
-// sha256 digest of its output.
+// input values or secrets: a tool call is reported with its target (the
+// normalized capability request, as the policy saw it), the head of what
+// the gate returned to the model (at most [MaxResultBytes]; plugin output
+// is redacted by the plugin host before it reaches the gate) and the
+// sha256 digest of all of it. The strings of an event may hold anything a
+// model, a tool or a plugin wrote: escape them before printing them on a
+// terminal.
 type Event struct {
 	Kind  EventKind `json:"event"`
 	RunID string    `json:"run_id"`
@@ -67,10 +71,19 @@ type CallRecord struct {
 	// model (the capped head); FullDigest that of the spilled full output.
 	OutputDigest string `json:"output_digest"`
 	FullDigest   string `json:"full_digest,omitempty"`
+	// Result is the head of a successful call's output as the model saw
+	// it, at most MaxResultBytes (cut on a UTF-8 boundary, ending in "…"
+	// when cut); empty for a refused or failed call.
+	Result string `json:"result,omitempty"`
 	// Message is the reason text of a refused or failed call (written by
-	// the gate, safe to show); empty for a successful call.
+	// the gate, safe to show to the model and the user; a failing tool's
+	// own text may follow), at most MaxResultBytes; empty for a
+	// successful call.
 	Message string `json:"message,omitempty"`
 }
+
+// MaxResultBytes bounds CallRecord.Result and CallRecord.Message.
+const MaxResultBytes = 2 << 10
 
 // ApprovalEvent describes a call that needs a human decision.
 type ApprovalEvent struct {

@@ -80,6 +80,7 @@ const (
 type config struct {
 	prov, subProv provider.Provider
 	model         string
+	baseURL       string
 	system        string
 	regs          []tool.Registration
 	plugins       []Plugin
@@ -128,6 +129,15 @@ func WithProvider(p provider.Provider, model string) Option {
 		c.prov, c.model = p, model
 		return nil
 	}
+}
+
+// WithProviderBaseURL records the base URL the provider was configured
+// with (empty: its default server) in the run state, next to the
+// provider's name and the model, so that a resumed run can be pointed at
+// the same server ([State.BaseURL]). It configures nothing itself. The
+// URL is stored as given: do not put credentials in it.
+func WithProviderBaseURL(u string) Option {
+	return func(c *config) error { c.baseURL = u; return nil }
 }
 
 // WithSubagentProvider sets the provider subagents talk to; by default

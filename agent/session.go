@@ -270,7 +270,7 @@ func (s *Session) open(context.Context) error {
 		s.chain = []string{c.user, AgentPrincipal}
 		s.st = &State{Version: StateVersion, RunID: c.runID, Created: now, Status: StatusRunning}
 	}
-	s.st.Provider, s.st.Model, s.st.Mode = c.prov.Name(), c.model, s.g.Mode().String()
+	s.st.Provider, s.st.Model, s.st.BaseURL, s.st.Mode = c.prov.Name(), c.model, c.baseURL, s.g.Mode().String()
 	for _, n := range c.unlock {
 		if err := s.Unlock(n); err != nil {
 			return err
@@ -731,7 +731,9 @@ func callRecord(r gate.Result) CallRecord {
 		rec.FullDigest = r.Spill.Digest
 	}
 	if r.IsError {
-		rec.Message = boundStr(r.Content, 300)
+		rec.Message = boundStr(r.Content, MaxResultBytes)
+	} else {
+		rec.Result = boundStr(r.Content, MaxResultBytes)
 	}
 	return rec
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/approval"
@@ -20,6 +21,7 @@ import (
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/provider"
+	"github.com/norma-run/norma/tool"
 )
 
 const twoTurns = `turns:
@@ -457,8 +459,9 @@ func TestRunIDValidation(t *testing.T) {
 	}
 }
 
-// TestCanaryNeverInEvents: tool input and output values reach the model
-// only; events and the outcome carry digests, targets and codes.
+// TestCanaryNeverInEvents: tool input values reach the model only; events
+// and the outcome carry digests, targets, codes and the head of the output
+// the model saw (which is where Echo puts its input, and nowhere else).
 func TestCanaryNeverInEvents(t *testing.T) {
 	rec := &recorder{}
 	s, err := agent.NewSession(t.Context(), agent.WithProvider(script(t, oneCall("Echo", "{msg: "+canary+"}")), "m"),
@@ -470,11 +473,54 @@ func TestCanaryNeverInEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(out.Calls) != 1 || out.Calls[0].Result != "echo: "+canary {
+		t.Fatalf("calls = %+v, want Echo's output as the result", out.Calls)
+	}
+	for _, e := range rec.events {
+		if e.Call != nil {
+			e.Call.Result = ""
+		}
+		if e.Outcome != nil {
+			for i := range e.Outcome.Calls {
+				e.Outcome.Calls[i].Result = ""
+			}
+		}
+	}
+	out.Calls[0].Result = ""
 	b, _ := json.Marshal(struct {
 		E []agent.Event
 		O agent.Outcome
 	}{rec.events, out})
 	if strings.Contains(string(b), canary) {
-		t.Errorf("canary in events: %s", b)
+		t.Errorf("canary in events outside a result: %s", b)
+	}
+}
+
+// TestCallRecordResultBounded: the result head and the error message of
+// a call are cut at MaxResultBytes on a UTF-8 boundary.
+func TestCallRecordResultBounded(t *testing.T) {
+	yes := func(tool.Input) bool { return true }
+	long := tool.MustBuild(tool.Spec{
+		Name: "Long", Description: "print a lot",
+		Schema:   json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
+		ReadOnly: yes, ConcurrencySafe: yes,
+		CheckPermissions: func(context.Context, tool.Input) tool.Permission { return tool.Permission{Behavior: tool.Allow} },
+		Accesses:         func(tool.Input) ([]tool.Access, error) { return nil, nil },
+		Call: func(context.Context, tool.Env, tool.Input) (tool.Result, error) {
+			return tool.Result{Content: "echo: " + strings.Repeat("é", agent.MaxResultBytes)}, nil
+		},
+	})
+	s, err := agent.NewSession(t.Context(), agent.WithProvider(script(t, oneCall("Long", "{}")), "m"),
+		agent.WithTools(long), agent.WithAudit(&gatetest.MemorySink{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Run(t.Context(), "go")
+	if err != nil || len(out.Calls) != 1 {
+		t.Fatal(err, out.Calls)
+	}
+	r := out.Calls[0].Result
+	if len(r) > agent.MaxResultBytes+len("…") || !strings.HasSuffix(r, "…") || !utf8.ValidString(r) || !strings.HasPrefix(r, "echo: é") {
+		t.Errorf("result = %d bytes, valid UTF-8 %v, suffix %q", len(r), utf8.ValidString(r), r[max(0, len(r)-8):])
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/atomicfile"
@@ -91,15 +92,19 @@ type Pending struct {
 // todo list. It is written atomically after every turn to
 // <state dir>/runs/<run id>/state.json (mode 0600).
 type State struct {
-	Version  int       `json:"version"`
-	RunID    string    `json:"runId"`
-	Created  time.Time `json:"created"`
-	Updated  time.Time `json:"updated"`
-	Status   Status    `json:"status"`
-	Reason   string    `json:"reason,omitempty"`
-	Provider string    `json:"provider,omitempty"`
-	Model    string    `json:"model,omitempty"`
-	Mode     string    `json:"mode,omitempty"`
+	Version int       `json:"version"`
+	RunID   string    `json:"runId"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	Status  Status    `json:"status"`
+	Reason  string    `json:"reason,omitempty"`
+	// Provider, Model and BaseURL are what the run last talked to, so that
+	// `norma run --resume` continues with them when no flag says
+	// otherwise. BaseURL is empty for the provider's default server.
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	BaseURL  string `json:"baseUrl,omitempty"`
+	Mode     string `json:"mode,omitempty"`
 	// Messages is the conversation (user and assistant messages only;
 	// the system prompt is rebuilt, never stored in it).
 	Messages []provider.Message `json:"messages"`
@@ -211,9 +216,14 @@ func StateExists(stateDir, id string) (bool, error) {
 	return err == nil, err
 }
 
+// boundStr returns s cut to at most n bytes on a UTF-8 boundary, with "…"
+// appended when it was cut.
 func boundStr(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -189,7 +189,8 @@ const (
 )
 
 // Layer names where a decision was made: a policy layer, in evaluation
-// order (plugin, grant, workspace, run, sandbox), a stage of the gate
+// order (plugin — or builtin, the built-in tools' own manifest — grant,
+// workspace, run, sandbox), a stage of the gate
 // (gate, rules, mode, tool, hook, approval), or a guard that refused a
 // request as it was made (guard, broker, secret, shell, host, agent).
 type Layer string
@@ -197,6 +198,7 @@ type Layer string
 // Layers.
 const (
 	LayerPlugin    Layer = "plugin"
+	LayerBuiltin   Layer = "builtin"
 	LayerGrant     Layer = "grant"
 	LayerWorkspace Layer = "workspace"
 	LayerRun       Layer = "run"

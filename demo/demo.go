@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/approval/prompt"
 	"github.com/norma-run/norma/audit"
-	"github.com/norma-run/norma/examples/issueapi"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
@@ -46,27 +48,49 @@ type Options struct {
 	Keep bool
 }
 
-// Summary is what the demo proved, for the caller and the tests.
+// Summary is what the demo proved, for the caller and the tests. Its JSON
+// (`norma demo --json`) has snake_case keys, as every --json output.
 type Summary struct {
-	Allowed, Denied, Approved int
-	// Reasons counts refusals by reason code.
-	Reasons map[string]int
+	Allowed  int `json:"allowed"`
+	Denied   int `json:"denied"`
+	Approved int `json:"approved"`
+	// Reasons counts refusals by reason code (in JSON, a list of
+	// {"reason", "count"} sorted by reason: codes are values, never keys).
+	Reasons ReasonCounts `json:"reasons"`
 	// MalloryAttempts and MallorySucceeded count the hostile plugin's tries.
-	MalloryAttempts, MallorySucceeded int
+	MalloryAttempts  int `json:"mallory_attempts"`
+	MallorySucceeded int `json:"mallory_succeeded"`
 	// Comments is what reached the issue API.
-	Comments int
+	Comments int `json:"comments"`
 	// UpdateHeld and Widened describe the 1.4.0 → 1.5.0 update.
-	UpdateHeld bool
-	Widened    []string
+	UpdateHeld bool     `json:"update_held"`
+	Widened    []string `json:"widened"`
 	// ChainVerified and Events describe the audit log.
-	ChainVerified bool
-	Events        int64
-	AuditDB       string
-	Home          string
-	Workspace     string
-	Canary        bool // true when the secret token appeared in any output (must be false)
+	ChainVerified bool   `json:"chain_verified"`
+	Events        int64  `json:"events"`
+	AuditDB       string `json:"audit_db"`
+	Home          string `json:"home"`
+	Workspace     string `json:"workspace"`
+	Canary        bool   `json:"canary"` // true when the secret token appeared in any output (must be false)
 
 	token string // the demo's secret, for the tests' byte scans
+}
+
+// ReasonCounts counts refusals by reason code.
+type ReasonCounts map[string]int
+
+// MarshalJSON writes the counts as [{"reason": CODE, "count": N}, ...],
+// sorted by code.
+func (r ReasonCounts) MarshalJSON() ([]byte, error) {
+	type entry struct {
+		Reason string `json:"reason"`
+		Count  int    `json:"count"`
+	}
+	out := make([]entry, 0, len(r))
+	for _, k := range slices.Sorted(maps.Keys(r)) {
+		out = append(out, entry{k, r[k]})
+	}
+	return json.Marshal(out)
 }
 
 // Run runs the demo.
@@ -88,7 +112,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sum = &Summary{Reasons: map[string]int{}, Home: w.home, Workspace: w.ws, AuditDB: filepath.Join(w.home, store.FileName), token: w.token}
+	sum = &Summary{Reasons: ReasonCounts{}, Home: w.home, Workspace: w.ws, AuditDB: filepath.Join(w.home, store.FileName), token: w.token}
 	defer func() {
 		if err == nil && !o.Keep {
 			os.RemoveAll(w.ws)
@@ -121,7 +145,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	if err := w.workspace(); err != nil {
 		return nil, err
 	}
-	p.line("issue API on https://api.example.invalid (→ %s for this demo only)", w.api.Addr)
+	p.line("issue API on https://api.example.invalid (→ %s for this demo only, no privilege needed)", w.api.Addr)
 	p.line("workspace %s (with a .env the policy denies)", w.ws)
 
 	// 2. State: store, audit, vault, plugin manager.
@@ -173,7 +197,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	rt, err := workspace.Open(ctx, workspace.Options{
 		Dir: w.ws, Home: w.home, RunID: "demo", Audit: log, Redactor: redactor,
 		Vault:    func(context.Context) (secret.Vault, error) { return w.vault, nil },
-		Resolver: issueapi.Resolver{"api.example.invalid": {w.apiHost}, "hooks.example.invalid": {w.apiHost}},
+		Resolver: w.resolver(),
 		RootCAs:  w.api.Pool, CallTimeout: 30 * time.Second,
 		WrapPlugin: func(p agent.Plugin) agent.Plugin {
 			if hp, ok := p.(*host.Plugin); ok && p.Manifest().ID == "com.example.mallory" {
@@ -181,7 +205,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 			}
 			return p
 		},
-		Warn: func(err error) { p.line("  ! %v", err) },
+		Warn: func(err error) { p.line("  ! %s", termtext.Escape(err.Error())) },
 	})
 	if err != nil {
 		return nil, err
@@ -223,7 +247,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 				p.call(*e.Call)
 			}
 			if e.Kind == agent.EventApprovalRequested && e.Approval != nil {
-				p.line("  ? approval requested for %s %s", e.Approval.Tool, e.Approval.Target)
+				p.line("  ? approval requested for %s %s", termtext.Escape(e.Approval.Tool), termtext.Escape(e.Approval.Target))
 			}
 		}),
 	)
@@ -250,7 +274,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	if a, won, ok := malloryCounts(malReport); ok {
 		sum.MalloryAttempts, sum.MallorySucceeded = a, len(won)
 		if len(won) > 0 {
-			p.line("mallory SUCCEEDED at: %s", strings.Join(won, "; "))
+			p.line("mallory SUCCEEDED at: %s", termtext.Escape(strings.Join(won, "; ")))
 		}
 	} else {
 		sum.MallorySucceeded = -1 // no report: never claim success
@@ -289,7 +313,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	if sum.ChainVerified {
 		p.line("%d events, hash chain intact", vr.Events)
 	} else {
-		p.line("BROKEN at event %d: %s", vr.FirstBroken, vr.Problem)
+		p.line("BROKEN at event %d: %s", vr.FirstBroken, termtext.Escape(vr.Problem))
 	}
 	sum.Canary = canaries.leaked(w.token, events)
 
@@ -297,8 +321,8 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	p.line("%-28s %d", "allowed tool calls", sum.Allowed)
 	p.line("%-28s %d", "of which approved by you", sum.Approved)
 	p.line("%-28s %d", "denied tool calls", sum.Denied)
-	for r, n := range sum.Reasons {
-		p.line("  %-26s %d", r, n)
+	for _, r := range slices.Sorted(maps.Keys(sum.Reasons)) {
+		p.line("  %-26s %d", r, sum.Reasons[r])
 	}
 	p.line("%-28s %d of %d", "mallory escapes", sum.MallorySucceeded, sum.MalloryAttempts)
 	p.line("%-28s %v", "update held for consent", sum.UpdateHeld)
@@ -371,8 +395,9 @@ func demoScript(c *canaries) string {
 `
 }
 
-// watched wraps a plugin so the demo can read the report its tool returns
-// (session events carry only digests of outputs, by design).
+// watched wraps a plugin so the demo can read the whole report its tool
+// returns (session events carry only its head, at most
+// agent.MaxResultBytes).
 type watched struct {
 	*host.Plugin
 	report *string

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/agent"
+	"github.com/norma-run/norma/internal/termtext"
 )
 
 type printer struct {
@@ -29,6 +30,10 @@ func (p *printer) line(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
+// call prints one tool call: its decision, the tool, its target (unless
+// it only repeats the tool's name, as a plugin tool's does) and, for a
+// refusal, the reason and its message. Everything a model, tool or plugin
+// may have written is escaped (termtext).
 func (p *printer) call(c agent.CallRecord) {
 	mark, color := "✓ allow", "32"
 	switch {
@@ -37,20 +42,17 @@ func (p *printer) call(c agent.CallRecord) {
 	case c.Decision != "allow" || c.IsError:
 		mark, color = "✗ "+c.Decision, "31"
 	}
-	target := c.Target
-	if target == "" {
-		target = "-"
+	target := ""
+	if c.Target != "" && c.Target != c.Tool {
+		target = " " + termtext.Escape(c.Target)
 	}
-	fmt.Fprintf(p.w, "  %s %-46s %s (%s)\n", p.paint(color, fmt.Sprintf("%-12s", mark)), c.Tool, target, c.Duration.Round(time.Millisecond))
+	fmt.Fprintf(p.w, "  %s %-46s%s (%s)\n", p.paint(color, fmt.Sprintf("%-12s", mark)), termtext.Escape(c.Tool),
+		target, c.Duration.Round(time.Millisecond))
 	if c.Decision != "allow" || c.IsError {
-		fmt.Fprintf(p.w, "      %s %s\n", p.paint("33", c.Reason), oneLine(c.Message, 140))
+		fmt.Fprintf(p.w, "      %s %s\n", p.paint("33", termtext.Escape(c.Reason)), termtext.Escape(oneLine(c.Message, 140)))
 	}
 }
 
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
+	return termtext.Cut(strings.Join(strings.Fields(s), " "), n)
 }

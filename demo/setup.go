@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +21,6 @@ import (
 type world struct {
 	root, home, ws, bin string
 	api                 *issueapi.Server
-	apiHost             string
 	token               string
 	key                 ed25519.PrivateKey
 	trust               *plugin.TrustStore
@@ -74,19 +71,24 @@ func (w *world) pkg(ctx context.Context, name, manifestPath string) (string, err
 	return dir, nil
 }
 
-// startAPI serves the issue API on a random loopback address, port 443
-// (the manifest's origin is https://api.example.invalid).
+// startAPI serves the issue API on a loopback port the kernel chooses, so
+// the demo needs no privilege. The manifest's origin is
+// https://api.example.invalid (port 443): the demo's resolver maps the
+// name, and its port, to this address (issueapi.Resolver is a
+// netguard.PortMapper), for the plugins' broker and the built-in HTTP
+// client alike.
 func (w *world) startAPI() error {
 	var err error
-	for range 8 {
-		n, _ := rand.Int(rand.Reader, big.NewInt(60000))
-		addr := fmt.Sprintf("127.%d.%d.%d:443", 10+n.Int64()%200, n.Int64()/250%250, n.Int64()%250+1)
-		if w.api, err = issueapi.Start(addr, w.token, "api.example.invalid", "hooks.example.invalid"); err == nil {
-			w.apiHost, _, _ = net.SplitHostPort(w.api.Addr)
-			return nil
-		}
+	if w.api, err = issueapi.Start("127.0.0.1:0", w.token, "api.example.invalid", "hooks.example.invalid"); err != nil {
+		return fmt.Errorf("serve the demo's issue API on loopback: %w", err)
 	}
-	return fmt.Errorf("the demo serves its issue API on a loopback address at port 443, which needs root or CAP_NET_BIND_SERVICE: %w", err)
+	return nil
+}
+
+// resolver is the demo's DNS: both names of the demo go to the issue API,
+// whatever port their URL names.
+func (w *world) resolver() issueapi.Resolver {
+	return issueapi.Resolver{"api.example.invalid": {w.api.Addr}, "hooks.example.invalid": {w.api.Addr}}
 }
 
 // workspace writes the demo workspace and its policy.

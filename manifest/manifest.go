@@ -242,6 +242,11 @@ func (m *Manifest) Ref() string { return m.ID + "@" + m.Version }
 // WorkspaceGlob strips the workspace:// prefix of a normalized glob.
 func WorkspaceGlob(g string) string { return strings.TrimPrefix(g, WorkspaceScheme) }
 
+// BuiltinID is the id of the built-in tools' manifest. Its policy layer
+// is reported as capability.LayerBuiltin, not LayerPlugin, and no plugin
+// may be installed under it.
+const BuiltinID = "dev.norma.builtin"
+
 // WorkspaceScheme prefixes every file-system glob.
 const WorkspaceScheme = "workspace://"
 

@@ -235,6 +235,10 @@ func (m *Manager) stage(ctx context.Context, src string, o InstallOptions) (*sta
 		s.cleanup()
 		return nil, err
 	}
+	if s.manifest.ID == manifest.BuiltinID {
+		s.cleanup()
+		return nil, newErr(capability.ReasonPluginManifestInvalid, "install", src, "the id "+manifest.BuiltinID+" is reserved for Norma's built-in tools", nil)
+	}
 	return s, nil
 }
 
@@ -476,7 +480,16 @@ func (m *Manager) commit(ctx context.Context, s *staged, st *State, grant *manif
 	if err := makeReadOnly(s.dir); err != nil {
 		return newErr(capability.ReasonPluginState, "install", s.dir, "", err)
 	}
+	// Moving a directory to another parent rewrites its ".." entry, which
+	// needs write permission on it (for any user but root): the top of the
+	// tree becomes read-only once it is in place.
+	if err := os.Chmod(s.dir, 0o700); err != nil {
+		return newErr(capability.ReasonPluginState, "install", s.dir, "", err)
+	}
 	if err := os.Rename(s.dir, dst); err != nil {
+		return newErr(capability.ReasonPluginState, "install", dst, "", err)
+	}
+	if err := os.Chmod(dst, 0o555); err != nil {
 		return newErr(capability.ReasonPluginState, "install", dst, "", err)
 	}
 	if grant != nil {

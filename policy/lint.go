@@ -37,7 +37,7 @@ func Lint(in Inputs) []Warning {
 			denies = append(denies, struct{ rule, glob string }{fmt.Sprintf("%s:permissions.filesystem.deny[%d]", layer, i), g})
 		}
 	}
-	addDenies(capability.LayerPlugin, in.Manifest.Permissions)
+	addDenies(manifestLayer(in.Manifest), in.Manifest.Permissions)
 	for _, o := range others {
 		if o.l != nil {
 			addDenies(o.name, o.l.Permissions)

@@ -43,7 +43,8 @@ func Compile(in Inputs) (*Set, error) {
 		return nil, errorf("compile: a manifest is required")
 	}
 	s := &Set{key: keyOf(in), digest: in.Manifest.Digest(), generation: in.PolicyGeneration}
-	pl, err := compileLayer(capability.LayerPlugin, allowList, in.Manifest.Permissions)
+	first := manifestLayer(in.Manifest)
+	pl, err := compileLayer(first, allowList, in.Manifest.Permissions)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +55,7 @@ func Compile(in Inputs) (*Set, error) {
 			mode = capability.ApprovalRequired
 		}
 		pl.tools[t.Name] = toolRule{writes: t.WritesExternal(), mode: mode, declared: true,
-			rule: string(capability.LayerPlugin) + ":tools[" + itoa(i) + "].approval"}
+			rule: string(first) + ":tools[" + itoa(i) + "].approval"}
 	}
 	s.layers = append(s.layers, pl)
 	for _, x := range []struct {
@@ -115,7 +116,7 @@ func (s *Set) Explain(_ context.Context, req capability.Request) capability.Deci
 func (s *Set) decide(req *capability.Request, trace *[]capability.LayerResult) (d capability.Decision) {
 	d = capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, ManifestDigest: s.digest, PolicyGeneration: s.generation}
 	if req.Kind == capability.KindInvalid || req.Kind > capability.ExternalWrite {
-		d.Mode, d.Reason, d.Layer = capability.Deny, capability.ReasonInvalidRequest, capability.LayerPlugin
+		d.Mode, d.Reason, d.Layer = capability.Deny, capability.ReasonInvalidRequest, s.layers[0].name
 		return d
 	}
 	for _, l := range s.layers {
@@ -134,6 +135,15 @@ func (s *Set) decide(req *capability.Request, trace *[]capability.LayerResult) (
 		}
 	}
 	return d
+}
+
+// manifestLayer names the first layer: the built-in tools' manifest is
+// their plugin layer, but it is no plugin's, so it is reported as builtin.
+func manifestLayer(m *manifest.Manifest) capability.Layer {
+	if m.ID == manifest.BuiltinID {
+		return capability.LayerBuiltin
+	}
+	return capability.LayerPlugin
 }
 
 func intersectPrivate(layers ...*manifest.Layer) ([]netip.Prefix, error) {

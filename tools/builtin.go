@@ -19,7 +19,7 @@ import (
 var manifestYAML []byte
 
 // ManifestID is the id of the built-in tools' manifest.
-const ManifestID = "dev.norma.builtin"
+const ManifestID = manifest.BuiltinID
 
 // Config configures the built-in tools of one session. The zero Config
 // installs every tool that needs no host service; tools whose host service
@@ -200,7 +200,8 @@ func sessionSpecs(cfg Config) []tool.Spec {
 // secrets of cfg, and parses the result again, so that what the policy
 // compiles has passed manifest.Parse's whole validation.
 // Manifest returns the built-in tools' manifest with no configured network
-// rule or search backend: the plugin layer of every built-in tool.
+// rule or search backend: the first policy layer of every built-in tool
+// (reported as the builtin layer).
 func Manifest() (*manifest.Manifest, error) { return buildManifest(Config{}) }
 
 func buildManifest(cfg Config) (*manifest.Manifest, error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -113,9 +112,7 @@ func newApprovalsListCmd() *cobra.Command {
 				if recs == nil {
 					recs = []approval.Record{}
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(recs)
+				return writeJSON(cmd.OutOrStdout(), recs)
 			}
 			for _, r := range recs {
 				printApproval(cmd.OutOrStdout(), r, false)
@@ -149,9 +146,7 @@ func newApprovalsShowCmd() *cobra.Command {
 				return exitWith(exitInternal, err)
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				return writeJSON(cmd.OutOrStdout(), r)
 			}
 			printApproval(cmd.OutOrStdout(), r, true)
 			return nil

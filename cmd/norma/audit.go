@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/store"
 )
 
@@ -37,11 +37,9 @@ func newAuditCmd() *cobra.Command {
 func printRecords(w io.Writer, recs []audit.Record, asJSON bool) error {
 	for _, r := range recs {
 		if asJSON {
-			b, err := json.Marshal(r)
-			if err != nil {
+			if err := writeJSONLine(w, r); err != nil {
 				return err
 			}
-			fmt.Fprintln(w, string(b))
 			continue
 		}
 		e := r.Event
@@ -49,10 +47,10 @@ func printRecords(w io.Writer, recs []audit.Record, asJSON bool) error {
 		if e.PluginVersion != "" {
 			plugin += "@" + e.PluginVersion
 		}
-		fields := []string{fmt.Sprintf("%6d", r.Seq), e.Time.UTC().Format(time.RFC3339Nano), e.Type}
+		fields := []string{fmt.Sprintf("%6d", r.Seq), e.Time.UTC().Format(time.RFC3339Nano), termtext.Escape(e.Type)}
 		for _, f := range []string{plugin, e.Tool, e.CapabilityKind, e.Decision, e.Reason, e.ApprovalID} {
 			if f != "" {
-				fields = append(fields, f)
+				fields = append(fields, termtext.Escape(f)) // names a model or a plugin chose
 			}
 		}
 		fmt.Fprintln(w, strings.Join(fields, "  "))
@@ -159,9 +157,7 @@ func newAuditQueryCmd() *cobra.Command {
 				if recs == nil {
 					recs = []audit.Record{}
 				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(recs)
+				return writeJSON(cmd.OutOrStdout(), recs)
 			}
 			return printRecords(cmd.OutOrStdout(), recs, false)
 		},
@@ -195,8 +191,9 @@ func newAuditVerifyCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				b, _ := json.Marshal(res)
-				fmt.Fprintln(w, string(b))
+				if err := writeJSONLine(w, res); err != nil {
+					return exitWith(exitInternal, err)
+				}
 			} else if res.OK() {
 				fmt.Fprintf(w, "ok: %d events verified, head %s\n", res.Events, res.Head)
 			} else {

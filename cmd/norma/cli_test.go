@@ -117,7 +117,7 @@ func TestPolicyExplain(t *testing.T) {
 				t.Errorf("%v: %s = %v, want %v", tc.args, k, got[k], v)
 			}
 		}
-		for _, k := range []string{"decision", "reason", "layer", "rule", "request", "manifestDigest", "trace"} {
+		for _, k := range []string{"decision", "reason", "layer", "rule", "request", "manifest_digest", "policy_generation", "trace"} {
 			if _, ok := got[k]; !ok {
 				t.Errorf("%v: JSON lacks %q", tc.args, k)
 			}

@@ -49,7 +49,14 @@ func normaBin(t *testing.T) string {
 // and stderr. Stdin is empty (not a terminal).
 func door(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(normaBin(t), args...)
+	return doorCmd(t, exec.Command(normaBin(t), args...))
+}
+
+// doorCmd runs cmd (the built binary, with its directory, environment or
+// credentials set by the caller) as door does.
+func doorCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
+	args := cmd.Args[1:]
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, strings.NewReader("")
 	err := cmd.Run()

@@ -18,6 +18,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/norma-run/norma/internal/termtext"
 )
 
 // Exit codes.
@@ -94,10 +96,10 @@ func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "norma:", errText(ee.err))
+			fmt.Fprintln(stderr, "norma:", termtext.EscapeText(errText(ee.err)))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "norma:", errText(err))
+	fmt.Fprintln(stderr, "norma:", termtext.EscapeText(errText(err)))
 	return exitUsage
 }

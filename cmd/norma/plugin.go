@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,12 +67,6 @@ func progress(w io.Writer, what string, quiet bool) plugin.Progress {
 			fmt.Fprintf(w, "\r%s %d MiB", what, done>>20)
 		}
 	}
-}
-
-func writeJSONOut(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func newPluginKeygenCmd() *cobra.Command {
@@ -236,7 +229,7 @@ func newPluginVerifyCmd() *cobra.Command {
 				MerkleRoot: v.Statement.MerkleRoot.String(), Signer: v.Signer, Publisher: v.Publisher, CoSigners: v.CoSigners,
 				SignedAt: v.Statement.SignedAt.Format(time.RFC3339), Files: len(v.Tree.Files)}
 			if asJSON {
-				return writeJSONOut(cmd.OutOrStdout(), out)
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			who := v.Signer
 			if v.Publisher != "" {
@@ -253,7 +246,7 @@ func newPluginVerifyCmd() *cobra.Command {
 
 func verifyFail(cmd *cobra.Command, asJSON bool, err error) error {
 	if asJSON {
-		writeJSONOut(cmd.OutOrStdout(), verifyOutput{Reason: string(capability.ReasonOf(err)), Error: errText(err)})
+		writeJSON(cmd.OutOrStdout(), verifyOutput{Reason: string(capability.ReasonOf(err)), Error: errText(err)})
 		return exitWith(exitFailed, nil)
 	}
 	return pluginErr(err)
@@ -313,7 +306,7 @@ func newPluginTrustCmd() *cobra.Command {
 				return pluginErr(err)
 			}
 			if asJSON {
-				return writeJSONOut(cmd.OutOrStdout(), keys)
+				return writeJSON(cmd.OutOrStdout(), keys)
 			}
 			for _, k := range keys {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s  %s\n", k.ID, k.Publisher, strings.Join(k.Prefixes, ","))
@@ -435,24 +428,24 @@ func loadGrant(yes bool, file string) (*manifest.Layer, error) {
 
 // resultJSON is the --json output of install, update and consent.
 type resultJSON struct {
-	ID      string                    `json:"id"`
-	Version string                    `json:"version"`
-	Held    bool                      `json:"held"`
-	Widened map[plugin.Group][]string `json:"widened,omitempty"`
-	Delta   *manifest.Delta           `json:"delta,omitempty"`
-	Grant   map[plugin.Group][]string `json:"grant,omitempty"`
+	ID      string              `json:"id"`
+	Version string              `json:"version"`
+	Held    bool                `json:"held"`
+	Widened map[string][]string `json:"widened,omitempty"`
+	Delta   *manifest.Delta     `json:"delta,omitempty"`
+	Grant   map[string][]string `json:"grant,omitempty"`
 }
 
 func printResult(cmd *cobra.Command, asJSON bool, r *plugin.Result, verb string) error {
-	out := resultJSON{ID: r.ID, Version: r.Version, Held: r.Held, Widened: r.Widened}
+	out := resultJSON{ID: r.ID, Version: r.Version, Held: r.Held, Widened: groupsJSON(r.Widened)}
 	if verb == "updated" {
 		out.Delta = &r.Delta
 	}
 	if r.Grant != nil {
-		out.Grant = plugin.GrantItems(r.Grant.Permissions)
+		out.Grant = groupsJSON(plugin.GrantItems(r.Grant.Permissions))
 	}
 	if asJSON {
-		if err := writeJSONOut(cmd.OutOrStdout(), out); err != nil {
+		if err := writeJSON(cmd.OutOrStdout(), out); err != nil {
 			return err
 		}
 	} else if r.Held {
@@ -483,6 +476,11 @@ func newPluginInstallCmd(update bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A package that is not there is the user's input (exit 1),
+			// not a state problem of the plugin directory (4).
+			if _, err := os.Stat(args[0]); err != nil {
+				return exitWith(exitFailed, err)
+			}
 			g, err := loadGrant(yes, grantFile)
 			if err != nil {
 				return err
@@ -568,10 +566,11 @@ func newPluginListCmd() *cobra.Command {
 				return pluginErr(err)
 			}
 			if asJSON {
-				if l == nil {
-					l = []*plugin.State{}
+				out := []map[string]any{}
+				for _, st := range l {
+					out = append(out, pluginStateJSON(st))
 				}
-				return writeJSONOut(cmd.OutOrStdout(), l)
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			for _, st := range l {
 				vs := st.Versions[st.Active]
@@ -615,20 +614,20 @@ func newPluginInfoCmd() *cobra.Command {
 			// What a held update asks for, as `plugin consent` will ask it.
 			pending, _, _, perr := m.Pending(args[0])
 			if asJSON {
-				out := map[string]any{"state": st}
+				out := map[string]any{"state": pluginStateJSON(st)}
 				if gerr == nil {
-					out["grant"], out["binding"] = plugin.GrantItems(g.Permissions), b
+					out["grant"], out["binding"] = groupsJSON(plugin.GrantItems(g.Permissions)), b
 				} else {
-					out["grantError"] = gerr.Error()
+					out["grant_error"] = errText(gerr)
 				}
 				if st.Held != "" {
 					if perr == nil {
-						out["pending"] = pending
+						out["pending"] = groupsJSON(pending)
 					} else {
-						out["pendingError"] = perr.Error()
+						out["pending_error"] = errText(perr)
 					}
 				}
-				return writeJSONOut(cmd.OutOrStdout(), out)
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
 			w := cmd.OutOrStdout()
 			vs := st.Versions[st.Active]

@@ -70,6 +70,19 @@ func TestPluginCLIToRun(t *testing.T) {
 	if strings.Contains(out, `"is_error":true`) {
 		t.Fatalf("the plugin call failed:\n%s%s", out, errs)
 	}
+	// The text output names the plugin's tool once (its target is the
+	// tool's name) and shows what the tool returned.
+	code, out, errs = door(t, "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "go")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "mcp__com.example.echo__echo") {
+			line = l
+		}
+	}
+	if code != 0 || strings.Count(line, "mcp__com.example.echo__echo") != 1 || !strings.Contains(line, "→ allow ALLOWED") ||
+		!strings.Contains(out, "⎿ ") || !strings.Contains(out, "from-the-plugin") {
+		t.Errorf("text run: exit %d, call line %q\n%s%s", code, line, out, errs)
+	}
 	if code, out, errs := norma(t, "--home", home, "plugin", "remove", "com.example.echo"); code != 0 {
 		t.Fatalf("remove: exit %d\n%s%s", code, out, errs)
 	}

@@ -105,7 +105,7 @@ func explainJSON(d capability.Decision) map[string]any {
 	}
 	return map[string]any{
 		"decision": d.Mode.String(), "reason": d.Reason, "layer": d.Layer, "rule": d.Rule,
-		"request": d.Request, "manifestDigest": d.ManifestDigest, "policyGeneration": d.PolicyGeneration,
+		"request": d.Request, "manifest_digest": d.ManifestDigest, "policy_generation": d.PolicyGeneration,
 		"trace": trace,
 	}
 }

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +21,7 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/anthropic"
 	"github.com/norma-run/norma/provider/openai"
@@ -81,10 +82,10 @@ or an error of the model provider, 2 usage, 4 state directory or store.`,
 	fl.StringVar(&f.mode, "mode", "default", "permission mode: default | acceptEdits | plan | dontAsk (default: the settings' defaultMode)")
 	fl.StringVar(&f.settings, "settings", "", "one more settings file, above the user's and the workspace's (below managed settings)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON event per line")
-	fl.StringVar(&f.resume, "resume", "", "continue run RUN from its saved state")
+	fl.StringVar(&f.resume, "resume", "", "continue run RUN from its saved state (with its provider, model and base URL unless given)")
 	fl.BoolVar(&f.yes, "yes", false, "approve every approval request of this run")
 	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "maximum model turns")
-	fl.DurationVar(&f.approvalWait, "approval-wait", 2*time.Minute, "headless runs: how long to wait for `norma approvals approve`")
+	fl.DurationVar(&f.approvalWait, "approval-wait", 2*time.Minute, "headless runs: how long to wait for \"norma approvals approve\"")
 	fl.BoolVar(&f.unsafeNoSandbox, "unsafe-no-sandbox", false, "run plugins without the OS sandbox (audited)")
 	return c
 }
@@ -125,7 +126,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	} else {
 		runID = agent.NewRunID()
 	}
-	prov, model, err := buildProvider(cmd, f, home, resumed)
+	prov, model, baseURL, err := buildProvider(cmd, f, home, resumed)
 	if err != nil {
 		return err
 	}
@@ -141,8 +142,10 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	}
 	defer log.Close()
 
-	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name(), last: time.Now()}
-	out.startSpinner(cmd.OutOrStdout() == os.Stdout && isTerminal(os.Stdout))
+	terminal := cmd.OutOrStdout() == os.Stdout && isTerminal(os.Stdout)
+	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name(), last: time.Now(),
+		color: useColor(terminal, f.asJSON)}
+	out.startSpinner(terminal)
 	defer out.stopSpinner()
 	var ask approval.Approver
 	wait := f.approvalWait
@@ -175,14 +178,14 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		ModeGiven: cmd.Flags().Changed("mode"), Settings: settingsFiles(f.settings),
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		UnsafeNoSandbox: f.unsafeNoSandbox,
-		Warn:            func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %v\n", err) },
+		Warn:            func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) },
 	})
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
 	defer rt.Close()
 	opts := []agent.Option{
-		agent.WithProvider(prov, model), agent.WithApprovalService(svc),
+		agent.WithProvider(prov, model), agent.WithProviderBaseURL(baseURL), agent.WithApprovalService(svc),
 		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
 		agent.WithUser("user:" + whoami()), agent.WithObserver(out.event),
 		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
@@ -205,60 +208,87 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	return exitWith(exitFailed, nil)
 }
 
-// buildProvider returns the provider and model. A resumed scripted run
-// continues with the turns after those already played.
-func buildProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.State) (provider.Provider, string, error) {
+// buildProvider returns the provider, the model and the base URL to
+// remember. A resumed run talks to the provider, model and base URL it
+// stored unless a flag says otherwise (--script alone chooses the scripted
+// provider); a resumed scripted run continues with the turns after those
+// already played.
+func buildProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.State) (provider.Provider, string, string, error) {
 	name := f.provider
+	if name == "" && f.script == "" && resumed != nil {
+		name = resumed.Provider
+	}
 	if name == "" {
 		name = anthropic.Name
 		if f.script != "" {
 			name = scripted.Name
 		}
 	}
+	// The stored model and base URL belong to the stored provider.
+	same := resumed != nil && resumed.Provider == name
 	model := f.model
+	if model == "" && same {
+		model = resumed.Model
+	}
 	if model == "" {
 		model = defaultModels[name]
 	}
+	baseURL := f.baseURL
+	if baseURL == "" && same {
+		baseURL = resumed.BaseURL
+	}
+	p, err := newProvider(cmd, f, home, resumed, name, baseURL)
+	if err != nil {
+		return nil, "", "", err
+	}
+	// A base URL that carries credentials is used, never stored.
+	if u, err := url.Parse(baseURL); name == scripted.Name || err != nil || u.User != nil {
+		baseURL = ""
+	}
+	return p, model, baseURL, nil
+}
+
+func newProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.State, name, baseURL string) (provider.Provider, error) {
 	retry := provider.RetryPolicy{}
 	switch name {
 	case scripted.Name:
 		if f.script == "" {
-			return nil, "", exitWith(exitUsage, errors.New("run: --provider scripted needs --script FILE"))
+			return nil, exitWith(exitUsage, errors.New("run: --provider scripted needs --script FILE"))
 		}
 		s, err := scripted.Load(f.script)
 		if err != nil {
-			return nil, "", exitWith(exitFailed, err)
+			return nil, exitWith(exitFailed, err)
 		}
 		if resumed != nil {
 			done := min(resumed.Turns, len(s.Turns))
 			s = &scripted.Script{Turns: s.Turns[done:]}
 		}
-		return scripted.New(s), model, nil
+		return scripted.New(s), nil
 	case anthropic.Name:
 		key, err := apiKey(cmd, home, "ANTHROPIC_API_KEY", "anthropic_api_key")
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		if key.IsZero() {
-			return nil, "", exitWith(exitUsage, errors.New("run: no Anthropic API key: set ANTHROPIC_API_KEY or the vault secret anthropic_api_key"))
+			return nil, exitWith(exitUsage, errors.New("run: no Anthropic API key: set ANTHROPIC_API_KEY or the vault secret anthropic_api_key"))
 		}
-		p, err := anthropic.New(anthropic.Options{APIKey: key, BaseURL: f.baseURL})
+		p, err := anthropic.New(anthropic.Options{APIKey: key, BaseURL: baseURL})
 		if err != nil {
-			return nil, "", exitWith(exitUsage, err)
+			return nil, exitWith(exitUsage, err)
 		}
-		return provider.WithRetry(p, retry), model, nil
+		return provider.WithRetry(p, retry), nil
 	case openai.Name:
 		key, err := apiKey(cmd, home, "OPENAI_API_KEY", "openai_api_key")
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		p, err := openai.New(openai.Options{APIKey: key, BaseURL: f.baseURL})
+		p, err := openai.New(openai.Options{APIKey: key, BaseURL: baseURL})
 		if err != nil {
-			return nil, "", exitWith(exitUsage, err)
+			return nil, exitWith(exitUsage, err)
 		}
-		return provider.WithRetry(p, retry), model, nil
+		return provider.WithRetry(p, retry), nil
 	}
-	return nil, "", exitWith(exitUsage, fmt.Errorf("run: unknown --provider %q (anthropic, openai, scripted)", name))
+	return nil, exitWith(exitUsage, fmt.Errorf("run: unknown --provider %q (anthropic, openai, scripted)", name))
 }
 
 // apiKey reads a provider key from the environment, else from the vault
@@ -292,13 +322,18 @@ func stdinIsTerminal(r io.Reader) bool {
 	return err == nil
 }
 
-// runPrinter renders session events as text lines or JSON lines.
+// runPrinter renders session events as text lines or JSON lines. Every
+// string a model, a tool or a plugin controls (assistant text, tool
+// names, targets, results, messages) is escaped before it reaches the
+// terminal (termtext); JSON lines carry them as JSON strings.
 type runPrinter struct {
 	mu       sync.Mutex
 	w        io.Writer
 	json     bool
 	provider string
 	midLine  bool
+	// color adds ANSI colour to the text lines (a terminal, no NO_COLOR).
+	color bool
 
 	// A spinner shows that the run is waiting (for the model, a tool or an
 	// approval) when the output is a terminal and nothing was printed for
@@ -308,6 +343,39 @@ type runPrinter struct {
 	paused   bool // an approval prompt owns the terminal
 	frame    int
 	stop     chan struct{}
+}
+
+// Text output of a tool call: at most resultLines lines of its result or
+// message, each cut to resultWidth runes.
+const (
+	resultLines = 3
+	resultWidth = 160
+)
+
+// useColor reports whether the text output is coloured: only on a
+// terminal, never for --json, and never when NO_COLOR is set to anything
+// (https://no-color.org).
+func useColor(terminal, asJSON bool) bool {
+	_, noColor := os.LookupEnv("NO_COLOR")
+	return terminal && !asJSON && !noColor
+}
+
+// ANSI SGR codes of the text output.
+const (
+	sgrBold   = "1"
+	sgrDim    = "2"
+	sgrRed    = "31"
+	sgrGreen  = "32"
+	sgrYellow = "33"
+	sgrCyan   = "36"
+)
+
+// paint wraps s (already escaped) in an SGR code when colour is on.
+func (p *runPrinter) paint(code, s string) string {
+	if !p.color || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
 var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -358,20 +426,18 @@ func (p *runPrinter) clearSpin() {
 }
 
 func (p *runPrinter) line(v map[string]any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	fmt.Fprintf(p.w, "%s\n", b)
+	_ = writeJSONLine(p.w, v)
 }
 
+// note prints one status line of norma's own (not escaped: callers pass
+// only text norma wrote, or escape what they include).
 func (p *runPrinter) note(s string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearSpin()
 	if !p.json {
 		p.endLine()
-		fmt.Fprintln(p.w, "· "+s)
+		fmt.Fprintln(p.w, p.paint(sgrDim, "· "+s))
 	}
 }
 
@@ -396,33 +462,31 @@ func (p *runPrinter) event(e agent.Event) {
 			if e.Resumed {
 				verb = "resuming run"
 			}
-			fmt.Fprintf(p.w, "· %s %s (%s %s, mode %s)\n", verb, e.RunID, p.provider, e.Model, e.Mode)
+			fmt.Fprintln(p.w, p.paint(sgrDim, fmt.Sprintf("· %s %s (%s %s, mode %s)", verb, e.RunID,
+				termtext.Escape(p.provider), termtext.Escape(e.Model), termtext.Escape(e.Mode))))
 		}
 	case agent.EventAssistantText:
 		if p.json {
 			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "text": e.Text, "principals": e.Principals})
 		} else if !sub {
-			fmt.Fprint(p.w, e.Text)
+			fmt.Fprint(p.w, termtext.EscapeText(e.Text))
 			p.midLine = !strings.HasSuffix(e.Text, "\n")
 		}
 	case agent.EventToolCall:
 		c := e.Call
 		if p.json {
-			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "id": c.ID, "tool": c.Tool, "target": c.Target,
-				"decision": c.Decision, "reason": c.Reason, "is_error": c.IsError, "output_digest": c.OutputDigest,
-				"approval_id": c.ApprovalID, "duration_ms": c.Duration.Milliseconds(), "principals": e.Principals, "message": c.Message})
+			v := map[string]any{"event": e.Kind, "run_id": e.RunID, "id": c.ID, "tool": c.Tool, "target": c.Target,
+				"decision": c.Decision, "reason": c.Reason, "layer": c.Layer, "rule": c.Rule, "is_error": c.IsError,
+				"output_digest": c.OutputDigest, "approval_id": c.ApprovalID, "duration_ms": c.Duration.Milliseconds(),
+				"principals": e.Principals, "message": c.Message}
+			if !c.IsError {
+				v["result"] = c.Result
+			}
+			p.line(v)
 			return
 		}
 		p.endLine()
-		target := c.Target
-		if target == "" {
-			target = "-"
-		}
-		indent := ""
-		if sub {
-			indent = "  ↳ "
-		}
-		fmt.Fprintf(p.w, "%s⏺ %s %s → %s %s (%s)\n", indent, c.Tool, target, c.Decision, c.Reason, c.Duration.Round(time.Millisecond))
+		p.toolCall(c, sub)
 	case agent.EventApprovalRequested:
 		a := e.Approval
 		if p.json {
@@ -430,7 +494,7 @@ func (p *runPrinter) event(e agent.Event) {
 			return
 		}
 		p.endLine()
-		fmt.Fprintf(p.w, "? approval needed: %s %s\n", a.Tool, a.Target)
+		fmt.Fprintf(p.w, "%s %s%s\n", p.paint(sgrYellow, "? approval needed:"), p.paint(sgrBold, termtext.Escape(a.Tool)), targetText(a.Tool, a.Target))
 	case agent.EventSubagentStarted, agent.EventSubagentFinished:
 		if p.json {
 			v := map[string]any{"event": e.Kind, "run_id": e.RunID, "principals": e.Principals}
@@ -442,13 +506,68 @@ func (p *runPrinter) event(e agent.Event) {
 	}
 }
 
+// targetText is " TARGET", escaped, or "" when the call has no target or
+// the target only repeats the tool's name (a plugin tool's does).
+func targetText(tool, target string) string {
+	if target == "" || target == tool {
+		return ""
+	}
+	return " " + termtext.Escape(target)
+}
+
+// toolCall prints the status line of one call — tool, target, decision,
+// reason, duration; for a refusal the layer that refused — then the first
+// lines of its result, or of its error message.
+func (p *runPrinter) toolCall(c *agent.CallRecord, sub bool) {
+	indent := ""
+	if sub {
+		indent = "  ↳ "
+	}
+	decision, color := c.Decision, sgrGreen
+	switch {
+	case c.Decision == capability.ApprovalRequired.String():
+		color = sgrYellow
+	case c.IsError || c.Decision != capability.Allow.String():
+		color = sgrRed
+	}
+	if decision == "" {
+		decision = "error"
+	}
+	where := ""
+	if c.Layer != "" && (c.IsError || c.Decision != capability.Allow.String()) {
+		where = ", layer " + termtext.Escape(string(c.Layer))
+	}
+	fmt.Fprintf(p.w, "%s%s %s%s → %s %s%s\n", indent, p.paint(color, "⏺"), p.paint(sgrBold, termtext.Escape(c.Tool)),
+		targetText(c.Tool, c.Target), p.paint(color, termtext.Escape(decision)), termtext.Escape(c.Reason),
+		p.paint(sgrDim, fmt.Sprintf(" (%s%s)", c.Duration.Round(time.Millisecond), where)))
+	text, code := c.Result, sgrDim
+	if c.IsError {
+		text, code = c.Message, sgrRed
+	}
+	lines, more := termtext.Head(text, resultLines, resultWidth)
+	for i, l := range lines {
+		mark := "  ⎿ "
+		if i > 0 {
+			mark = "    "
+		}
+		fmt.Fprintf(p.w, "%s%s%s\n", indent, mark, p.paint(code, l))
+	}
+	if more > 0 {
+		fmt.Fprintf(p.w, "%s    %s\n", indent, p.paint(sgrDim, fmt.Sprintf("… %d more lines", more)))
+	}
+}
+
 func (p *runPrinter) finish(o agent.Outcome, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearSpin()
 	if p.json {
+		pending := make([]map[string]any, 0, len(o.Pending))
+		for _, a := range o.Pending {
+			pending = append(pending, map[string]any{"tool_use_id": a.ToolUseID, "tool": a.Tool, "approval_id": a.ApprovalID, "state": a.State})
+		}
 		v := map[string]any{"event": agent.EventSessionFinished, "run_id": o.RunID, "status": o.Status, "reason": o.Reason,
-			"turns": o.Turns, "usage": o.Usage, "cost": o.Cost, "pending": o.Pending}
+			"turns": o.Turns, "usage": o.Usage, "cost": o.Cost, "pending": pending}
 		if err != nil {
 			v["error"] = errText(err)
 		}
@@ -456,13 +575,21 @@ func (p *runPrinter) finish(o agent.Outcome, err error) {
 		return
 	}
 	p.endLine()
-	fmt.Fprintf(p.w, "· %s", o.Status)
-	if o.Reason != "" {
-		fmt.Fprintf(p.w, " (%s)", o.Reason)
+	color := sgrGreen
+	if o.Status != agent.StatusCompleted {
+		color = sgrYellow
 	}
-	fmt.Fprintf(p.w, " after %d turns, %d in / %d out tokens\n", o.Turns, o.Usage.InputTokens, o.Usage.OutputTokens)
+	if err != nil || o.Status == agent.StatusFailed || o.Status == agent.StatusHalted {
+		color = sgrRed
+	}
+	status := "· " + string(o.Status)
+	if o.Reason != "" {
+		status += " (" + o.Reason + ")"
+	}
+	fmt.Fprintf(p.w, "%s%s\n", p.paint(color, status), p.paint(sgrDim, fmt.Sprintf(" after %d turns, %d in / %d out tokens", o.Turns, o.Usage.InputTokens, o.Usage.OutputTokens)))
 	for _, a := range o.Pending {
-		fmt.Fprintf(p.w, "· %s waits for approval %s: norma approvals approve %s && norma run --resume %s\n", a.Tool, a.ApprovalID, a.ApprovalID, o.RunID)
+		fmt.Fprintf(p.w, "· %s waits for approval %s: %s\n", p.paint(sgrBold, termtext.Escape(a.Tool)), a.ApprovalID,
+			p.paint(sgrCyan, "norma approvals approve "+a.ApprovalID+" && norma run --resume "+o.RunID))
 	}
 }
 

@@ -178,7 +178,7 @@ func TestRunResumeAfterApproval(t *testing.T) {
 		t.Fatalf("exit %d, last %v, stderr %s", code, fin, stderr)
 	}
 	pending := fin["pending"].([]any)[0].(map[string]any)
-	runID, approvalID := fin["run_id"].(string), pending["approvalId"].(string)
+	runID, approvalID := fin["run_id"].(string), pending["approval_id"].(string)
 	var out, errb bytes.Buffer
 	if c := runWith([]string{"--home", e.home, "approvals", "approve", approvalID}, strings.NewReader(""), &out, &errb); c != 0 {
 		t.Fatalf("approvals approve: exit %d: %s %s", c, out.String(), errb.String())
@@ -316,6 +316,46 @@ func TestRunRealProviders(t *testing.T) {
 			}
 			if strings.Contains(fmt.Sprint(f.bodies), "[REDACTED]") {
 				t.Error("a redacted value was sent to the API")
+			}
+		})
+	}
+}
+
+// TestRunResumeRemembersProvider: a run stopped by --max-turns 1 is
+// resumed without --provider, --model or --base-url and talks to the same
+// server with the same model (stored in its state); an explicit --model
+// on resume wins.
+func TestRunResumeRemembersProvider(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		resume    []string
+		wantModel string
+	}{
+		{name: "stored", wantModel: "model-one"},
+		{name: "flag wins", resume: []string{"--model", "model-two"}, wantModel: "model-two"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newRunEnv(t)
+			t.Setenv("OPENAI_API_KEY", "sk-"+runCanary)
+			f := &fakeServer{}
+			srv := f.start(t, "/v1/chat/completions", "../../provider/openai/testdata/turn1_tool_calls.sse", "../../provider/openai/testdata/turn2_text.sse")
+			code, events, stderr := e.run(t, "--provider", "openai", "--base-url", srv.URL+"/v1", "--model", "model-one", "--max-turns", "1", "--json", "read the intro")
+			fin := last(events)
+			if code != exitFailed || fin["status"] != "limit" {
+				t.Fatalf("first run: exit %d, last %v, stderr %s", code, fin, stderr)
+			}
+			code, events, stderr = e.run(t, append([]string{"--resume", fin["run_id"].(string), "--json"}, tt.resume...)...)
+			fin = last(events)
+			if code != 0 || fin["status"] != "completed" {
+				t.Fatalf("resume: exit %d, last %v, stderr %s", code, fin, stderr)
+			}
+			if events[0]["provider"] != "openai" || events[0]["model"] != tt.wantModel {
+				t.Errorf("resumed session_started = %v", events[0])
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.bodies) != 2 || !strings.Contains(f.bodies[1], `"model":"`+tt.wantModel+`"`) {
+				t.Errorf("the resumed run did not reach the stored server with model %s: %d requests\n%v", tt.wantModel, len(f.bodies), f.bodies)
 			}
 		})
 	}

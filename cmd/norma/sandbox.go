@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -181,9 +180,7 @@ required layer is missing (runs would be refused).`,
 				report.Missing = append(report.Missing, "self-test failed: "+report.SelfTest)
 			}
 			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(report); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), report); err != nil {
 					return exitWith(exitInternal, err)
 				}
 			} else {

@@ -129,8 +129,9 @@ func readNoEcho(f *os.File, old *unix.Termios, prompt io.Writer, name string) ([
 }
 
 func newSecretListCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list [--json]",
 		Short: "List secret names (never values)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -142,12 +143,20 @@ func newSecretListCmd() *cobra.Command {
 			if err != nil {
 				return secretErr(err)
 			}
+			if asJSON {
+				if names == nil {
+					names = []string{}
+				}
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"names": names})
+			}
 			for _, n := range names {
 				fmt.Fprintln(cmd.OutOrStdout(), n)
 			}
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"names": [...]}`)
+	return c
 }
 
 func newSecretRmCmd() *cobra.Command {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/tools"
@@ -22,9 +20,7 @@ func newToolsCmd() *cobra.Command {
 			}
 			out := c.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(infos)
+				return writeJSON(out, infos)
 			}
 			_, err = out.Write([]byte(tools.CatalogueMarkdown(infos)))
 			return err

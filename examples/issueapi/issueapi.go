@@ -54,7 +54,9 @@ type Server struct {
 	requests int
 }
 
-// Start serves on addr (e.g. "127.0.0.7:443") with a certificate for names.
+// Start serves on addr (e.g. "127.0.0.1:0", a port the kernel chooses;
+// Server.Addr says which) with a certificate for names. Point a
+// [Resolver] at Server.Addr to reach it as https://NAME.
 func Start(addr, token string, names ...string) (*Server, error) {
 	cert, pool, err := selfSigned(names)
 	if err != nil {
@@ -169,22 +171,51 @@ func selfSigned(names []string) (tls.Certificate, *x509.CertPool, error) {
 }
 
 // Resolver maps host names to fixed addresses (the demo's and tests' DNS);
-// unknown names fail. It satisfies netguard.Resolver.
+// unknown names fail. An address may carry a port ("127.0.0.1:41234",
+// "[::1]:41234"): the connections to that name then go to that port,
+// whatever port the URL names, so a server on a high loopback port stands
+// in for https://api.example.invalid (:443) without privilege. It
+// satisfies netguard.Resolver and netguard.PortMapper.
 type Resolver map[string][]string
 
 // LookupNetIP implements netguard.Resolver.
 func (r Resolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	addrs, ok := r[strings.TrimSuffix(strings.ToLower(host), ".")]
+	addrs, ok := r[canonHost(host)]
 	if !ok {
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}
 	var out []netip.Addr
 	for _, a := range addrs {
-		ip, err := netip.ParseAddr(a)
+		ap, err := parseEntry(a)
 		if err != nil {
-			return nil, fmt.Errorf("issueapi: resolver: %w", err)
+			return nil, err
 		}
-		out = append(out, ip)
+		out = append(out, ap.Addr())
 	}
 	return out, nil
+}
+
+// MapPort implements netguard.PortMapper: the port of the name's first
+// address that has one, else port.
+func (r Resolver) MapPort(host string, port uint16) uint16 {
+	for _, a := range r[canonHost(host)] {
+		if ap, err := parseEntry(a); err == nil && ap.Port() != 0 {
+			return ap.Port()
+		}
+	}
+	return port
+}
+
+func canonHost(host string) string { return strings.TrimSuffix(strings.ToLower(host), ".") }
+
+// parseEntry parses an address, with or without a port (port 0: none).
+func parseEntry(a string) (netip.AddrPort, error) {
+	if ip, err := netip.ParseAddr(a); err == nil {
+		return netip.AddrPortFrom(ip, 0), nil
+	}
+	ap, err := netip.ParseAddrPort(a)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("issueapi: resolver: %q is not an address or address:port", a)
+	}
+	return ap, nil
 }

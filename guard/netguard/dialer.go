@@ -21,6 +21,17 @@ type Resolver interface {
 
 var _ Resolver = (*net.Resolver)(nil)
 
+// PortMapper is implemented by a [Resolver] that also chooses the port the
+// connections to a name go to: a test or demo network whose stand-in for
+// https://api.example.invalid listens on a high loopback port, so that it
+// needs no privilege. The policy has decided the URL as written (port
+// 443); [Dialer.DialContext] then connects to the addresses the name
+// resolved to, checked as always, at the port MapPort returns. It is
+// consulted only for names the Resolver answered, never for IP literals.
+type PortMapper interface {
+	MapPort(host string, port uint16) uint16
+}
+
 // DefaultDialTimeout is the connect timeout used when Dialer.Timeout is zero.
 const DefaultDialTimeout = 30 * time.Second
 
@@ -85,9 +96,14 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if err != nil || port == 0 || len(portStr) > 5 {
 		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, address, "bad port")
 	}
-	ips, err := d.resolve(ctx, ipNet, host)
+	ips, name, err := d.resolve(ctx, ipNet, host)
 	if err != nil {
 		return nil, err
+	}
+	if pm, ok := d.Resolver.(PortMapper); ok && name != "" {
+		if p := pm.MapPort(name, uint16(port)); p != 0 {
+			port = uint64(p)
+		}
 	}
 	for _, ip := range ips {
 		if err := CheckAddr(ip, d.AllowPrivate); err != nil {
@@ -114,20 +130,21 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 }
 
 // resolve returns the addresses for host: the literal itself, or the answer
-// of a single lookup.
-func (d *Dialer) resolve(ctx context.Context, ipNet, host string) ([]netip.Addr, error) {
+// of a single lookup, with the canonical name that was looked up ("" for
+// a literal).
+func (d *Dialer) resolve(ctx context.Context, ipNet, host string) ([]netip.Addr, string, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" {
-			return nil, capability.Denied(capability.ReasonNetworkInvalidURL, host, "IPv6 zones are not allowed")
+			return nil, "", capability.Denied(capability.ReasonNetworkInvalidURL, host, "IPv6 zones are not allowed")
 		}
-		return []netip.Addr{a.Unmap()}, nil
+		return []netip.Addr{a.Unmap()}, "", nil
 	}
 	canon, err := weburl.NormalizeHost(host)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if a, err := netip.ParseAddr(canon); err == nil {
-		return []netip.Addr{a}, nil // an inet_aton spelling of an IPv4 address
+		return []netip.Addr{a}, "", nil // an inet_aton spelling of an IPv4 address
 	}
 	r := d.Resolver
 	if r == nil {
@@ -135,7 +152,7 @@ func (d *Dialer) resolve(ctx context.Context, ipNet, host string) ([]netip.Addr,
 	}
 	ips, err := r.LookupNetIP(ctx, ipNet, canon)
 	if err != nil {
-		return nil, &capability.Error{
+		return nil, "", &capability.Error{
 			Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonNetworkResolveFailed, Layer: "guard", Request: canon},
 			Detail:   "lookup failed: " + err.Error(),
 		}
@@ -143,7 +160,7 @@ func (d *Dialer) resolve(ctx context.Context, ipNet, host string) ([]netip.Addr,
 	out := make([]netip.Addr, 0, len(ips))
 	for _, ip := range ips {
 		if !ip.IsValid() {
-			return nil, capability.Denied(capability.ReasonNetworkResolveFailed, canon, "resolver returned an invalid address")
+			return nil, "", capability.Denied(capability.ReasonNetworkResolveFailed, canon, "resolver returned an invalid address")
 		}
 		ip = ip.WithZone("").Unmap()
 		switch ipNet {
@@ -159,9 +176,9 @@ func (d *Dialer) resolve(ctx context.Context, ipNet, host string) ([]netip.Addr,
 		out = append(out, ip)
 	}
 	if len(out) == 0 {
-		return nil, capability.Denied(capability.ReasonNetworkResolveFailed, canon, "no address")
+		return nil, "", capability.Denied(capability.ReasonNetworkResolveFailed, canon, "no address")
 	}
-	return out, nil
+	return out, canon, nil
 }
 
 // dialChecked connects to exactly ap; ControlContext refuses the connect if
