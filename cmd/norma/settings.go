@@ -50,6 +50,17 @@ func (f settingsFlags) load() (*settings.Settings, error) {
 	return settings.Load(o)
 }
 
+// loadOrReport loads the settings, printing every problem of a bad file
+// and returning the exit error.
+func (f settingsFlags) loadOrReport(cmd *cobra.Command) (*settings.Settings, error) {
+	st, err := f.load()
+	if err != nil {
+		printProblems(cmd.ErrOrStderr(), err)
+		return nil, exitWith(exitFailed, nil)
+	}
+	return st, nil
+}
+
 func newSettingsShowCmd() *cobra.Command {
 	var f settingsFlags
 	c := &cobra.Command{
@@ -57,10 +68,9 @@ func newSettingsShowCmd() *cobra.Command {
 		Short: "The effective settings, with the file, line and column each rule and hook came from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := f.load()
+			st, err := f.loadOrReport(cmd)
 			if err != nil {
-				printProblems(cmd.ErrOrStderr(), err)
-				return exitWith(exitFailed, nil)
+				return err
 			}
 			if f.asJSON {
 				writeJSON(cmd.OutOrStdout(), st)
@@ -222,10 +232,9 @@ func newHooksListCmd() *cobra.Command {
 		Short: "Every command hook of the settings and whether it runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := f.load()
+			st, err := f.loadOrReport(cmd)
 			if err != nil {
-				printProblems(cmd.ErrOrStderr(), err)
-				return exitWith(exitFailed, nil)
+				return err
 			}
 			ts, err := hookTrust(cmd)
 			if err != nil {
@@ -260,10 +269,9 @@ func newHooksTrustCmd() *cobra.Command {
 			"that changes afterwards is untrusted again, and the calls its hook gates are denied.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := f.load()
+			st, err := f.loadOrReport(cmd)
 			if err != nil {
-				printProblems(cmd.ErrOrStderr(), err)
-				return exitWith(exitFailed, nil)
+				return err
 			}
 			ts, err := hookTrust(cmd)
 			if err != nil {
