@@ -55,9 +55,12 @@ type Options struct {
 	Policy *manifest.Layer
 	// RunPolicy is the run's ceiling layer over every tool; nil means none.
 	RunPolicy *manifest.Layer
-	// Plugins are plugins besides the installed ones (an embedder's own,
-	// or explain's plugin known by its manifest only).
+	// Plugins are plugins besides the installed ones (an embedder's own).
 	Plugins []agent.Plugin
+	// Declared are plugins known by their manifest only, not installed
+	// (`policy explain --manifest`): registered with the policy the plugin
+	// host would compile for them here, and never started.
+	Declared []Declaration
 	// NoSubagents leaves out the Task tool; by default the session may run
 	// subagents, agent.DefaultMaxSubagentDepth deep.
 	NoSubagents bool
@@ -117,6 +120,13 @@ type Options struct {
 	Warn func(error)
 }
 
+// Declaration is a plugin known by its manifest, as if installed with
+// Grant (nil: no grant layer).
+type Declaration struct {
+	Manifest *manifest.Manifest
+	Grant    *manifest.Layer
+}
+
 // Runtime is a workspace's assembled runtime. It is not safe for
 // concurrent use until [Runtime.Session] or the first [Runtime.Explain]
 // returned; then the session is, as agent.Session documents.
@@ -132,6 +142,7 @@ type Runtime struct {
 	host    *host.Host
 	plugins []agent.Plugin
 
+	declared []agent.Plugin // the Declared plugins, also in plugins
 	settings *settings.Settings
 	hooks    *hook.Registry
 
@@ -187,6 +198,10 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 			r.Close()
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
+	}
+	if err := r.declare(); err != nil {
+		r.Close()
+		return nil, err
 	}
 	if err := r.loadPlugins(ctx); err != nil {
 		r.Close()
@@ -264,9 +279,8 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 	if err != nil || len(list) == 0 {
 		return err
 	}
-	cfg := host.Config{Home: home, Manager: m, Workspace: r.dir, WorkspacePolicy: r.layer,
-		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
-		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout}
+	cfg := r.hostConfig()
+	cfg.Manager = m
 	load := func(id string) (agent.Plugin, error) { return host.Describe(cfg, id) }
 	if !r.opts.Describe {
 		if cfg.Vault, err = r.opts.Vault(ctx); err != nil {
@@ -287,6 +301,36 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 			p = r.opts.WrapPlugin(p)
 		}
 		r.plugins = append(r.plugins, p)
+	}
+	return nil
+}
+
+// hostConfig is the plugin host's configuration for this workspace, less
+// the manager and the vault.
+func (r *Runtime) hostConfig() host.Config {
+	return host.Config{Home: r.opts.Home, Workspace: r.dir, WorkspacePolicy: r.layer,
+		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
+		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout}
+}
+
+// Declared returns the first Declared plugin, registered; nil when there
+// is none.
+func (r *Runtime) Declared() agent.Plugin {
+	if len(r.declared) == 0 {
+		return nil
+	}
+	return r.declared[0]
+}
+
+// declare registers the Declared plugins, after Plugins.
+func (r *Runtime) declare() error {
+	for _, d := range r.opts.Declared {
+		p, err := host.Declare(r.hostConfig(), d.Manifest, d.Grant)
+		if err != nil {
+			return err
+		}
+		r.plugins = append(r.plugins, p)
+		r.declared = append(r.declared, p)
 	}
 	return nil
 }

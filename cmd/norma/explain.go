@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
@@ -116,79 +115,75 @@ func (f LayerFiles) layers() (ws, run *manifest.Layer, err error) {
 }
 
 // openRuntime opens the workspace runtime `norma run` would use, with the
-// layers of f; extra are plugins besides the installed ones.
-func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, extra []agent.Plugin) (*workspace.Runtime, error) {
+// layers of f: with f.Manifest, that plugin declared as if installed with
+// f.Grant; else, with installed, the installed plugins as they were last
+// served (explaining starts nothing, opens no vault, writes no state).
+func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed bool) (*workspace.Runtime, error) {
 	ws, run, err := f.layers()
 	if err != nil {
 		return nil, err
 	}
-	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run, Plugins: extra,
+	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run,
 		ModeGiven: cmd.Flags().Lookup("mode") != nil && cmd.Flags().Changed("mode"), Settings: settingsFiles(f.Settings)}
 	if o.Dir == "" {
 		o.Dir = "."
 	}
-	if extra == nil {
-		home, err := stateDir(cmd)
+	switch {
+	case f.Manifest != "":
+		d, err := f.declaration()
 		if err != nil {
 			return nil, err
 		}
-		// The installed plugins as they were last served: explaining starts
-		// nothing, opens no vault and writes no state.
-		o.Home, o.Describe = home, true
+		o.Declared = []workspace.Declaration{d}
+	case installed:
+		if o.Home, err = stateDir(cmd); err != nil {
+			return nil, err
+		}
+		o.Describe = true
 	}
 	return workspace.Open(cmd.Context(), o)
 }
 
+// declaration is the plugin of --manifest with --grant.
+func (f LayerFiles) declaration() (workspace.Declaration, error) {
+	var d workspace.Declaration
+	var err error
+	if d.Manifest, err = manifest.ParseFile(f.Manifest); err != nil {
+		return d, err
+	}
+	if f.Grant != "" {
+		d.Grant, err = manifest.ParseLayerFile(f.Grant)
+	}
+	return d, err
+}
+
 // explainTool decides one call through the gate of the workspace's runtime.
 func explainTool(cmd *cobra.Command, f LayerFiles, mode gate.Mode, name, input string) (gate.Explanation, error) {
-	var extra []agent.Plugin
-	if f.Manifest != "" {
-		p, err := declaredPlugin(f)
-		if err != nil {
-			return gate.Explanation{}, err
-		}
-		extra = []agent.Plugin{p}
-		if !strings.HasPrefix(name, "mcp__") {
-			name = host.ToolName(p.Manifest().ID, name)
-		}
-	}
-	rt, err := openRuntime(cmd, f, mode, extra)
+	rt, err := openRuntime(cmd, f, mode, true)
 	if err != nil {
 		return gate.Explanation{}, err
 	}
 	defer rt.Close()
+	if d := rt.Declared(); d != nil && !strings.HasPrefix(name, "mcp__") {
+		name = host.ToolName(d.Manifest().ID, name)
+	}
 	if input == "" {
 		input = "{}"
 	}
 	return rt.Explain(cmd.Context(), name, json.RawMessage(input))
 }
 
-// declaredPlugin is the plugin of --manifest, compiled with the layers of
-// f as the plugin host compiles an installed plugin's.
-func declaredPlugin(f LayerFiles) (*host.Declared, error) {
-	s, in, err := f.load()
-	if err != nil {
-		return nil, err
-	}
-	return host.NewDeclared(in.Manifest, s), nil
-}
-
-// explainOp decides one capability request: against --manifest's layers,
-// else against the built-in tools' policy of the workspace's runtime.
+// explainOp decides one capability request against the policy the runtime
+// decides with: --manifest's plugin's, else the built-in tools'.
 func explainOp(cmd *cobra.Command, f LayerFiles, op string) (capability.Decision, error) {
-	var s *policy.Set
-	if f.Manifest != "" {
-		var err error
-		if s, _, err = f.load(); err != nil {
-			return capability.Decision{}, err
-		}
-	} else {
-		rt, err := openRuntime(cmd, f, gate.ModeDefault, []agent.Plugin{})
-		if err != nil {
-			return capability.Decision{}, err
-		}
-		defer rt.Close()
-		s = rt.Policy()
+	rt, err := openRuntime(cmd, f, gate.ModeDefault, false)
+	if err != nil {
+		return capability.Decision{}, err
+	}
+	defer rt.Close()
+	s := rt.Policy()
+	if d := rt.Declared(); d != nil {
+		s = d.Policy()
 	}
 	return decideOp(cmd.Context(), s, f.Workspace, op)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/guard/fsguard"
-	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/spf13/cobra"
 )
@@ -36,47 +34,14 @@ type LayerFiles struct {
 	Settings        string `yaml:"settings,omitempty"`
 }
 
-// load compiles the set. A workspace directory with .norma/policy.yaml
-// supplies the workspace policy when no file is named.
-func (f LayerFiles) load() (*policy.Set, policy.Inputs, error) {
-	var in policy.Inputs
-	var m *manifest.Manifest
-	var err error
-	if f.Manifest == "" {
-		return nil, in, errors.New("--manifest is required (it may be left out for a built-in --tool and for --op on the built-in tools)")
-	}
-	m, err = manifest.ParseFile(f.Manifest)
+// lintInputs are the layers of f, for policy.Lint.
+func (f LayerFiles) lintInputs() (policy.Inputs, error) {
+	d, err := f.declaration()
 	if err != nil {
-		return nil, in, err
+		return policy.Inputs{}, err
 	}
-	in.Manifest = m
-	ws := f.WorkspacePolicy
-	if ws == "" && f.Workspace != "" {
-		if p := filepath.Join(f.Workspace, ".norma", "policy.yaml"); fileExists(p) {
-			ws = p
-		}
-	}
-	for _, x := range []struct {
-		path string
-		dst  **manifest.Layer
-	}{{f.Grant, &in.Grant}, {ws, &in.Workspace}, {f.RunPolicy, &in.Run}} {
-		if x.path == "" {
-			continue
-		}
-		l, err := manifest.ParseLayerFile(x.path)
-		if err != nil {
-			return nil, in, err
-		}
-		*x.dst = l
-	}
-	in.Host = policy.Host{Sandbox: sandboxAvailable(), OutOfProcess: true}
-	s, err := policy.Compile(in)
-	return s, in, err
-}
-
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
+	ws, run, err := f.layers()
+	return policy.Inputs{Manifest: d.Manifest, Grant: d.Grant, Workspace: ws, Run: run}, err
 }
 
 // request parses op into a normalized request, its paths resolved in the
@@ -154,11 +119,7 @@ func (f LayerFiles) decideCase(cmd *cobra.Command, pc policyCase) (capability.De
 		e, err := explainTool(cmd, f, gate.ModeDefault, pc.Tool, pc.Input)
 		return e.Decision, err
 	}
-	s, _, err := f.load()
-	if err != nil {
-		return capability.Decision{}, err
-	}
-	return decideOp(cmd.Context(), s, f.Workspace, pc.Op)
+	return explainOp(cmd, f, pc.Op)
 }
 
 func newPolicyTestCmd() *cobra.Command {
@@ -205,7 +166,7 @@ func newPolicyTestCmd() *cobra.Command {
 			var warnings []policy.Warning
 			failed := 0
 			base := LayerFiles{Manifest: rel(tf.Manifest), Grant: rel(tf.Grant), WorkspacePolicy: rel(tf.WorkspacePolicy), RunPolicy: rel(tf.RunPolicy), Workspace: rel(tf.Workspace), Settings: rel(tf.Settings)}
-			if _, in, err := base.load(); err == nil {
+			if in, err := base.lintInputs(); err == nil {
 				warnings = policy.Lint(in)
 			}
 			for i, pc := range tf.Cases {

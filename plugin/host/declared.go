@@ -25,8 +25,18 @@ type Declared struct {
 	pins map[string]pinnedTool // the served tools of the last start; nil: unknown
 }
 
-// NewDeclared returns the declared-only plugin of m under set.
-func NewDeclared(m *manifest.Manifest, set *policy.Set) *Declared { return &Declared{m: m, set: set} }
+// Declare returns the plugin of manifest m, not installed, as if it were
+// installed with grant (nil: no grant layer) under cfg's ceiling layers:
+// compiled from the same inputs as [Host.Load]'s. Only the ceiling layers
+// and Unsafe of cfg are used. `norma policy explain --manifest` decides on
+// it.
+func Declare(cfg Config, m *manifest.Manifest, grant *manifest.Layer) (*Declared, error) {
+	set, err := policy.Compile(cfg.inputs(m, grant, 0))
+	if err != nil {
+		return nil, err
+	}
+	return &Declared{m: m, set: set}, nil
+}
 
 // Manifest returns the plugin's manifest.
 func (d *Declared) Manifest() *manifest.Manifest { return d.m }

@@ -207,6 +207,18 @@ func (h *Host) Load(ctx context.Context, id string) (*Plugin, error) {
 
 // prepare reads plugin id's current state, manifest and grant and returns
 // it, not started, with its policy from the host's cache.
+// inputs are the policy inputs of a plugin under cfg: its manifest and
+// grant under the ceiling layers, out of process, in the sandbox unless
+// the operator chose Unsafe. Load, Describe and Declare all compile from
+// them.
+func (c Config) inputs(m *manifest.Manifest, grant *manifest.Layer, generation uint64) policy.Inputs {
+	return policy.Inputs{
+		Manifest: m, Grant: grant, Workspace: c.WorkspacePolicy, Run: c.RunPolicy,
+		Host:              policy.Host{Sandbox: !c.Unsafe, Unsafe: c.Unsafe, OutOfProcess: true},
+		ConsentGeneration: generation,
+	}
+}
+
 func (h *Host) prepare(id string) (*Plugin, error) {
 	st, err := h.cfg.Manager.Info(id)
 	if err != nil {
@@ -221,11 +233,7 @@ func (h *Host) prepare(id string) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := h.cache.Get(policy.Inputs{
-		Manifest: m, Grant: grant, Workspace: h.cfg.WorkspacePolicy, Run: h.cfg.RunPolicy,
-		Host:              policy.Host{Sandbox: !h.cfg.Unsafe, Unsafe: h.cfg.Unsafe, OutOfProcess: true},
-		ConsentGeneration: bind.Generation,
-	})
+	set, err := h.cache.Get(h.cfg.inputs(m, grant, bind.Generation))
 	if err != nil {
 		return nil, err
 	}
