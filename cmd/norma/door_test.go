@@ -72,6 +72,14 @@ func doorCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// doorEnv is door with extra environment variables.
+func doorEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(normaBin(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	return doorCmd(t, cmd)
+}
+
 // jsonLines parses one JSON object per line.
 func jsonLines(t *testing.T, s string) []map[string]any {
 	t.Helper()

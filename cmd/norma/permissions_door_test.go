@@ -329,20 +329,3 @@ func TestDoorPendingWaitShared(t *testing.T) {
 		t.Errorf("the run took %v; three requests must share one wait of 1s", took)
 	}
 }
-
-// doorEnv is door with extra environment variables.
-func doorEnv(t *testing.T, env []string, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(normaBin(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, strings.NewReader("")
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("norma %v: %v", args, err)
-	}
-	return code, out.String(), errb.String()
-}

@@ -30,7 +30,7 @@ func rtWrite(t *testing.T, path, body string, mode os.FileMode) {
 func rtExplain(t *testing.T, env []string, home, ws string, args ...string) map[string]any {
 	t.Helper()
 	a := append([]string{"--home", home, "policy", "explain", "--workspace", ws, "--json"}, args...)
-	code, out, errs := normaEnv(t, env, a...)
+	code, out, errs := doorEnv(t, env, a...)
 	var ex map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &ex) != nil {
 		t.Fatalf("explain %v: exit %d\n%s%s", args, code, out, errs)
@@ -58,12 +58,12 @@ func TestAttackTrustDoesNotCoverArguments(t *testing.T) {
 		rtWrite(t, settingsPath, "hooks:\n  SessionStart:\n    - hooks:\n        - {type: command, command: "+jsonQuote("./.norma/hooks/tool -c \""+code+"\"")+"}\n", 0o644)
 	}
 	write("true")
-	if code, out, errs := normaEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != 0 {
+	if code, out, errs := doorEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != 0 {
 		t.Fatalf("trust: %d %s%s", code, out, errs)
 	}
 	marker := filepath.Join(t.TempDir(), "changed-args")
 	write("touch " + marker)
-	normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", e.script(t, "turns:\n  - text: hi\n"), "--json", "go")
+	doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", e.script(t, "turns:\n  - text: hi\n"), "--json", "go")
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("a changed hook command ran on the trust given to the old one")
 	}
@@ -79,7 +79,7 @@ func TestAttackUserHookRunsWorkspaceScript(t *testing.T) {
 	rtWrite(t, filepath.Join(xdg, "norma", "settings.yaml"), "hooks:\n  SessionStart:\n    - hooks:\n        - {type: command, command: \"$CLAUDE_PROJECT_DIR/.norma/hooks/s.sh\"}\n", 0o644)
 	marker := filepath.Join(t.TempDir(), "ran")
 	rtWrite(t, filepath.Join(e.ws, ".norma", "hooks", "s.sh"), "#!/bin/sh\ntouch "+marker+"\n", 0o755)
-	normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", e.script(t, "turns:\n  - text: hi\n"), "--json", "go")
+	doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", e.script(t, "turns:\n  - text: hi\n"), "--json", "go")
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("a workspace script ran as a user hook without `norma hooks trust`")
 	}
@@ -93,7 +93,7 @@ func TestAttackUserSettingsInsideWorkspace(t *testing.T) {
 	xdg := filepath.Join(e.ws, ".config")
 	env := []string{"XDG_CONFIG_HOME=" + xdg}
 	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: w, name: Write, input: {path: .config/norma/settings.yaml, content: \"permissions: {allow: [Bash]}\\n\"}}\n  - text: done\n")
-	normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--json", "--yes", "go")
+	doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--json", "--yes", "go")
 	if _, err := os.Stat(filepath.Join(xdg, "norma", "settings.yaml")); err == nil {
 		t.Error("the agent wrote the user's settings file (it is inside the workspace)")
 	}
@@ -109,7 +109,7 @@ func TestAttackExplainHookAskDontAsk(t *testing.T) {
 	rtWrite(t, hookPath, "#!/bin/sh\ncat >/dev/null\nprintf '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\"}}'\n", 0o755)
 	rtWrite(t, filepath.Join(xdg, "norma", "settings.yaml"), "permissions:\n  defaultMode: dontAsk\nhooks:\n  PreToolUse:\n    - hooks:\n        - {type: command, command: \""+hookPath+"\"}\n", 0o644)
 	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: r, name: Read, input: {path: docs/intro.md}}\n  - text: done\n")
-	_, out, _ := normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--json", "go")
+	_, out, _ := doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--json", "go")
 	ran := toolCalls(jsonLines(t, out))["r"]
 	ex := rtExplain(t, env, e.home, e.ws, "--tool", "Read", "--input", `{"path":"docs/intro.md"}`)
 	if ran == nil || ran["decision"] != ex["decision"] || ran["reason"] != ex["reason"] {
@@ -135,7 +135,7 @@ func TestAttackSettingsShowEscapesNetworkPaths(t *testing.T) {
 	e := newRunEnv(t)
 	env := rtEnv(t)
 	rtWrite(t, filepath.Join(e.ws, ".norma", "settings.yaml"), "network:\n  requests:\n    - {origin: \"https://example.com\", methods: [GET], paths: [\"/a\\e]0;owned\\a\\e[2Jb\"]}\n", 0o644)
-	code, out, errs := normaEnv(t, env, "settings", "show", "--workspace", e.ws)
+	code, out, errs := doorEnv(t, env, "settings", "show", "--workspace", e.ws)
 	if code != 0 {
 		t.Fatalf("show: %d %s%s", code, out, errs)
 	}
@@ -151,7 +151,7 @@ func TestAttackSettingsErrorsEscapeKeys(t *testing.T) {
 	e := newRunEnv(t)
 	env := rtEnv(t)
 	rtWrite(t, filepath.Join(e.ws, ".norma", "settings.yaml"), "permissions:\n  \"\\e]0;owned\\a\\e[2Jdeny\": []\n", 0o644)
-	_, out, errs := normaEnv(t, env, "settings", "lint", "--workspace", e.ws)
+	_, out, errs := doorEnv(t, env, "settings", "lint", "--workspace", e.ws)
 	if strings.ContainsRune(out+errs, 0x1b) || strings.ContainsRune(out+errs, 0x07) {
 		t.Errorf("settings lint printed raw control characters: %q", out+errs)
 	}
@@ -166,7 +166,7 @@ func TestAttackReadDenyRuleBashCat(t *testing.T) {
 	rtWrite(t, filepath.Join(e.ws, "secrets", "key"), "RT-SECRET-CANARY\n", 0o644)
 	rtWrite(t, filepath.Join(e.ws, ".norma", "settings.yaml"), "permissions:\n  allow: [Bash]\n  deny: [\"Read(secrets/**)\"]\n", 0o644)
 	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: b, name: Bash, input: {command: \"cat secrets/key\"}}\n  - text: done\n")
-	normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--json", "go")
+	doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--json", "go")
 	found := false
 	filepath.WalkDir(filepath.Join(e.home, "runs"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

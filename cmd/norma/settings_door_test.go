@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -81,23 +80,6 @@ func (w *tlsWeb) asked() []string {
 	return append([]string(nil), w.paths...)
 }
 
-// normaEnv runs the built binary with extra environment.
-func normaEnv(t *testing.T, env []string, args ...string) (int, string, string) {
-	t.Helper()
-	cmd := exec.Command(normaBin(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
-}
-
 // TestDoorSettings: one settings file, through the built binary. A typo is
 // reported with its file, line and column and runs nothing; then every
 // rule and hook takes effect in `run --json`, and `policy explain` gives
@@ -121,7 +103,7 @@ func TestDoorSettings(t *testing.T) {
 
 	// A typo: a precise error, and nothing runs.
 	os.WriteFile(settingsPath, []byte(strings.Replace(good, "  ask:", "  aks:", 1)), 0o644)
-	code, out, errs := normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+	code, out, errs := doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
 		"--script", e.script(t, "turns:\n  - text: hi\n"), "--json", "go")
 	want := settingsPath + `:3:3: permissions.aks: unknown field "aks" (did you mean "ask"?)`
 	if code != exitFailed || !strings.Contains(errs, want) || strings.Contains(out, "session_started") {
@@ -130,7 +112,7 @@ func TestDoorSettings(t *testing.T) {
 
 	os.WriteFile(settingsPath, []byte(good), 0o644)
 	// Workspace hooks run only once trusted.
-	if code, out, errs := normaEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != 0 || strings.Count(out, "trusted ") != 2 {
+	if code, out, errs := doorEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != 0 || strings.Count(out, "trusted ") != 2 {
 		t.Fatalf("hooks trust: exit %d\n%s%s", code, out, errs)
 	}
 	calls := []struct{ id, tool, input, decision, reason string }{
@@ -151,7 +133,7 @@ func TestDoorSettings(t *testing.T) {
 		fmt.Fprintf(&script, "      - {id: %s, name: %s, input: %s}\n", c.id, c.tool, c.input)
 	}
 	script.WriteString("  - text: done\n")
-	code, out, errs = normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+	code, out, errs = doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
 		"--script", e.script(t, script.String()), "--json", "go")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
@@ -166,7 +148,7 @@ func TestDoorSettings(t *testing.T) {
 		if ran == nil || ran["decision"] != c.decision || ran["reason"] != c.reason {
 			t.Errorf("run %s: %v, want %s %s", c.id, ran, c.decision, c.reason)
 		}
-		code, out, errs := normaEnv(t, env, "--home", e.home, "policy", "explain", "--workspace", e.ws,
+		code, out, errs := doorEnv(t, env, "--home", e.home, "policy", "explain", "--workspace", e.ws,
 			"--tool", c.tool, "--input", c.input, "--json")
 		var ex map[string]any
 		if code != 0 || json.Unmarshal([]byte(out), &ex) != nil {
@@ -188,7 +170,7 @@ func TestDoorSettings(t *testing.T) {
 		t.Errorf("the TLS server saw %v, want exactly /page", p)
 	}
 	// `settings show` names the file and line of each rule.
-	code, out, _ = normaEnv(t, env, "--home", e.home, "settings", "show", "--workspace", e.ws)
+	code, out, _ = doorEnv(t, env, "--home", e.home, "settings", "show", "--workspace", e.ws)
 	if code != 0 || !strings.Contains(out, `"Read(secrets/**)"`) || !strings.Contains(out, settingsPath+":4:") {
 		t.Errorf("settings show: exit %d\n%s", code, out)
 	}
@@ -214,7 +196,7 @@ hooks:
 	check := func(label, wantReason string, wantFile bool) {
 		t.Helper()
 		os.Remove(filepath.Join(e.ws, "out", "x.md"))
-		code, out, errs := normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--json", "go")
+		code, out, errs := doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--json", "go")
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s%s", label, code, out, errs)
 		}
@@ -226,7 +208,7 @@ hooks:
 		}
 	}
 	check("untrusted", "HOOK_FAILED", false)
-	if code, out, errs := normaEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != 0 {
+	if code, out, errs := doorEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != 0 {
 		t.Fatalf("trust: %d %s%s", code, out, errs)
 	}
 	check("trusted", "ALLOWED", true)
@@ -248,7 +230,7 @@ func TestDoorAgentCannotWriteSettings(t *testing.T) {
       - {id: b1, name: Bash, input: {command: "echo 'permissions: {allow: [Bash(rm:*)]}' > .norma/settings.local.yaml"}}
   - text: done
 `)
-	code, out, errs := normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+	code, out, errs := doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
 		"--script", script, "--json", "--yes", "go")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
@@ -281,10 +263,10 @@ func TestDoorHookInterpreterRefused(t *testing.T) {
     - hooks:
         - {type: command, command: "/bin/sh ./x.sh"}
 `), 0o644)
-	if code, out, errs := normaEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != exitFailed || !strings.Contains(errs, "must be a file in the workspace") {
+	if code, out, errs := doorEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != exitFailed || !strings.Contains(errs, "must be a file in the workspace") {
 		t.Errorf("hooks trust: exit %d\n%s%s", code, out, errs)
 	}
-	code, out, errs := normaEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+	code, out, errs := doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
 		"--script", e.script(t, "turns:\n  - text: hi\n"), "--json", "go")
 	if code != exitFailed || !strings.Contains(errs, "must be a file in the workspace") {
 		t.Errorf("run: exit %d\n%s%s", code, out, errs)
