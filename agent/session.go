@@ -676,7 +676,7 @@ func (s *Session) execute(ctx context.Context, c *convo, uses []provider.Block) 
 			// The approver left the request pending: it is neither granted
 			// nor denied yet.
 			r.Reason, r.ApprovalID = capability.ReasonApprovalPending, id
-			r.Content = "approval " + id + " is pending; a subagent cannot wait for it"
+			r.Content = "approval " + id + " is pending: the run stops here until it is decided (norma approvals approve " + id + ", then norma run --resume)"
 		}
 		rec := callRecord(r)
 		if r.Reason == capability.ReasonApprovalPending {
