@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/goccy/go-yaml"
@@ -77,8 +78,12 @@ func (l *Layer) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// UseNumber: float64 would come out as "2.0", which no parser of ours
+	// accepts as a schema_version.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
 	return yaml.MarshalWithOptions(dropNulls(v), yaml.IndentSequence(true))
@@ -98,6 +103,12 @@ func dropNulls(v any) any {
 		for i, e := range x {
 			x[i] = dropNulls(e)
 		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
 	}
 	return v
 }

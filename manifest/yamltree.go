@@ -1,9 +1,11 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -31,8 +33,9 @@ type tree struct {
 	file   string
 	doc    ast.Node
 	root   any
-	values map[string]pos // pointer → position of the value
-	keys   map[string]pos // pointer → position of the key that names it
+	values map[string]pos  // pointer → position of the value
+	keys   map[string]pos  // pointer → position of the key that names it
+	floats map[string]bool // pointers whose value was written as a float
 }
 
 func tokPos(t *token.Token) pos {
@@ -52,6 +55,9 @@ func loadTree(file string, data []byte) (*tree, error) {
 		line, col := firstInvalidUTF8(data)
 		return nil, Errors{{File: file, Line: line, Col: col, Msg: "file is not valid UTF-8"}}
 	}
+	// Editors on Windows start files with a UTF-8 byte order mark; it is not
+	// part of the document, so it must not become part of the first key.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if strings.ContainsRune(string(data), 0) {
 		return nil, Errors{{File: file, Msg: "file contains a NUL byte"}}
 	}
@@ -73,7 +79,7 @@ func loadTree(file string, data []byte) (*tree, error) {
 		return nil, Errors{{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("want exactly one YAML document, found %d", len(docs))}}
 	}
 	c := &converter{
-		t:       &tree{file: file, doc: docs[0], values: map[string]pos{}, keys: map[string]pos{}},
+		t:       &tree{file: file, doc: docs[0], values: map[string]pos{}, keys: map[string]pos{}, floats: map[string]bool{}},
 		anchors: map[string]ast.Node{},
 	}
 	root, err := c.convert(docs[0], "", 0, true)
@@ -81,6 +87,11 @@ func loadTree(file string, data []byte) (*tree, error) {
 		return nil, err
 	}
 	c.t.root = root
+	if c.t.floats["/schema_version"] {
+		// JSON Schema's const 2 also accepts 2.0; the format version is
+		// the integer 2 as written, nothing that merely equals it.
+		return nil, Errors{c.t.problem("/schema_version", false, "must be the integer 2, written as 2")}
+	}
 	return c.t, nil
 }
 
@@ -114,6 +125,17 @@ func (c *converter) fail(n ast.Node, msg string) error {
 		p = tokPos(n.GetToken())
 	}
 	return Errors{{File: c.t.file, Line: p.line, Col: p.col, Msg: msg}}
+}
+
+// decimalInt is how an integer is written in our files. YAML also reads
+// 0x2, 0o2, 0b10 and 1_000 as integers; a reviewer reading the file should
+// not have to.
+var decimalInt = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// failAt is fail naming the field at ptr.
+func (c *converter) failAt(n ast.Node, ptr, msg string) error {
+	p := tokPos(n.GetToken())
+	return Errors{{File: c.t.file, Line: p.line, Col: p.col, Field: fieldPath(ptr), Msg: msg}}
 }
 
 // convert turns n into a value. record is false inside an alias expansion:
@@ -168,10 +190,16 @@ func (c *converter) convert(n ast.Node, ptr string, depth int, record bool) (any
 	case *ast.LiteralNode:
 		return v.Value.Value, nil
 	case *ast.IntegerNode:
+		if lit := v.GetToken().Value; !decimalInt.MatchString(lit) {
+			return nil, c.failAt(n, ptr, fmt.Sprintf("write integers in plain decimal (found %s)", strconv.Quote(lit)))
+		}
 		return json.Number(fmt.Sprint(v.Value)), nil
 	case *ast.FloatNode:
 		if math.IsInf(v.Value, 0) || math.IsNaN(v.Value) {
 			return nil, c.fail(n, "non-finite numbers are not allowed")
+		}
+		if record {
+			c.t.floats[ptr] = true
 		}
 		return json.Number(strconv.FormatFloat(v.Value, 'g', -1, 64)), nil
 	case *ast.InfinityNode, *ast.NanNode:
