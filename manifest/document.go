@@ -2,7 +2,10 @@ package manifest
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -75,3 +78,26 @@ func (d *Document) Problem(ptr, msg string) Problem { return d.t.problem(ptr, fa
 // KeyProblem returns a problem about the key of the mapping entry at ptr
 // (at the key's position; the value's when the key has none).
 func (d *Document) KeyProblem(ptr, msg string) Problem { return d.t.problem(ptr, true, msg) }
+
+// DecodeYAML reads a small YAML document that has no schema of its own
+// (a skill's front matter) with the same parser and limits as manifests:
+// no tags, no complex keys, bounded aliases. Keys out does not name are
+// ignored; a value of the wrong type is an error.
+func DecodeYAML(filename string, data []byte, out any) error {
+	t, err := loadTree(filename, data)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(t.root)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return Errors{t.problem("/"+strings.ReplaceAll(te.Field, ".", "/"), false, "has the wrong type: want "+te.Type.String())}
+		}
+		return Errors{{File: filename, Msg: err.Error()}}
+	}
+	return nil
+}

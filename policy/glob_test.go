@@ -2,6 +2,7 @@ package policy
 
 import (
 	"testing"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -36,7 +37,11 @@ func FuzzGlobMatch(f *testing.F) {
 		f.Add(p, globPaths[i%len(globPaths)])
 	}
 	f.Fuzz(func(t *testing.T, pattern, path string) {
-		if !doublestar.ValidatePattern(pattern) || len(pattern) == 0 || pattern[0] == '/' {
+		// Invalid UTF-8 never reaches the matcher: policy files are
+		// refused unless UTF-8, and Decide refuses such a path
+		// (TestDecideRefusesInvalidUTF8).
+		if !doublestar.ValidatePattern(pattern) || len(pattern) == 0 || pattern[0] == '/' ||
+			!utf8.ValidString(pattern) || !utf8.ValidString(path) {
 			return
 		}
 		want, err := doublestar.Match(pattern, path)

@@ -113,6 +113,24 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideRefusesInvalidUTF8: a path that is not UTF-8 is refused even
+// where every glob would allow it (docs/** allows docs/anything), because no
+// glob can be relied on to say what it names (FuzzGlobMatch excludes it).
+func TestDecideRefusesInvalidUTF8(t *testing.T) {
+	s := issueHelperSet(t, "")
+	for _, p := range []string{"docs/\xff.md", "docs/\xd6", "docs/a\x81/b.md"} {
+		for _, k := range []capability.Kind{capability.FSRead, capability.FSWrite} {
+			d := s.Decide(context.Background(), capability.Request{Kind: k, Path: p})
+			if d.Mode != capability.Deny || d.Reason != capability.ReasonInvalidRequest {
+				t.Errorf("Decide(%s %q) = %s %s, want deny %s", k, p, d.Mode, d.Reason, capability.ReasonInvalidRequest)
+			}
+		}
+	}
+	if d := s.Decide(context.Background(), capability.Request{Kind: capability.FSRead, Path: "docs/é.md"}); d.Mode != capability.Allow {
+		t.Errorf("valid UTF-8 docs/é.md: %s %s", d.Mode, d.Reason)
+	}
+}
+
 func TestSandboxLayer(t *testing.T) {
 	m, err := manifest.Parse("m.yaml", []byte(`schema_version: 2
 id: org.acme.spawner

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"unicode/utf8"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
@@ -115,7 +116,10 @@ func (s *Set) Explain(_ context.Context, req capability.Request) capability.Deci
 
 func (s *Set) decide(req *capability.Request, trace *[]capability.LayerResult) (d capability.Decision) {
 	d = capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, ManifestDigest: s.digest, PolicyGeneration: s.generation}
-	if req.Kind == capability.KindInvalid || req.Kind > capability.ExternalWrite {
+	// Globs and rules are UTF-8 text; a path they cannot represent matches
+	// nothing reliably, so it is refused rather than guessed at.
+	if req.Kind == capability.KindInvalid || req.Kind > capability.ExternalWrite ||
+		((req.Kind == capability.FSRead || req.Kind == capability.FSWrite) && !utf8.ValidString(req.Path)) {
 		d.Mode, d.Reason, d.Layer = capability.Deny, capability.ReasonInvalidRequest, s.layers[0].name
 		return d
 	}

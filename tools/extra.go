@@ -10,10 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -173,13 +172,13 @@ func ParseSkill(data []byte) (Skill, error) {
 		return s, fmt.Errorf("front matter is larger than %d bytes", maxFrontMatter)
 	}
 	var meta struct {
-		Name        string   `yaml:"name"`
-		Description string   `yaml:"description"`
-		Tools       []string `yaml:"tools"`
+		Name        string   `json:"name"`
+		Description string   `json:"description"`
+		Tools       []string `json:"tools"`
 	}
 	if strings.TrimSpace(fm) != "" {
-		if err := yaml.Unmarshal([]byte(fm), &meta); err != nil {
-			return s, fmt.Errorf("front matter: %v", firstLine(err.Error()))
+		if err := manifest.DecodeYAML("front matter", []byte(fm), &meta); err != nil {
+			return s, fmt.Errorf("%v", firstLine(err.Error()))
 		}
 	}
 	if len(meta.Tools) > 64 {
