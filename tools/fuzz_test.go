@@ -106,3 +106,22 @@ func FuzzGrepFind(f *testing.F) {
 		}
 	})
 }
+
+// TestParseSkillFrontMatter: the front matter is read like a manifest, so
+// what a manifest may not contain is refused here too, with a position.
+func TestParseSkillFrontMatter(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"---\ntools: !00 00\n---\n", "front matter:1:8: YAML tags such as !00 are not allowed"},
+		{"---\ntools: x\n---\n", "front matter:1:8: tools: has the wrong type: want []string"},
+		{"---\nname: a\ntools: [Read]\nother: 1\n---\nbody", ""},
+	} {
+		_, err := ParseSkill([]byte(tc.in))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("ParseSkill(%q) error = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
