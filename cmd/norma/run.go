@@ -59,8 +59,16 @@ otherwise the request is stored and the run waits --approval-wait for
 Keys: ANTHROPIC_API_KEY / OPENAI_API_KEY, else the vault secrets
 anthropic_api_key / openai_api_key ("norma secret set"). Keys are never logged.
 
+A run is continued by one process at a time: a second "norma run --resume
+RUN" while another process runs RUN fails with RUN_LOCKED (exit 5). Each
+tool call of a run runs at most once: a resume never runs again a call that
+an earlier process started (TOOL_INTERRUPTED) or finished (TOOL_ALREADY_RAN).
+Approvals are bound to the workspace: resuming a run with another
+--workspace asks again.
+
 Exit status: 0 completed or awaiting approval, 1 stopped by a limit, a hook
-or an error of the model provider, 2 usage, 4 state directory or store.`,
+or an error of the model provider, 2 usage, 4 state directory or store,
+5 the run is in use by another process.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := ""
@@ -187,10 +195,14 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	opts := []agent.Option{
 		agent.WithProvider(prov, model), agent.WithProviderBaseURL(baseURL), agent.WithApprovalService(svc),
 		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
+		agent.WithRunLock(db), agent.WithLedger(db),
 		agent.WithUser("user:" + whoami()), agent.WithObserver(out.event),
 		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
 	}
 	sess, err := rt.Session(ctx, opts...)
+	if capability.ReasonOf(err) == capability.ReasonRunLocked {
+		return exitWith(exitBusy, err)
+	}
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
