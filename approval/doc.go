@@ -2,8 +2,10 @@
 // durable.
 //
 // A [Request] names the action by its canonical hash ([HashAction]: sha256
-// over the RFC 8785 JSON of plugin, version, manifest digest, tool, input
-// and run id). [Service.Authorize] stores the request (committed before it
+// over the RFC 8785 JSON of plugin, version, manifest digest, tool, input,
+// run id and the workspace's identity, [WorkspaceID]: an approval given in
+// one workspace never matches the same call of the same run resumed in
+// another, nor in the workspace moved, copied or recreated). [Service.Authorize] stores the request (committed before it
 // returns or asks anyone), asks an [Approver], records the decision, and
 // consumes the approval for exactly this execution, returning a [Ticket]
 // whose idempotency key is derived from the approval id, the action hash
@@ -35,6 +37,12 @@
 // tool or remote API deduplicates on it) and finishes it. A new Authorize
 // for a consumed "once" approval asks again; it never re-uses the old one.
 //
-// Storage is a [Backend]; package store implements it on SQLite and
-// [NewMemoryBackend] in memory.
+// Executions: a [Ledger] records each tool_use of a run (run id, tool_use
+// id) as started before its handler is called and as finished after, with
+// the result's digest; the gate claims every call there, so a tool_use
+// runs at most once across resumes, crashes and processes, approved or
+// not.
+//
+// Storage is a [Backend] and a [Ledger]; package store implements both on
+// SQLite, [NewMemoryBackend] and [NewMemoryLedger] in memory.
 package approval

@@ -152,4 +152,3 @@ func TestLockRunStale(t *testing.T) {
 		})
 	}
 }
-
