@@ -26,15 +26,17 @@
 //
 // Scopes: an approval with scope "once" is consumed by one execution; "run"
 // and "session" let a later action with the same hash (which binds the run
-// id, so: in the same run) reuse it until it expires. Every state change is
+// id and the workspace, so: in the same run and workspace) reuse it until
+// it expires. Every state change is
 // written to an audit [audit.Sink].
 //
 // Crash recovery: consuming an approval records a [Use] (approval id, use
 // number, idempotency key) in the same transaction. The gate calls
 // [Service.Finish] after the result is recorded. After a crash,
 // [Service.Unfinished] returns the tickets whose execution may or may not
-// have happened; the gate re-runs each with the same idempotency key (the
-// tool or remote API deduplicates on it) and finishes it. A new Authorize
+// have happened. Nothing re-runs them: the gate's [Ledger] answers such a
+// tool_use TOOL_INTERRUPTED on resume; a remote side that saw the request
+// deduplicates a retry on the ticket's idempotency key. A new Authorize
 // for a consumed "once" approval asks again; it never re-uses the old one.
 //
 // Executions: a [Ledger] records each tool_use of a run (run id, tool_use

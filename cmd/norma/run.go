@@ -126,24 +126,35 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		return exitWith(exitUsage, fmt.Errorf("run: --workspace %s is not a directory", f.workspace))
 	}
 	runID := f.resume
-	var resumed *agent.State
-	if runID != "" {
-		if resumed, err = agent.LoadState(home, runID); err != nil {
-			return exitWith(exitFailed, err)
-		}
-	} else {
+	if runID == "" {
 		runID = agent.NewRunID()
 	}
-	prov, model, baseURL, err := buildProvider(cmd, f, home, resumed)
-	if err != nil {
-		return err
-	}
-
 	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
 	defer db.Close()
+	// The run is this process's from before its state is read to the
+	// end: a second norma on the same run stops here, having started
+	// nothing.
+	unlock, err := db.LockRun(ctx, runID)
+	if capability.ReasonOf(err) == capability.ReasonRunLocked {
+		return exitWith(exitBusy, err)
+	}
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+	defer unlock()
+	var resumed *agent.State
+	if f.resume != "" {
+		if resumed, err = agent.LoadState(home, runID); err != nil {
+			return exitWith(exitFailed, err)
+		}
+	}
+	prov, model, baseURL, err := buildProvider(cmd, f, home, resumed)
+	if err != nil {
+		return err
+	}
 	log, err := audit.Open(db, nil)
 	if err != nil {
 		return exitWith(exitInternal, err)
@@ -195,14 +206,11 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	opts := []agent.Option{
 		agent.WithProvider(prov, model), agent.WithProviderBaseURL(baseURL), agent.WithApprovalService(svc),
 		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
-		agent.WithRunLock(db), agent.WithLedger(db),
+		agent.WithLedger(db),
 		agent.WithUser("user:" + whoami()), agent.WithObserver(out.event),
 		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
 	}
 	sess, err := rt.Session(ctx, opts...)
-	if capability.ReasonOf(err) == capability.ReasonRunLocked {
-		return exitWith(exitBusy, err)
-	}
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
