@@ -106,13 +106,16 @@ func markerLines(t *testing.T, ws string) int {
 	return strings.Count(string(b), "ran\n")
 }
 
-// TestDoorResumeConcurrent: two `norma run --resume RUN` started at once
-// (the call takes 3 s): exactly one runs the call, the other exits 5 with
-// RUN_LOCKED before reading the run, and the call ran once.
+// TestDoorResumeConcurrent: two `norma run --resume RUN` started at once.
+// The call appends to marker.txt and then waits for the test to create
+// release, so that whichever process runs it holds the run until the other
+// one has ended: exactly one runs the call, the other exits 5 with
+// RUN_LOCKED having started nothing, and the call ran once.
 func TestDoorResumeConcurrent(t *testing.T) {
 	requireShell(t)
 	e := newRunEnv(t)
-	script := e.script(t, strings.Replace(slowMarkerScript, "%s", "3", 1))
+	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: b1, name: Bash, input: {command: "+
+		"\"echo ran >> marker.txt; for i in $(seq 300); do [ -e release ] && break; sleep 0.1; done\"}}\n  - text: done\n")
 	runID, approvalID := pendingRun(t, e, script)
 	approve(t, e.home, approvalID)
 
@@ -137,18 +140,23 @@ func TestDoorResumeConcurrent(t *testing.T) {
 			ch <- res{code, out.String(), errb.String()}
 		}()
 	}
-	a, b := <-ch, <-ch
-	if a.code != 0 {
-		a, b = b, a
+	b := <-ch // the loser ends while the winner waits in the call
+	if err := os.WriteFile(filepath.Join(e.ws, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	a := <-ch
 	if a.code != 0 || b.code != exitBusy {
-		t.Fatalf("exits %d and %d, want 0 and %d\n--- a\n%s%s\n--- b\n%s%s", a.code, b.code, exitBusy, a.out, a.err, b.out, b.err)
+		t.Fatalf("exits: winner %d, first to end %d; want 0 and %d\n--- winner\n%s%s\n--- first to end\n%s%s",
+			a.code, b.code, exitBusy, a.out, a.err, b.out, b.err)
 	}
 	if !strings.Contains(b.err, "RUN_LOCKED") || !strings.Contains(b.err, "in use by another norma process") {
 		t.Errorf("the refused resume does not say why:\n%s", b.err)
 	}
-	if strings.Contains(b.out, `"tool_call"`) {
-		t.Errorf("the refused resume ran a call:\n%s", b.out)
+	if b.out != "" {
+		t.Errorf("the refused resume started the session:\n%s", b.out)
+	}
+	if fin := last(jsonLines(t, a.out)); fin["status"] != "completed" {
+		t.Errorf("the winner ended %v", fin)
 	}
 	if n := markerLines(t, e.ws); n != 1 {
 		t.Errorf("the call ran %d times, want 1", n)
