@@ -97,8 +97,10 @@ type Options struct {
 	// outcome after. A call whose claim finds an unfinished execution is
 	// answered with TOOL_INTERRUPTED (it may have run), one whose claim
 	// finds a finished one with TOOL_ALREADY_RAN; neither runs. A ledger
-	// that fails refuses the call with STATE_UNAVAILABLE. *store.DB is the
-	// durable one.
+	// that fails refuses the call with STATE_UNAVAILABLE. tool_use ids are
+	// unique in a run (the providers' contract, which the scripted provider
+	// checks), so a repeated id is the same call. *store.DB is the durable
+	// one.
 	Ledger approval.Ledger
 	// Hooks runs PreToolUse, PostToolUse and PostToolUseFailure hooks; nil
 	// means none.
