@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -66,5 +67,26 @@ func TestLedgerClaimsOnce(t *testing.T) {
 	all, err := db.Executions(t.Context(), "run-1")
 	if err != nil || len(all) != 2 {
 		t.Errorf("Executions = %+v, %v", all, err)
+	}
+}
+
+// BenchmarkLedger measures what the ledger adds to one tool call: a claim
+// and a finish, two durable transactions.
+func BenchmarkLedger(b *testing.B) {
+	p := b.TempDir() + "/" + store.FileName
+	db, err := store.Open(b.Context(), p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; b.Loop(); i++ {
+		e := approval.Execution{RunID: "run-b", ToolUseID: "toolu_" + strconv.Itoa(i), Tool: "Read", Started: time.Now()}
+		if _, ok, err := db.BeginExecution(b.Context(), e); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		e.Finished, e.Reason = time.Now(), "ALLOWED"
+		if err := db.FinishExecution(b.Context(), e); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
