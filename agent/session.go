@@ -58,9 +58,8 @@ type Session struct {
 
 	runMu sync.Mutex // one Run at a time
 
-	unlock func() error // releases the run's lock (WithRunLock); nil without one
-
-	mu        sync.Mutex // guards st, pending, hashes
+	mu        sync.Mutex   // guards st, pending, hashes, unlock
+	unlock    func() error // releases the run's lock (WithRunLock); nil without one
 	st        *State
 	resumed   bool
 	pending   map[string]string // tool_use id → approval id awaiting a decision
@@ -250,18 +249,22 @@ func (s *Session) lock(ctx context.Context) error {
 		}
 		return errorf(capability.ReasonStateUnavailable, "run "+s.cfg.runID+": lock", err)
 	}
+	s.mu.Lock()
 	s.unlock = unlock
+	s.mu.Unlock()
 	return nil
 }
 
-// release gives the run's lock back.
+// release gives the run's lock back, once.
 func (s *Session) release() error {
-	if s.unlock == nil {
+	s.mu.Lock()
+	unlock := s.unlock
+	s.unlock = nil
+	s.mu.Unlock()
+	if unlock == nil {
 		return nil
 	}
-	err := s.unlock()
-	s.unlock = nil
-	return err
+	return unlock()
 }
 
 // open creates the run's views and state, or restores them.
