@@ -114,6 +114,8 @@ type config struct {
 	rootCAs       *x509.CertPool
 	resolver      netguard.Resolver
 	exec          tool.Runner
+	ledger        approval.Ledger
+	runLock       RunLocker
 }
 
 // TodoSource reads a run's todo list, as JSON, for the state file; the
@@ -383,6 +385,41 @@ func WithRegistry(reg *tool.Registry) Option {
 			return errors.New("agent: WithRegistry: nil registry")
 		}
 		c.reg = reg
+		return nil
+	}
+}
+
+// RunLocker gives a run to one process at a time. LockRun fails when
+// another live process holds runID (with a *capability.Error of reason
+// RUN_LOCKED, which the session returns as is); unlock releases it.
+// *store.DB implements it with a row in the state directory's database.
+type RunLocker interface {
+	LockRun(ctx context.Context, runID string) (unlock func() error, err error)
+}
+
+// WithRunLock makes the session hold run's lock from [NewSession] to
+// [Session.Close]: a second session of the same run, in this process or
+// another on the same store, fails to open with RUN_LOCKED, before it
+// reads the run's state.
+func WithRunLock(l RunLocker) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("agent: WithRunLock: nil locker")
+		}
+		c.runLock = l
+		return nil
+	}
+}
+
+// WithLedger gives the session's gate a ledger of executions
+// (gate.Options.Ledger): each tool_use of the run runs at most once, across
+// resumes, crashes and processes sharing the ledger.
+func WithLedger(l approval.Ledger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("agent: WithLedger: nil ledger")
+		}
+		c.ledger = l
 		return nil
 	}
 }

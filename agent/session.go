@@ -58,7 +58,8 @@ type Session struct {
 
 	runMu sync.Mutex // one Run at a time
 
-	mu        sync.Mutex // guards st, pending, hashes
+	mu        sync.Mutex   // guards st, pending, hashes, unlock
+	unlock    func() error // releases the run's lock (WithRunLock); nil without one
 	st        *State
 	resumed   bool
 	pending   map[string]string // tool_use id → approval id awaiting a decision
@@ -166,6 +167,7 @@ func (s *Session) build(ctx context.Context) error {
 		builtin = set
 	}
 	var fsys *fsguard.FS
+	var wsDir string
 	if c.wsDir != "" {
 		abs, err := filepath.Abs(c.wsDir)
 		if err != nil {
@@ -174,6 +176,7 @@ func (s *Session) build(ctx context.Context) error {
 		if fsys, err = fsguard.New(abs, builtin); err != nil {
 			return fmt.Errorf("agent: workspace: %w", err)
 		}
+		wsDir = abs
 	}
 	builtinEnv := tool.Env{HTTP: builtinHTTP(builtin, c.resolver, c.rootCAs), Exec: c.exec}
 	if fsys != nil {
@@ -206,7 +209,7 @@ func (s *Session) build(ctx context.Context) error {
 			}
 			return tool.Env{}, nil // plugins get their capabilities from the plugin host
 		},
-		Audit: c.sink, Mode: c.mode, Rules: c.rules, Approver: approver, Hooks: c.hooks,
+		Audit: c.sink, Mode: c.mode, Rules: c.rules, Approver: approver, Workspace: wsDir, Ledger: c.ledger, Hooks: c.hooks,
 		SessionID: c.runID, Logger: s.log, Now: c.now, Timeout: c.gateTimeout,
 		Output: gate.OutputOptions{SpillDir: c.spillDir},
 	}
@@ -223,7 +226,45 @@ func (s *Session) build(ctx context.Context) error {
 			return fmt.Errorf("agent: gate binder: %w", err)
 		}
 	}
-	return s.open(ctx)
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	if err := s.open(ctx); err != nil {
+		s.release()
+		return err
+	}
+	return nil
+}
+
+// lock takes the run's lock (WithRunLock) before anything of the run is
+// read: a run is continued by one process at a time.
+func (s *Session) lock(ctx context.Context) error {
+	if s.cfg.runLock == nil {
+		return nil
+	}
+	unlock, err := s.cfg.runLock.LockRun(ctx, s.cfg.runID)
+	if err != nil {
+		if capability.ReasonOf(err) == capability.ReasonRunLocked {
+			return err
+		}
+		return errorf(capability.ReasonStateUnavailable, "run "+s.cfg.runID+": lock", err)
+	}
+	s.mu.Lock()
+	s.unlock = unlock
+	s.mu.Unlock()
+	return nil
+}
+
+// release gives the run's lock back, once.
+func (s *Session) release() error {
+	s.mu.Lock()
+	unlock := s.unlock
+	s.unlock = nil
+	s.mu.Unlock()
+	if unlock == nil {
+		return nil
+	}
+	return unlock()
 }
 
 // open creates the run's views and state, or restores them.
@@ -333,10 +374,11 @@ func (s *Session) State() State {
 	return st
 }
 
-// Close forgets the run's registry views. The state file stays.
+// Close forgets the run's registry views and releases the run's lock
+// (WithRunLock). The state file stays.
 func (s *Session) Close() error {
 	s.reg.CloseRun(s.cfg.runID)
-	return nil
+	return s.release()
 }
 
 // errWallTime is the cancel cause of the session's wall-time deadline.

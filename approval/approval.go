@@ -52,8 +52,11 @@ const MaxPreview = 512
 // a secret's name, never its value. ToolUseID is the tool call that asked
 // when the gate asks; it is empty for a brokered request.
 type Request struct {
-	ID             string    `json:"id"`
-	RunID          string    `json:"runId"`
+	ID    string `json:"id"`
+	RunID string `json:"runId"`
+	// Workspace is the directory the action runs in, for the person who
+	// decides; the action hash binds its identity ([WorkspaceID]).
+	Workspace      string    `json:"workspace,omitempty"`
 	Principals     []string  `json:"principals,omitempty"`
 	ToolUseID      string    `json:"toolUseId,omitempty"`
 	Plugin         string    `json:"plugin,omitempty"`
@@ -124,6 +127,9 @@ func IdempotencyKey(approvalID, actionHash string, n int) string {
 
 // Action is the canonical description of one tool call, as the gate
 // defines it. Input is the tool's JSON input after any hook rewrite.
+// Workspace is the [WorkspaceID] of the directory the call runs in (empty
+// for a session without one), so that an approval given in one workspace
+// never matches the same call of the same run in another.
 type Action struct {
 	Plugin         string          `json:"plugin"`
 	Version        string          `json:"version"`
@@ -131,6 +137,7 @@ type Action struct {
 	Tool           string          `json:"tool"`
 	Input          json.RawMessage `json:"input"`
 	RunID          string          `json:"runId"`
+	Workspace      string          `json:"workspace"`
 }
 
 // HashAction returns "sha256:" + hex(sha256(RFC 8785 JSON of a)), with the

@@ -154,3 +154,37 @@ func (m *MemoryBackend) UnfinishedUses(ctx context.Context, runID string) ([]Use
 	}
 	return out, nil
 }
+
+// MemoryLedger is an in-memory [Ledger] for tests. It is safe for
+// concurrent use.
+type MemoryLedger struct {
+	mu   sync.Mutex
+	runs map[[2]string]Execution
+}
+
+// NewMemoryLedger returns an empty MemoryLedger.
+func NewMemoryLedger() *MemoryLedger { return &MemoryLedger{runs: map[[2]string]Execution{}} }
+
+// BeginExecution implements [Ledger].
+func (l *MemoryLedger) BeginExecution(_ context.Context, e Execution) (Execution, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := [2]string{e.RunID, e.ToolUseID}
+	if p, ok := l.runs[k]; ok {
+		return p, false, nil
+	}
+	l.runs[k] = e
+	return Execution{}, true, nil
+}
+
+// FinishExecution implements [Ledger].
+func (l *MemoryLedger) FinishExecution(_ context.Context, e Execution) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := [2]string{e.RunID, e.ToolUseID}
+	if _, ok := l.runs[k]; !ok {
+		return fmt.Errorf("%w: execution %s/%s", ErrNotFound, e.RunID, e.ToolUseID)
+	}
+	l.runs[k] = e
+	return nil
+}

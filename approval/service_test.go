@@ -90,6 +90,7 @@ func TestHashAction(t *testing.T) {
 		{"key order and space", func(a *approval.Action) { a.Input = json.RawMessage(" {\"a\": [1, 2], \"b\": 1.0}") }, true, false},
 		{"changed argument", func(a *approval.Action) { a.Input = json.RawMessage(`{"b":2,"a":[1,2]}`) }, false, false},
 		{"other run", func(a *approval.Action) { a.RunID = "r2" }, false, false},
+		{"other workspace", func(a *approval.Action) { a.Workspace = "wsid:other" }, false, false},
 		{"other version", func(a *approval.Action) { a.Version = "2" }, false, false},
 		{"other digest", func(a *approval.Action) { a.ManifestDigest = "sha256:n" }, false, false},
 		{"invalid input", func(a *approval.Action) { a.Input = json.RawMessage(`{"a":`) }, false, true},

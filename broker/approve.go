@@ -12,7 +12,8 @@ import (
 const ToolNetRequest = "net.request"
 
 // ActionHash returns the approval action hash of a brokered request: the
-// canonical hash ([approval.HashAction]) of the plugin identity and the
+// canonical hash ([approval.HashAction]) of the plugin identity (with its
+// run and workspace) and the
 // input {"method", "url", "bodySha256"}. Any change of method, URL (query
 // included) or body changes it. It fails when the identity has no RunID.
 func ActionHash(id Identity, method, url, bodyDigest string) (string, error) {
@@ -26,6 +27,6 @@ func ActionHash(id Identity, method, url, bodyDigest string) (string, error) {
 	}
 	return approval.HashAction(approval.Action{
 		Plugin: id.Plugin, Version: id.Version, ManifestDigest: id.ManifestDigest,
-		Tool: ToolNetRequest, Input: in, RunID: id.RunID,
+		Tool: ToolNetRequest, Input: in, RunID: id.RunID, Workspace: id.Workspace,
 	})
 }

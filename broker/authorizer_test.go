@@ -187,3 +187,18 @@ func TestAuthorizerFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestActionHashBindsWorkspace: a brokered request of the same plugin and
+// run in another workspace is another action.
+func TestActionHashBindsWorkspace(t *testing.T) {
+	id := Identity{Plugin: "p", Version: "1", ManifestDigest: "sha256:m", RunID: "r", Process: "1"}
+	a, err := ActionHash(id, http.MethodPost, "https://api.example.invalid/x", "sha256:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id.Workspace = "wsid:other"
+	b, err := ActionHash(id, http.MethodPost, "https://api.example.invalid/x", "sha256:00")
+	if err != nil || a == b {
+		t.Errorf("ActionHash in another workspace = %s, %v; same as %s", b, err, a)
+	}
+}

@@ -27,6 +27,9 @@ type Identity struct {
 	Version        string
 	ManifestDigest string
 	RunID          string
+	// Workspace is the approval.WorkspaceID of the workspace the plugin
+	// serves (empty: none); it is part of every action hash.
+	Workspace string
 	// Process identifies this process of the plugin (a pid or an instance
 	// id); required.
 	Process string

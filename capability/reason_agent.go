@@ -34,6 +34,16 @@ const (
 	// handed to the gate and before its result was recorded; on resume the
 	// call is answered with this error, never run a second time.
 	ReasonToolInterrupted Reason = "TOOL_INTERRUPTED"
+	// ReasonToolAlreadyRan: the run's ledger records that this tool_use
+	// already ran to the end (a resume, or another process, reached it
+	// again); it is answered with this error, never run a second time. The
+	// ledger keeps the outcome and the digest of the result, not the
+	// output.
+	ReasonToolAlreadyRan Reason = "TOOL_ALREADY_RAN"
+	// ReasonRunLocked: another live process holds the run (`norma run` or
+	// `norma run --resume` of the same run id); nothing of the run is read
+	// or written. The error names the holder (host, pid, since when).
+	ReasonRunLocked Reason = "RUN_LOCKED"
 	// ReasonApprovalPending: a call waits for a human decision recorded
 	// out of band (`norma approvals approve ID`); the run stops and
 	// `norma run --resume RUN` runs the call once it is decided.

@@ -241,6 +241,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 		agent.WithProvider(scripted.New(script), "scripted"),
 		agent.WithApprovalService(svc),
 		agent.WithStateDir(w.home),
+		agent.WithRunLock(db), agent.WithLedger(db),
 		agent.WithObserver(func(e agent.Event) {
 			events = append(events, e)
 			if e.Kind == agent.EventToolCall && e.Call != nil {

@@ -22,15 +22,18 @@
 //     approvals stand in every mode; a command whose effect cannot be known
 //     is never allowed; dontAsk turns every ask into MODE_DENIED;
 //  4. approval, bound to approval.HashAction of the exact action (plugin,
-//     version, manifest digest, tool, canonical input, run id); any error,
-//     a missing approver or a ticket for another action denies;
+//     version, manifest digest, tool, canonical input, run id, workspace
+//     identity); any error, a missing approver or a ticket for another
+//     action denies;
 //  5. PreToolUse hooks: the first block wins (HOOK_BLOCKED), a failing,
 //     panicking or hanging hook denies (HOOK_FAILED), and a rewrite goes back
 //     through steps 2–4; the stricter decision stands and a rewrite that
 //     would reach a request the original did not make is
 //     HOOK_REWRITE_WIDENED;
-//  6. the call, after a tool_call_started audit event that must be durable
-//     (else AUDIT_UNAVAILABLE), on its own goroutine with a deadline, panic
+//  6. the call, after the ledger (Options.Ledger) claimed the tool_use for
+//     this one execution (else TOOL_INTERRUPTED or TOOL_ALREADY_RAN, and
+//     STATE_UNAVAILABLE when it fails) and a tool_call_started audit event
+//     that must be durable (else AUDIT_UNAVAILABLE), on its own goroutine with a deadline, panic
 //     recovery (TOOL_PANIC), cancellation (CANCELED) and timeout (TIMEOUT;
 //     a handler that ignores its context is abandoned, not waited for);
 //  7. output capture: marker-like text escaped, a head cap (30,000

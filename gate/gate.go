@@ -85,6 +85,23 @@ type Options struct {
 	// *approval.Service is the durable one. Nil denies such calls with
 	// APPROVAL_REQUIRED.
 	Approver approval.Authorizer
+	// Workspace is the directory the calls run in. Its identity
+	// (approval.WorkspaceID: resolved path, device and inode) is part of
+	// every action hash, so an approval given in one workspace never lets
+	// the same call run in another; New fails when it has none. Empty
+	// means no workspace (an empty identity).
+	Workspace string
+	// Ledger, when set, makes every tool_use run at most once across
+	// resumes, crashes and processes sharing it: the call step claims
+	// (run id, tool_use id) before the handler is called and records the
+	// outcome after. A call whose claim finds an unfinished execution is
+	// answered with TOOL_INTERRUPTED (it may have run), one whose claim
+	// finds a finished one with TOOL_ALREADY_RAN; neither runs. A ledger
+	// that fails refuses the call with STATE_UNAVAILABLE. tool_use ids are
+	// unique in a run (the providers' contract, which the scripted provider
+	// checks), so a repeated id is the same call. *store.DB is the durable
+	// one.
+	Ledger approval.Ledger
 	// Hooks runs PreToolUse, PostToolUse and PostToolUseFailure hooks; nil
 	// means none.
 	Hooks *hook.Registry
@@ -126,6 +143,9 @@ type Gate struct {
 	rules     liveRules // Options.Rules and the session's allow rules
 	mode      atomic.Uint32
 	approver  approval.Authorizer
+	wsDir     string // Options.Workspace
+	wsID      string // its approval.WorkspaceID
+	ledger    approval.Ledger
 	hooks     *hook.Registry
 	caps      func(tool.Plugin) (tool.Env, error)
 	resolve   func(string) (string, error)
@@ -155,9 +175,14 @@ func New(opts Options) (*Gate, error) {
 	}
 	g := &Gate{
 		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit,
-		approver: opts.Approver, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
+		approver: opts.Approver, wsDir: opts.Workspace, ledger: opts.Ledger, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
 		timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
 		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace,
+	}
+	if g.wsDir != "" {
+		if g.wsID, err = approval.WorkspaceID(g.wsDir); err != nil {
+			return nil, fmt.Errorf("gate: %w", err)
+		}
 	}
 	if g.timeout <= 0 {
 		g.timeout = DefaultTimeout
@@ -260,9 +285,11 @@ type exec struct {
 	trace  *[]capability.LayerResult
 	dec    capability.Decision
 	ticket approval.Ticket
-	res    Result
-	mode   Mode
-	pol    capability.Decider
+	// claimed: the ledger recorded this call as started (claim).
+	claimed bool
+	res     Result
+	mode    Mode
+	pol     capability.Decider
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
@@ -514,14 +541,14 @@ func (x *exec) approve(ctx context.Context) bool {
 	p := e.Plugin()
 	hash, err := approval.HashAction(approval.Action{
 		Plugin: p.ID, Version: p.Version, ManifestDigest: p.ManifestDigest,
-		Tool: e.Name(), Input: x.in.Raw(), RunID: c.RunID,
+		Tool: e.Name(), Input: x.in.Raw(), RunID: c.RunID, Workspace: g.wsID,
 	})
 	if err != nil {
 		x.fail(capability.ReasonInvalidRequest, "the action cannot be hashed")
 		return false
 	}
 	t, err := safeApprove(approval.WithRules(ctx, x.rememberRules()), g.approver, approval.Request{
-		RunID: c.RunID, Principals: c.Principals, ToolUseID: c.ID,
+		RunID: c.RunID, Workspace: g.wsDir, Principals: c.Principals, ToolUseID: c.ID,
 		Plugin: p.ID, PluginVersion: p.Version, ManifestDigest: p.ManifestDigest, Tool: e.Name(),
 		Target: x.dec.Request, Preview: x.preview(), ActionHash: hash,
 	})
@@ -652,14 +679,21 @@ func (x *exec) call(ctx context.Context, env tool.Env) (tool.Result, error) {
 		}
 	}
 	x.res.Duration = time.Since(start)
-	if x.ticket.ApprovalID != "" {
-		if f, ok := x.g.approver.(approval.Finisher); ok {
-			if err := f.Finish(context.WithoutCancel(ctx), x.ticket); err != nil {
-				x.g.log.Error("gate: approval finish failed", "tool", x.entry.Name(), "err", err)
-			}
+	x.finishTicket(ctx)
+	return r.r, r.err
+}
+
+// finishTicket tells the approver that the execution its ticket let
+// through is over (it ran, or it never will).
+func (x *exec) finishTicket(ctx context.Context) {
+	if x.ticket.ApprovalID == "" {
+		return
+	}
+	if f, ok := x.g.approver.(approval.Finisher); ok {
+		if err := f.Finish(context.WithoutCancel(ctx), x.ticket); err != nil {
+			x.g.log.Error("gate: approval finish failed", "tool", x.entry.Name(), "err", err)
 		}
 	}
-	return r.r, r.err
 }
 
 // finish is step 9: the final audit event.
@@ -690,14 +724,20 @@ func (x *exec) finish(ctx context.Context, executed bool) {
 	x.res.Decision = x.dec
 }
 
-func (x *exec) event(typ string) audit.Event {
-	c := x.c
+// principalChain is the call's principal chain joined with ">".
+func (x *exec) principalChain() string {
 	if x.principal == "" {
-		x.principal = c.Principals[0]
-		if len(c.Principals) > 1 {
-			x.principal = strings.Join(c.Principals, ">")
+		x.principal = x.c.Principals[0]
+		if len(x.c.Principals) > 1 {
+			x.principal = strings.Join(x.c.Principals, ">")
 		}
 	}
+	return x.principal
+}
+
+func (x *exec) event(typ string) audit.Event {
+	c := x.c
+	x.principalChain()
 	e := audit.Event{
 		Type: typ, RunID: c.RunID, Principal: x.principal, Tool: c.Tool,
 		Decision: x.dec.Mode.String(), Reason: string(x.dec.Reason), Layer: string(x.dec.Layer), Rule: x.dec.Rule,

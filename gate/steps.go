@@ -25,12 +25,17 @@ func (x *exec) run(ctx context.Context) bool {
 		return false
 	}
 	env, ok := x.env()
-	if !ok || !x.started(ctx) {
+	if !ok || !x.claim(ctx) {
+		return false
+	}
+	if !x.started(ctx) {
+		x.record(ctx) // claimed and not run: its end is known
 		return false
 	}
 	out, callErr := x.call(ctx, env)
 	// 7. output capture
 	x.output(out, callErr)
+	x.record(ctx)
 	// 8. PostToolUse / PostToolUseFailure hooks
 	x.postHooks(ctx)
 	return true

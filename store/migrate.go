@@ -63,6 +63,30 @@ CREATE TABLE approval_uses (
 ) STRICT;
 CREATE INDEX approval_uses_open ON approval_uses(run_id, finished_ns);
 `},
+	{"run locks and tool executions", `
+CREATE TABLE run_locks (
+	run_id       TEXT PRIMARY KEY,
+	nonce        TEXT NOT NULL,
+	host         TEXT NOT NULL,
+	machine      TEXT NOT NULL,
+	pid          INTEGER NOT NULL,
+	pid_start    TEXT NOT NULL,
+	acquired_ns  INTEGER NOT NULL,
+	heartbeat_ns INTEGER NOT NULL
+) STRICT;
+CREATE TABLE tool_executions (
+	run_id        TEXT NOT NULL,
+	tool_use_id   TEXT NOT NULL,
+	principals    TEXT NOT NULL DEFAULT '',
+	tool          TEXT NOT NULL,
+	started_ns    INTEGER NOT NULL,
+	finished_ns   INTEGER NOT NULL DEFAULT 0,
+	is_error      INTEGER NOT NULL DEFAULT 0,
+	reason        TEXT NOT NULL DEFAULT '',
+	result_digest TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (run_id, tool_use_id)
+) STRICT;
+`},
 }
 
 // migrate brings the schema to version target, one transaction per step.

@@ -63,6 +63,7 @@ func printApproval(w io.Writer, r approval.Record, long bool) {
 	row("id", r.ID)
 	row("state", state)
 	row("run", r.RunID)
+	row("workspace", r.Workspace)
 	row("principals", strings.Join(r.Principals, " > "))
 	plugin := r.Plugin
 	if r.PluginVersion != "" {

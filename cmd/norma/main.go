@@ -29,6 +29,9 @@ const (
 	exitUsage    = 2
 	exitConsent  = 3
 	exitInternal = 4
+	// exitBusy: the run is in use by another live norma process
+	// (RUN_LOCKED); nothing of it was read or written.
+	exitBusy = 5
 )
 
 // exitError carries an exit code through cobra's error return. A nil Err

@@ -59,8 +59,16 @@ otherwise the request is stored and the run waits --approval-wait for
 Keys: ANTHROPIC_API_KEY / OPENAI_API_KEY, else the vault secrets
 anthropic_api_key / openai_api_key ("norma secret set"). Keys are never logged.
 
+A run is continued by one process at a time: a second "norma run --resume
+RUN" while another process runs RUN fails with RUN_LOCKED (exit 5). Each
+tool call of a run runs at most once: a resume never runs again a call that
+an earlier process started (TOOL_INTERRUPTED) or finished (TOOL_ALREADY_RAN).
+Approvals are bound to the workspace: resuming a run with another
+--workspace asks again.
+
 Exit status: 0 completed or awaiting approval, 1 stopped by a limit, a hook
-or an error of the model provider, 2 usage, 4 state directory or store.`,
+or an error of the model provider, 2 usage, 4 state directory or store,
+5 the run is in use by another process.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := ""
@@ -118,24 +126,35 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		return exitWith(exitUsage, fmt.Errorf("run: --workspace %s is not a directory", f.workspace))
 	}
 	runID := f.resume
-	var resumed *agent.State
-	if runID != "" {
-		if resumed, err = agent.LoadState(home, runID); err != nil {
-			return exitWith(exitFailed, err)
-		}
-	} else {
+	if runID == "" {
 		runID = agent.NewRunID()
 	}
-	prov, model, baseURL, err := buildProvider(cmd, f, home, resumed)
-	if err != nil {
-		return err
-	}
-
 	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
 	defer db.Close()
+	// The run is this process's from before its state is read to the
+	// end: a second norma on the same run stops here, having started
+	// nothing.
+	unlock, err := db.LockRun(ctx, runID)
+	if capability.ReasonOf(err) == capability.ReasonRunLocked {
+		return exitWith(exitBusy, err)
+	}
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+	defer unlock()
+	var resumed *agent.State
+	if f.resume != "" {
+		if resumed, err = agent.LoadState(home, runID); err != nil {
+			return exitWith(exitFailed, err)
+		}
+	}
+	prov, model, baseURL, err := buildProvider(cmd, f, home, resumed)
+	if err != nil {
+		return err
+	}
 	log, err := audit.Open(db, nil)
 	if err != nil {
 		return exitWith(exitInternal, err)
@@ -187,6 +206,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	opts := []agent.Option{
 		agent.WithProvider(prov, model), agent.WithProviderBaseURL(baseURL), agent.WithApprovalService(svc),
 		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
+		agent.WithLedger(db),
 		agent.WithUser("user:" + whoami()), agent.WithObserver(out.event),
 		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
 	}

@@ -26,8 +26,13 @@ func (p *Plugin) newBroker(ctx context.Context, ln *connListener) (*broker.Broke
 	handles = slices.DeleteFunc(handles, func(h secret.Handle) bool {
 		return p.set.Decide(ctx, capability.Request{Kind: capability.SecretUse, Secret: h.Name(), Origin: h.Purpose()}).Mode != capability.Allow
 	})
+	ws, err := approval.WorkspaceID(cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
 	return broker.New(ln, broker.Config{
-		Identity:        broker.Identity{Plugin: p.m.ID, Version: p.m.Version, ManifestDigest: p.m.Digest(), RunID: cfg.RunID, Process: fmt.Sprint(p.started + 1)},
+		Identity: broker.Identity{Plugin: p.m.ID, Version: p.m.Version, ManifestDigest: p.m.Digest(), RunID: cfg.RunID,
+			Workspace: ws, Process: fmt.Sprint(p.started + 1)},
 		Policy:          p.set,
 		AllowPrivate:    p.set.AllowPrivate(),
 		Resolver:        cfg.Resolver,
