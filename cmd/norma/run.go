@@ -490,7 +490,7 @@ func (p *runPrinter) event(e agent.Event) {
 	case agent.EventApprovalRequested:
 		a := e.Approval
 		if p.json {
-			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "id": a.ToolUseID, "tool": a.Tool, "target": a.Target, "principals": e.Principals})
+			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "id": a.ToolUseID, "tool": a.Tool, "target": a.Target, "preview": a.Preview, "principals": e.Principals})
 			return
 		}
 		p.endLine()
@@ -584,12 +584,13 @@ func (p *runPrinter) finish(o agent.Outcome, err error) {
 	}
 	status := "· " + string(o.Status)
 	if o.Reason != "" {
-		status += " (" + o.Reason + ")"
+		status += " (" + termtext.Escape(o.Reason) + ")"
 	}
 	fmt.Fprintf(p.w, "%s%s\n", p.paint(color, status), p.paint(sgrDim, fmt.Sprintf(" after %d turns, %d in / %d out tokens", o.Turns, o.Usage.InputTokens, o.Usage.OutputTokens)))
 	for _, a := range o.Pending {
-		fmt.Fprintf(p.w, "· %s waits for approval %s: %s\n", p.paint(sgrBold, termtext.Escape(a.Tool)), a.ApprovalID,
-			p.paint(sgrCyan, "norma approvals approve "+a.ApprovalID+" && norma run --resume "+o.RunID))
+		id := termtext.Escape(a.ApprovalID)
+		fmt.Fprintf(p.w, "· %s waits for approval %s: %s\n", p.paint(sgrBold, termtext.Escape(a.Tool)), id,
+			p.paint(sgrCyan, "norma approvals approve "+id+" && norma run --resume "+termtext.Escape(o.RunID)))
 	}
 }
 
