@@ -38,7 +38,10 @@ func TestPreviewIsTheAction(t *testing.T) {
 	}
 	f.register(t, sh, tool.Visible)
 	note := tool.Spec{Name: "Note", Schema: json.RawMessage(`{"type":"object"}`),
-		Call: func(context.Context, tool.Env, tool.Input) (tool.Result, error) { f.calls.Add(1); return tool.Result{}, nil }}
+		Call: func(context.Context, tool.Env, tool.Input) (tool.Result, error) {
+			f.calls.Add(1)
+			return tool.Result{}, nil
+		}}
 	f.register(t, note, tool.Visible)
 
 	cmd := "echo hi; \x1b[8mrm -rf docs\x1b[0m\nls -la && cat /etc/passwd | tee out"
