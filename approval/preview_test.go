@@ -84,3 +84,32 @@ func TestAuthorizeBindsPreview(t *testing.T) {
 		})
 	}
 }
+
+// FuzzBoundPreview: a bounded preview is within both bounds, keeps the
+// start of the text, and says when something was left out.
+func FuzzBoundPreview(f *testing.F) {
+	f.Add("echo hi\n", 1, 0)
+	f.Add("+x\n", 300, 0)
+	f.Add("é", 0, 40000)
+	f.Fuzz(func(t *testing.T, line string, lines, pad int) {
+		if lines < 0 || lines > 1000 || pad < 0 || pad > 100000 {
+			return
+		}
+		s := strings.Repeat(line, lines) + strings.Repeat("y", pad)
+		got := approval.BoundPreview(s)
+		if len(got) > approval.MaxPreview || strings.Count(got, "\n") > approval.MaxPreviewLines+1 {
+			t.Fatalf("BoundPreview: %d bytes, %d lines", len(got), strings.Count(got, "\n"))
+		}
+		if got == s {
+			return
+		}
+		head, _, ok := strings.Cut(got, "… ")
+		if !ok || !strings.HasSuffix(got, " not shown") {
+			t.Fatalf("a cut preview has no marker: %q", got[max(0, len(got)-80):])
+		}
+		head = strings.TrimSuffix(strings.TrimSuffix(head, "\n"), "…")
+		if !strings.HasPrefix(s, head) {
+			t.Fatal("the bounded preview is not the start of the text")
+		}
+	})
+}

@@ -140,3 +140,24 @@ func TestUnifiedLarge(t *testing.T) {
 		t.Fatal("the diff of two long texts does not apply")
 	}
 }
+
+// FuzzUnified: for any two texts, the diff applies to the old one and
+// gives the new one, and it is empty exactly when they are equal.
+func FuzzUnified(f *testing.F) {
+	f.Add("a\nb\nc\n", "a\nB\nc\n")
+	f.Add("", "x")
+	f.Add("x\n", "")
+	f.Add("1\n2\n3\n4\n5\n6\n7\n8\n9\n", "0\n2\n3\n4\n5\n6\n7\n8\n")
+	f.Add("a\r\nb", "a\nb\r\n")
+	f.Fuzz(func(t *testing.T, old, new string) {
+		d := Unified("a", "b", old, new)
+		if (d == "") != (old == new) {
+			t.Fatalf("Unified(%q, %q) = %q", old, new, d)
+		}
+		if d != "" {
+			if got := apply(t, old, d); got != new {
+				t.Fatalf("applying\n%s\nto %q gives %q, want %q", d, old, got, new)
+			}
+		}
+	})
+}
