@@ -323,3 +323,33 @@ func TestDoorPluginPreviewAndStderr(t *testing.T) {
 		t.Errorf("the plugin's stderr is not shown escaped:\n%s%s", out, errs)
 	}
 }
+
+// TestDoorQueuedRunShowsPreview: a run whose approvals are decided with
+// `norma approvals` prints each pending preview under its line, in full
+// and escaped; nothing runs.
+func TestDoorQueuedRunShowsPreview(t *testing.T) {
+	e := newRunEnv(t)
+	os.WriteFile(filepath.Join(e.ws, "docs", "a.md"), []byte("# A\nalpha\nbeta\ngamma\n"), 0o644)
+	code, out, errs := door(t, "--home", e.home, "run", "--workspace", e.ws, "--script", e.script(t, hiddenScript), "--approval-wait", "0s", "tidy")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	if c, bad := rawControl(out + errs); bad {
+		t.Errorf("a raw %q reached the terminal:\n%q", c, out+errs)
+	}
+	for _, want := range []string{
+		"? approval needed: Bash",
+		"    " + `echo hi; \x1b[8mtouch ran && rm -rf docs\x1b[0m` + "\n",
+		"    " + `echo ok\x1b[1A\x1b[2K; touch ran2` + "\n",
+		"? approval needed: Edit", "    -beta\n", "    " + `+BETA \x1b[8mhidden\x1b[0m` + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the run output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, p := range []string{"ran", "ran2"} {
+		if _, err := os.Stat(filepath.Join(e.ws, p)); err == nil {
+			t.Errorf("%s exists: a pending Bash line ran", p)
+		}
+	}
+}

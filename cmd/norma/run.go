@@ -164,6 +164,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		ask, wait = pausingApprover{pa, out}, approval.DefaultTTL
 	default:
 		ask = approval.Waiter{Store: db}
+		out.previews = true
 		if wait > 0 {
 			out.note(fmt.Sprintf("approvals: waiting up to %s for `norma approvals approve`", wait))
 		}
@@ -334,6 +335,10 @@ type runPrinter struct {
 	midLine  bool
 	// color adds ANSI colour to the text lines (a terminal, no NO_COLOR).
 	color bool
+	// previews prints an approval's preview under its line, for runs
+	// whose approvals are decided elsewhere (the terminal prompt shows it
+	// in its box).
+	previews bool
 
 	// A spinner shows that the run is waiting (for the model, a tool or an
 	// approval) when the output is a terminal and nothing was printed for
@@ -495,6 +500,11 @@ func (p *runPrinter) event(e agent.Event) {
 		}
 		p.endLine()
 		fmt.Fprintf(p.w, "%s %s%s\n", p.paint(sgrYellow, "? approval needed:"), p.paint(sgrBold, termtext.Escape(a.Tool)), targetText(a.Tool, a.Target))
+		if p.previews {
+			for _, l := range termtext.Lines(a.Preview) {
+				fmt.Fprintf(p.w, "    %s\n", l)
+			}
+		}
 	case agent.EventSubagentStarted, agent.EventSubagentFinished:
 		if p.json {
 			v := map[string]any{"event": e.Kind, "run_id": e.RunID, "principals": e.Principals}
