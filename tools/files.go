@@ -339,9 +339,19 @@ func previewEdits(plan func(context.Context, tool.FS, tool.Input) (fileChange, e
 		if err != nil {
 			return "", err
 		}
-		name := strings.TrimPrefix(c.path, "workspace://")
-		return textdiff.Unified("a/"+name, "b/"+name, c.old, c.new), nil
+		return fileDiff(strings.TrimPrefix(c.path, "workspace://"), c.old, c.new, true), nil
 	}
+}
+
+// fileDiff is the preview of a change of the file name from old (absent
+// when !existed) to new: their unified diff (the approval preview's bound
+// cuts a long one, with its marker).
+func fileDiff(name, old, new string, existed bool) string {
+	from := "a/" + name
+	if !existed {
+		from = "/dev/null"
+	}
+	return textdiff.Unified(from, "b/"+name, old, new)
 }
 
 // previewWrite is the approval preview of Write: the unified diff of the
@@ -359,18 +369,18 @@ func previewWrite(ctx context.Context, env tool.Env, in tool.Input) (string, err
 	case err != nil && capability.ReasonOf(err) != "":
 		return "", err
 	case err != nil:
-		return textdiff.Unified("/dev/null", "b/"+name, "", content), nil
+		return fileDiff(name, "", content, false), nil
 	case fi.IsDir():
 		return "", fail(capability.ReasonInvalidRequest, "%s is a directory", p)
 	}
 	old, _, err := loadForEdit(ctx, fsys, p)
 	if err != nil {
-		return fmt.Sprintf("(%s now: not shown: %v)\n", name, err) + textdiff.Unified("/dev/null", "b/"+name, "", content), nil
+		return fmt.Sprintf("(%s now: not shown: %v)\n", name, err) + fileDiff(name, "", content, false), nil
 	}
 	if old == content {
 		return fmt.Sprintf("(no change: %s already holds this content)", name), nil
 	}
-	return textdiff.Unified("a/"+name, "b/"+name, old, content), nil
+	return fileDiff(name, old, content, true), nil
 }
 
 func editTool() tool.Spec {

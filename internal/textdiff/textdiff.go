@@ -3,9 +3,9 @@
 //
 // The diff is Myers' O(ND) algorithm on the lines that differ once the
 // common head and tail are set aside, so the usual change (a few lines
-// of a long file) costs little. When more than [MaxEdits] lines would
-// have to be compared edit by edit, the middle is reported as removed and
-// added whole: still a correct diff, only not the shortest one.
+// of a long file) costs little. When the middle is longer than
+// [MaxMiddle] lines or needs more than [MaxEdits] edits, it is reported as
+// removed and added whole: still a correct diff, only not the shortest.
 //
 // This package should be considered internal; its API is not stable.
 package textdiff
@@ -15,9 +15,14 @@ import (
 	"strings"
 )
 
-// MaxEdits bounds the edit distance the Myers search explores; past it the
-// differing middle is shown as one removal and one addition.
-const MaxEdits = 1000
+// MaxEdits bounds the edit distance the Myers search explores, and
+// MaxMiddle the lines of the differing middle it searches at all; past
+// either, the middle is shown as one removal and one addition. Together
+// they bound the work to about MaxMiddle×MaxEdits comparisons.
+const (
+	MaxEdits  = 1000
+	MaxMiddle = 20000
+)
 
 // Context is the number of unchanged lines shown around each change.
 const Context = 3
@@ -44,10 +49,10 @@ func Unified(oldName, newName, old, new string) string {
 		return ""
 	}
 	a, b := splitLines(old), splitLines(new)
-	ops := diffLines(a, b)
+	ops, base := diffLines(a, b)
 	var w strings.Builder
 	fmt.Fprintf(&w, "--- %s\n+++ %s\n", oldName, newName)
-	writeHunks(&w, ops)
+	writeHunks(&w, ops, base)
 	return w.String()
 }
 
@@ -64,8 +69,11 @@ func splitLines(s string) []string {
 	return lines
 }
 
-// diffLines returns the edit script turning a into b.
-func diffLines(a, b []string) []op {
+// diffLines returns the edit script turning a into b, without the lines
+// of the common head that no hunk shows: base is how many were left out
+// (they are equal in both texts), so a long file with a small change
+// costs a script of a few lines.
+func diffLines(a, b []string) (ops []op, base int) {
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
 		pre++
@@ -74,15 +82,15 @@ func diffLines(a, b []string) []op {
 	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
 		suf++
 	}
-	ops := make([]op, 0, len(a)+len(b))
-	for _, l := range a[:pre] {
+	base = max(0, pre-Context)
+	for _, l := range a[base:pre] {
 		ops = append(ops, op{opEqual, l})
 	}
 	ops = append(ops, myers(a[pre:len(a)-suf], b[pre:len(b)-suf])...)
-	for _, l := range a[len(a)-suf:] {
+	for _, l := range a[len(a)-suf : len(a)-suf+min(suf, Context)] {
 		ops = append(ops, op{opEqual, l})
 	}
-	return ops
+	return ops, base
 }
 
 // myers is the greedy O(ND) search of Myers (1986), with the trace kept to
@@ -99,7 +107,7 @@ func myers(a, b []string) []op {
 		}
 		return ops
 	}
-	if n == 0 || m == 0 {
+	if n == 0 || m == 0 || n+m > MaxMiddle {
 		return whole()
 	}
 	maxD := min(n+m, MaxEdits)
@@ -171,7 +179,7 @@ func myers(a, b []string) []op {
 
 // writeHunks writes the hunks of ops, each change with Context lines of
 // context, neighbouring changes merged into one hunk.
-func writeHunks(w *strings.Builder, ops []op) {
+func writeHunks(w *strings.Builder, ops []op, base int) {
 	for i := 0; i < len(ops); {
 		if ops[i].kind == opEqual {
 			i++
@@ -194,13 +202,13 @@ func writeHunks(w *strings.Builder, ops []op) {
 			}
 			end = run
 		}
-		writeHunk(w, ops, start, end)
+		writeHunk(w, ops, base, start, end)
 		i = end
 	}
 }
 
-func writeHunk(w *strings.Builder, ops []op, start, end int) {
-	oldLine, newLine := 1, 1
+func writeHunk(w *strings.Builder, ops []op, base, start, end int) {
+	oldLine, newLine := base+1, base+1
 	for _, o := range ops[:start] {
 		if o.kind != opAdd {
 			oldLine++

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestUnified(t *testing.T) {
@@ -160,4 +161,38 @@ func FuzzUnified(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUnifiedBoundedWork: two unrelated texts of 200,000 short lines each
+// are diffed in bounded time (the whole middle, no search).
+func TestUnifiedBoundedWork(t *testing.T) {
+	var a, b strings.Builder
+	for i := range 200_000 {
+		fmt.Fprintf(&a, "%d\n", i%7)
+		fmt.Fprintf(&b, "%d\n", i%5)
+	}
+	start := time.Now()
+	d := Unified("a", "b", a.String(), b.String())
+	if el := time.Since(start); el > 5*time.Second || d == "" {
+		t.Errorf("diff of two large texts took %v (%d bytes)", el, len(d))
+	}
+}
+
+// TestUnifiedLocalChange: one changed line deep in a long text gives one
+// small hunk with the right line numbers.
+func TestUnifiedLocalChange(t *testing.T) {
+	var a strings.Builder
+	for i := 1; i <= 1_000_000; i++ {
+		fmt.Fprintf(&a, "line %d\n", i)
+	}
+	old := a.String()
+	new := strings.Replace(old, "line 500003\n", "LINE\n", 1)
+	d := Unified("a", "b", old, new)
+	want := "--- a\n+++ b\n@@ -500000,7 +500000,7 @@\n line 500000\n line 500001\n line 500002\n-line 500003\n+LINE\n line 500004\n line 500005\n line 500006\n"
+	if d != want {
+		t.Fatalf("diff =\n%s\nwant\n%s", d, want)
+	}
+	if apply(t, old, d) != new {
+		t.Fatal("the diff does not apply")
+	}
 }
