@@ -182,13 +182,13 @@ func TestUnifiedBoundedWork(t *testing.T) {
 // small hunk with the right line numbers.
 func TestUnifiedLocalChange(t *testing.T) {
 	var a strings.Builder
-	for i := 1; i <= 1_000_000; i++ {
+	for i := 1; i <= 200_000; i++ {
 		fmt.Fprintf(&a, "line %d\n", i)
 	}
 	old := a.String()
-	new := strings.Replace(old, "line 500003\n", "LINE\n", 1)
+	new := strings.Replace(old, "line 100003\n", "LINE\n", 1)
 	d := Unified("a", "b", old, new)
-	want := "--- a\n+++ b\n@@ -500000,7 +500000,7 @@\n line 500000\n line 500001\n line 500002\n-line 500003\n+LINE\n line 500004\n line 500005\n line 500006\n"
+	want := "--- a\n+++ b\n@@ -100000,7 +100000,7 @@\n line 100000\n line 100001\n line 100002\n-line 100003\n+LINE\n line 100004\n line 100005\n line 100006\n"
 	if d != want {
 		t.Fatalf("diff =\n%s\nwant\n%s", d, want)
 	}
