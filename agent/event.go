@@ -23,8 +23,9 @@ const (
 )
 
 // Event is one thing that happened in a session, for a user interface or a
-// script. Only the fields of its kind are set. Events never carry tool
-// input values or secrets: a tool call is reported with its target (the
+// script. Only the fields of its kind are set. Events never carry secrets,
+// and tool input only as an approval's preview (the command, arguments or
+// diff a human is asked to approve): a tool call is reported with its target (the
 // normalized capability request, as the policy saw it), the head of what
 // the gate returned to the model (at most [MaxResultBytes]; plugin output
 // is redacted by the plugin host before it reaches the gate) and the
@@ -87,9 +88,11 @@ const MaxResultBytes = 2 << 10
 
 // ApprovalEvent describes a call that needs a human decision.
 type ApprovalEvent struct {
-	ToolUseID  string `json:"tool_use_id"`
-	Tool       string `json:"tool"`
-	Target     string `json:"target,omitempty"`
+	ToolUseID string `json:"tool_use_id"`
+	Tool      string `json:"tool"`
+	Target    string `json:"target,omitempty"`
+	// Preview is the gate's one preview of the action (see
+	// approval.Request): what the prompt and `norma approvals show` print.
 	Preview    string `json:"preview,omitempty"`
 	ApprovalID string `json:"approval_id,omitempty"`
 }

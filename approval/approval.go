@@ -43,13 +43,16 @@ const (
 	StateConsumed State = "consumed"
 )
 
-// MaxPreview bounds Request.Preview in bytes.
-const MaxPreview = 512
+// maxWhy bounds the reason of a decision, in bytes.
+const maxWhy = 512
 
 // Request is what an [Authorizer] is asked for and a human is asked to
-// approve: one exact action, named by ActionHash. Preview is a short,
-// redacted rendering of the action; it is never a secret, and Credential is
-// a secret's name, never its value. ToolUseID is the tool call that asked
+// approve: one exact action, named by ActionHash. Preview is the full,
+// redacted rendering of the action (see [BoundPreview]): the command text,
+// the plugin tool's arguments, the diff of a file change; it is derived
+// from the input the hash covers, it is never a secret, and a granted
+// approval is reused only for a request with the same preview. Credential
+// is a secret's name, never its value. ToolUseID is the tool call that asked
 // when the gate asks; it is empty for a brokered request.
 type Request struct {
 	ID    string `json:"id"`

@@ -105,6 +105,15 @@ func (s *Service) clean(v string, max int) string {
 	return v[:cut] + "…"
 }
 
+// cleanPreview is the stored form of a preview: redacted, then bounded
+// with BoundPreview's explicit marker.
+func (s *Service) cleanPreview(v string) string {
+	if s.redactor != nil && v != "" {
+		v = s.redactor.Redact(v)
+	}
+	return BoundPreview(v)
+}
+
 func validHash(h string) bool {
 	x, ok := strings.CutPrefix(h, "sha256:")
 	if !ok || len(x) != 64 {
@@ -142,13 +151,19 @@ func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
 		return Ticket{}, deny(capability.ReasonApprovalExpired, req.Tool, "approval: request expires before it is made")
 	}
 
+	// The stored form of the preview, compared with the stored requests:
+	// an approval was given for what its preview showed, so a request
+	// whose preview differs (the file an Edit changes has changed since)
+	// neither reuses nor waits on it.
+	req.Target = s.clean(req.Target, audit.MaxFieldLen)
+	req.Preview = s.cleanPreview(req.Preview)
 	prior, err := s.b.ListApprovals(ctx, ListFilter{RunID: req.RunID, ActionHash: req.ActionHash, Limit: 100})
 	if err != nil {
 		return Ticket{}, storeErr("list", err)
 	}
 	var rec *Record
 	for i, r := range prior {
-		if !now.Before(r.Expires) {
+		if !now.Before(r.Expires) || r.Preview != req.Preview {
 			continue
 		}
 		switch {
@@ -168,8 +183,6 @@ func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
 		}
 		req.ID = id
 		req.Created = now
-		req.Target = s.clean(req.Target, audit.MaxFieldLen)
-		req.Preview = s.clean(req.Preview, MaxPreview)
 		r := Record{Request: req, State: StatePending}
 		if err := s.b.CreateApproval(ctx, r); err != nil {
 			return Ticket{}, storeErr("create", err)
@@ -224,7 +237,7 @@ func (s *Service) decide(ctx context.Context, id string, v Verdict) (rec Record,
 			r.State = StateGranted
 		}
 		r.DecidedBy = s.clean(v.By, 128)
-		r.Why = s.clean(v.Why, MaxPreview)
+		r.Why = s.clean(v.Why, maxWhy)
 		r.Decided = now
 		return nil, nil
 	})
@@ -430,6 +443,15 @@ func (s *Service) emit(ctx context.Context, typ string, r Record, u *Use) error 
 		Plugin: r.Plugin, PluginVersion: r.PluginVersion, Tool: r.Tool,
 		ManifestDigest: r.ManifestDigest, ApprovalID: r.ID, TargetHash: audit.HashTarget(r.Target),
 		Detail: map[string]string{"effect": r.Effect, "scope": string(r.Scope), "actionHash": r.ActionHash, "state": string(r.State)},
+	}
+	if r.Preview != "" {
+		// The digest names the exact preview that was asked and decided
+		// on; the request event also carries its head (the log bounds
+		// every field and marks a cut).
+		e.Detail["previewDigest"] = PreviewDigest(r.Preview)
+		if typ == audit.TypeApprovalRequested {
+			e.Detail["preview"] = r.Preview
+		}
 	}
 	switch typ {
 	case audit.TypeApprovalGranted, audit.TypeApprovalConsumed:

@@ -301,11 +301,12 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 		if err != nil {
 			return deny(http.StatusForbidden, capability.ReasonApprovalRequired, reqStr, "broker: cannot bind an approval: "+err.Error())
 		}
-		preview := body[:min(len(body), 1024)]
+		// The body is what the request sends: the preview shows it whole
+		// (redacted, bounded with approval's explicit marker).
 		areq := approval.Request{
 			RunID: b.id.RunID, Plugin: b.id.Plugin, PluginVersion: b.id.Version, ManifestDigest: b.id.ManifestDigest,
 			Tool: ToolNetRequest, Effect: "net.request", Target: r.Method + " " + u.Origin + u.Path,
-			Preview: b.red.Redact(string(preview)), ActionHash: hash,
+			Preview: approval.BoundPreview(b.red.Redact(string(body))), ActionHash: hash,
 		}
 		actx, cancel := context.WithTimeout(ctx, b.lim.ApprovalTimeout)
 		ticket, err = b.approver.Authorize(actx, areq)

@@ -86,7 +86,7 @@ func (g *Gate) explain(ctx context.Context, c Call, inner bool, depth int) Expla
 		e.Message, e.Decision.Reason = x.res.Content, x.res.Reason
 	}
 	if x.entry != nil {
-		e.Preview = x.preview()
+		e.Preview = x.preview(ctx)
 	}
 	if !ok || depth >= maxDelegation {
 		return e

@@ -539,6 +539,7 @@ func (x *exec) approve(ctx context.Context) bool {
 		return false
 	}
 	p := e.Plugin()
+	preview := x.preview(ctx)
 	hash, err := approval.HashAction(approval.Action{
 		Plugin: p.ID, Version: p.Version, ManifestDigest: p.ManifestDigest,
 		Tool: e.Name(), Input: x.in.Raw(), RunID: c.RunID, Workspace: g.wsID,
@@ -550,7 +551,7 @@ func (x *exec) approve(ctx context.Context) bool {
 	t, err := safeApprove(approval.WithRules(ctx, x.rememberRules()), g.approver, approval.Request{
 		RunID: c.RunID, Workspace: g.wsDir, Principals: c.Principals, ToolUseID: c.ID,
 		Plugin: p.ID, PluginVersion: p.Version, ManifestDigest: p.ManifestDigest, Tool: e.Name(),
-		Target: x.dec.Request, Preview: x.preview(), ActionHash: hash,
+		Target: x.dec.Request, Preview: preview, ActionHash: hash,
 	})
 	if err != nil {
 		reason := capability.ReasonOf(err)
@@ -569,6 +570,12 @@ func (x *exec) approve(ctx context.Context) bool {
 	}
 	x.ticket = t
 	x.res.ApprovalID = t.ApprovalID
+	if x.preview(ctx) != preview {
+		// The human approved what the preview showed; the file it was
+		// computed from changed while they looked.
+		x.fail(capability.ReasonApprovalMismatch, "what the call would do changed after the approval was asked (the file changed); it did not run")
+		return false
+	}
 	return true
 }
 
@@ -581,17 +588,35 @@ func safeApprove(ctx context.Context, a approval.Authorizer, r approval.Request)
 	return a.Authorize(ctx, r)
 }
 
-func (x *exec) preview() string {
-	var b strings.Builder
-	b.WriteString(x.entry.Name())
-	for i := range x.reqs {
-		if b.Len() > approval.MaxPreview {
-			break
-		}
-		b.WriteString("; ")
-		b.WriteString(x.reqs[i].String())
+// preview is the one approval preview of a call, the text every door
+// shows (the prompt, `norma approvals show`, the audit event, --json): the
+// tool's own rendering ([tool.Previewer]: Bash's command line, the diff of
+// a Write, Edit or MultiEdit computed from the file through the call's
+// file guard) or else the input in the canonical JSON that the action hash
+// covers (a plugin tool's arguments), bounded by [approval.BoundPreview].
+// The preview sees only the call's FS, so it can read and nothing else.
+func (x *exec) preview(ctx context.Context) string {
+	if x.in.IsZero() {
+		return "" // the input did not pass the schema: nothing to show
 	}
-	return boundMsg(b.String(), approval.MaxPreview)
+	var env tool.Env
+	if x.g.caps != nil {
+		if e, err := x.g.caps(x.entry.Plugin()); err == nil {
+			env.FS = e.FS
+		}
+	}
+	text, err := x.entry.Preview(ctx, env, x.in)
+	if err != nil {
+		canon, cerr := approval.CanonicalInput(x.in.Raw())
+		if cerr != nil {
+			canon = x.in.Raw()
+		}
+		text = string(canon)
+		if !errors.Is(err, tool.ErrNoPreview) {
+			text += "\n(the change cannot be shown: " + boundMsg(err.Error(), 300) + ")"
+		}
+	}
+	return approval.BoundPreview(text)
 }
 
 // env builds the handler's Env.

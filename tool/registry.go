@@ -181,6 +181,21 @@ func (e *Entry) Delegate(in Input) (name string, input json.RawMessage, ok bool)
 	return d.Delegate(in)
 }
 
+// Preview asks the tool for its approval preview of in (see
+// [Previewer]); ErrNoPreview when it has none. A panic is an error.
+func (e *Entry) Preview(ctx context.Context, env Env, in Input) (text string, err error) {
+	p, is := e.t.(Previewer)
+	if !is {
+		return "", ErrNoPreview
+	}
+	defer func() {
+		if recover() != nil {
+			text, err = "", errors.New("tool: preview panicked")
+		}
+	}()
+	return p.Preview(ctx, env, in)
+}
+
 // RawParser returns the tool's raw-input parser, if it has one.
 func (e *Entry) RawParser() (RawParser, bool) { return e.raw, e.raw != nil }
 

@@ -113,6 +113,21 @@ type Delegator interface {
 	Delegate(in Input) (tool string, input json.RawMessage, ok bool)
 }
 
+// Previewer is implemented by tools whose approval preview is better
+// than their input as canonical JSON (what the gate shows otherwise): Bash
+// shows its command line, Write, Edit and MultiEdit the unified diff of the
+// file as it is and as the call would leave it. Preview renders what the
+// call with input in would do, from in and what env's FS reads (env holds
+// only FS); it must change nothing. The gate bounds the text and escapes
+// nothing (every door that prints it does). [ErrNoPreview] asks for the
+// JSON form.
+type Previewer interface {
+	Preview(ctx context.Context, env Env, in Input) (string, error)
+}
+
+// ErrNoPreview is returned by a Previewer that has no preview of its own.
+var ErrNoPreview = errors.New("tool: no preview")
+
 // Timeouter is implemented by tools that want a deadline other than the
 // gate's default.
 type Timeouter interface {
@@ -141,6 +156,9 @@ type Spec struct {
 	// Delegate, when set, makes the tool a Delegator: it names the call
 	// another tool this call runs through the gate.
 	Delegate func(Input) (tool string, input json.RawMessage, ok bool)
+	// Preview, when set, renders the call for approval (see [Previewer]);
+	// nil means the gate shows the input as canonical JSON.
+	Preview func(context.Context, Env, Input) (string, error)
 	// Timeout zero means the gate's default.
 	Timeout time.Duration
 	// Call is the handler.
@@ -227,6 +245,15 @@ func (b *built) Delegate(in Input) (string, json.RawMessage, bool) {
 		return "", nil, false
 	}
 	return b.s.Delegate(in)
+}
+
+// Preview renders the call for approval; ErrNoPreview when the Spec has
+// no Preview.
+func (b *built) Preview(ctx context.Context, env Env, in Input) (string, error) {
+	if b.s.Preview == nil {
+		return "", ErrNoPreview
+	}
+	return b.s.Preview(ctx, env, in)
 }
 
 func (b *built) Call(ctx context.Context, env Env, in Input) (Result, error) {

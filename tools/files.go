@@ -14,6 +14,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/textdiff"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -184,6 +185,7 @@ func writeTool() tool.Spec {
 		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path","content"],"properties":{` + pathProp +
 			`,"content":{"type":"string","maxLength":33554432}}}`),
 		Accesses: writeAccess,
+		Preview:  previewWrite,
 		Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			fsys, err := needFS(env)
 			if err != nil {
@@ -267,6 +269,120 @@ func loadForEdit(ctx context.Context, fsys tool.FS, p string) (string, fs.FileMo
 	return string(data), fi.Mode().Perm(), nil
 }
 
+// fileChange is what an Edit or MultiEdit call would write: the file's
+// content now and after the call. Call and Preview compute it with the
+// same function, so the diff a human approves is the change the call
+// makes.
+type fileChange struct {
+	path     string
+	old, new string
+	perm     fs.FileMode
+	edits    int
+	replaced int
+}
+
+// planEdit reads the file of an Edit call through the guard and applies
+// the edit in memory.
+func planEdit(ctx context.Context, fsys tool.FS, in tool.Input) (fileChange, error) {
+	var a struct {
+		Path string `json:"path"`
+		edit
+	}
+	if err := in.Decode(&a); err != nil {
+		return fileChange{}, fail(capability.ReasonInvalidRequest, "%v", err)
+	}
+	s, perm, err := loadForEdit(ctx, fsys, a.Path)
+	if err != nil {
+		return fileChange{}, err
+	}
+	out, n, err := a.edit.apply(s, "")
+	if err != nil {
+		return fileChange{}, err
+	}
+	return fileChange{path: a.Path, old: s, new: out, perm: perm, edits: 1, replaced: n}, nil
+}
+
+// planMultiEdit is planEdit for MultiEdit: every edit in order, all or
+// nothing.
+func planMultiEdit(ctx context.Context, fsys tool.FS, in tool.Input) (fileChange, error) {
+	var a struct {
+		Path  string `json:"path"`
+		Edits []edit `json:"edits"`
+	}
+	if err := in.Decode(&a); err != nil {
+		return fileChange{}, fail(capability.ReasonInvalidRequest, "%v", err)
+	}
+	old, perm, err := loadForEdit(ctx, fsys, a.Path)
+	if err != nil {
+		return fileChange{}, err
+	}
+	s, total := old, 0
+	for i, e := range a.Edits {
+		var n int
+		if s, n, err = e.apply(s, fmt.Sprintf("edit %d of %d: ", i+1, len(a.Edits))); err != nil {
+			return fileChange{}, err
+		}
+		total += n
+	}
+	return fileChange{path: a.Path, old: old, new: s, perm: perm, edits: len(a.Edits), replaced: total}, nil
+}
+
+// previewEdits is the approval preview of Edit and MultiEdit: the unified
+// diff of the file now and after the call.
+func previewEdits(plan func(context.Context, tool.FS, tool.Input) (fileChange, error)) func(context.Context, tool.Env, tool.Input) (string, error) {
+	return func(ctx context.Context, env tool.Env, in tool.Input) (string, error) {
+		fsys, err := needFS(env)
+		if err != nil {
+			return "", err
+		}
+		c, err := plan(ctx, fsys, in)
+		if err != nil {
+			return "", err
+		}
+		return fileDiff(strings.TrimPrefix(c.path, "workspace://"), c.old, c.new, true), nil
+	}
+}
+
+// fileDiff is the preview of a change of the file name from old (absent
+// when !existed) to new: their unified diff (the approval preview's bound
+// cuts a long one, with its marker).
+func fileDiff(name, old, new string, existed bool) string {
+	from := "a/" + name
+	if !existed {
+		from = "/dev/null"
+	}
+	return textdiff.Unified(from, "b/"+name, old, new)
+}
+
+// previewWrite is the approval preview of Write: the unified diff of the
+// file now (nothing, for a new file) and the content written. A file that
+// is binary or too large to load is named, not shown.
+func previewWrite(ctx context.Context, env tool.Env, in tool.Input) (string, error) {
+	fsys, err := needFS(env)
+	if err != nil {
+		return "", err
+	}
+	p, content := str(in, "path", ""), str(in, "content", "")
+	name := strings.TrimPrefix(p, "workspace://")
+	fi, err := fsys.Stat(ctx, p)
+	switch {
+	case err != nil && capability.ReasonOf(err) != "":
+		return "", err
+	case err != nil:
+		return fileDiff(name, "", content, false), nil
+	case fi.IsDir():
+		return "", fail(capability.ReasonInvalidRequest, "%s is a directory", p)
+	}
+	old, _, err := loadForEdit(ctx, fsys, p)
+	if err != nil {
+		return fmt.Sprintf("(%s now: not shown: %v)\n", name, err) + fileDiff(name, "", content, false), nil
+	}
+	if old == content {
+		return fmt.Sprintf("(no change: %s already holds this content)", name), nil
+	}
+	return fileDiff(name, old, content, true), nil
+}
+
 func editTool() tool.Spec {
 	return tool.Spec{
 		Name:        "Edit",
@@ -276,30 +392,20 @@ func editTool() tool.Spec {
 			"The file is rewritten atomically through the file guard; denied paths are refused and nothing changes.",
 		Schema:   json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path","old_string","new_string"],"properties":{` + pathProp + `,` + editProps + `}}`),
 		Accesses: readWriteAccess,
+		Preview:  previewEdits(planEdit),
 		Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			fsys, err := needFS(env)
 			if err != nil {
 				return tool.Result{}, err
 			}
-			var a struct {
-				Path string `json:"path"`
-				edit
-			}
-			if err := in.Decode(&a); err != nil {
-				return tool.Result{}, fail(capability.ReasonInvalidRequest, "%v", err)
-			}
-			s, perm, err := loadForEdit(ctx, fsys, a.Path)
+			c, err := planEdit(ctx, fsys, in)
 			if err != nil {
 				return tool.Result{}, err
 			}
-			out, n, err := a.edit.apply(s, "")
-			if err != nil {
-				return tool.Result{}, err
-			}
-			if err := fsys.WriteFile(ctx, a.Path, []byte(out), perm); err != nil {
+			if err := fsys.WriteFile(ctx, c.path, []byte(c.new), c.perm); err != nil {
 				return tool.Result{}, fsErr(err)
 			}
-			return tool.Result{Content: fmt.Sprintf("edited %s: %s replaced", a.Path, plural(n, "occurrence", "occurrences"))}, nil
+			return tool.Result{Content: fmt.Sprintf("edited %s: %s replaced", c.path, plural(c.replaced, "occurrence", "occurrences"))}, nil
 		},
 	}
 }
@@ -313,34 +419,20 @@ func multiEditTool() tool.Spec {
 		Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path","edits"],"properties":{` + pathProp +
 			`,"edits":{"type":"array","minItems":1,"maxItems":200,"items":{"type":"object","additionalProperties":false,"required":["old_string","new_string"],"properties":{` + editProps + `}}}}}`),
 		Accesses: readWriteAccess,
+		Preview:  previewEdits(planMultiEdit),
 		Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			fsys, err := needFS(env)
 			if err != nil {
 				return tool.Result{}, err
 			}
-			var a struct {
-				Path  string `json:"path"`
-				Edits []edit `json:"edits"`
-			}
-			if err := in.Decode(&a); err != nil {
-				return tool.Result{}, fail(capability.ReasonInvalidRequest, "%v", err)
-			}
-			s, perm, err := loadForEdit(ctx, fsys, a.Path)
+			c, err := planMultiEdit(ctx, fsys, in)
 			if err != nil {
 				return tool.Result{}, err
 			}
-			total := 0
-			for i, e := range a.Edits {
-				var n int
-				if s, n, err = e.apply(s, fmt.Sprintf("edit %d of %d: ", i+1, len(a.Edits))); err != nil {
-					return tool.Result{}, err
-				}
-				total += n
-			}
-			if err := fsys.WriteFile(ctx, a.Path, []byte(s), perm); err != nil {
+			if err := fsys.WriteFile(ctx, c.path, []byte(c.new), c.perm); err != nil {
 				return tool.Result{}, fsErr(err)
 			}
-			return tool.Result{Content: fmt.Sprintf("edited %s: %s, %s replaced", a.Path, plural(len(a.Edits), "edit", "edits"), plural(total, "occurrence", "occurrences"))}, nil
+			return tool.Result{Content: fmt.Sprintf("edited %s: %s, %s replaced", c.path, plural(c.edits, "edit", "edits"), plural(c.replaced, "occurrence", "occurrences"))}, nil
 		},
 	}
 }

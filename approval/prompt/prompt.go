@@ -21,6 +21,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/internal/termtext"
 )
 
 // Approver asks a human at a terminal. It is not safe for concurrent use:
@@ -66,14 +67,17 @@ func New(in io.Reader, out io.Writer, opts *Options) (*Approver, error) {
 	return a, nil
 }
 
-// Box renders the preview box for r.
+// Box renders the preview box for r. Every field a model, a tool or a
+// plugin controls is escaped (termtext): the box shows what runs, and no
+// escape sequence can hide or rewrite part of it. A field that is empty is
+// left out; the preview (the full command, arguments or diff) comes last,
+// one escaped line per line.
 func Box(r approval.Record, now time.Time) string {
 	var b strings.Builder
 	row := func(k, v string) {
-		if v == "" {
-			v = "-"
+		if v != "" {
+			fmt.Fprintf(&b, "%-11s %s\n", k, termtext.Escape(v))
 		}
-		fmt.Fprintf(&b, "%-11s %s\n", k, v)
 	}
 	plugin := r.Plugin
 	if r.PluginVersion != "" {
@@ -83,10 +87,15 @@ func Box(r approval.Record, now time.Time) string {
 	row("Plugin", plugin)
 	row("Effect", r.Effect)
 	row("Target", r.Target)
-	row("Preview", r.Preview)
 	row("Credential", r.Credential)
 	row("Scope", string(r.Scope))
 	row("Expires", fmt.Sprintf("%s (in %s)", r.Expires.UTC().Format(time.RFC3339), r.Expires.Sub(now).Round(time.Second)))
+	if lines := termtext.Lines(r.Preview); len(lines) > 0 {
+		b.WriteString("Preview\n")
+		for _, l := range lines {
+			b.WriteString("  " + l + "\n")
+		}
+	}
 	return lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).Padding(0, 1).
 		Render(strings.TrimRight(b.String(), "\n"))
 }
@@ -112,7 +121,7 @@ const MaxReason = 300
 // choice as [approval.Verdict.Remember] and a no's reason as Why.
 func (a *Approver) Approve(ctx context.Context, r approval.Record) (approval.Verdict, error) {
 	rules := approval.RulesOf(ctx)
-	fmt.Fprintln(a.out, "Approval required ("+r.ID+")")
+	fmt.Fprintln(a.out, "Approval required ("+termtext.Escape(r.ID)+")")
 	fmt.Fprintln(a.out, Box(r, a.now()))
 	var (
 		c   Choice
@@ -139,7 +148,7 @@ func (a *Approver) Approve(ctx context.Context, r approval.Record) (approval.Ver
 		v.Approve, v.Remember, v.Why = true, approval.RememberSession, "answered at the terminal: yes for this session: "+list
 	case Always:
 		v.Approve, v.Remember, v.Why = true, approval.RememberAlways, "answered at the terminal: always: "+list
-		fmt.Fprintf(a.out, "Adding %s to %s.\n", list, settingsFile)
+		fmt.Fprintf(a.out, "Adding %s to %s.\n", termtext.Escape(list), settingsFile)
 	default:
 		v.Why = bound(strings.TrimSpace(why), MaxReason)
 	}
@@ -151,7 +160,7 @@ func (a *Approver) Approve(ctx context.Context, r approval.Record) (approval.Ver
 const settingsFile = ".norma/settings.local.yaml"
 
 func labels(rules []string) (once, session, always, no string) {
-	list := strings.Join(rules, ", ")
+	list := termtext.Escape(strings.Join(rules, ", "))
 	return "yes, this once",
 		"yes for this session: allow " + list,
 		"always: add " + list + " to " + settingsFile,

@@ -187,3 +187,31 @@ func TestApproveForm(t *testing.T) {
 		})
 	}
 }
+
+// TestBoxEscapes: the box shows every line of a hostile preview — a
+// statement hidden by SGR conceal, a cursor move that would overwrite the
+// line above, an OSC 52 clipboard write, a bidi override — escaped, and no
+// field leaves a raw control byte for the terminal. Empty fields are left
+// out, never shown as "-".
+func TestBoxEscapes(t *testing.T) {
+	r := approval.Record{Request: approval.Request{
+		ID: "apr_2", Tool: "Bash\x1b[2J", Target: "process.spawn echo hi\u202e",
+		Preview: "echo hi; \x1b[8mrm -rf docs\x1b[0m\nls\x1b[1A\x1b[2K\n\x1b]52;c;cm0gLXJmIH4=\x07\tdone\n",
+		Scope:   approval.ScopeOnce, Expires: now.Add(time.Minute),
+	}}
+	box := prompt.Box(r, now)
+	for _, want := range []string{`Bash\x1b[2J`, `process.spawn echo hi\u202e`, `echo hi; \x1b[8mrm -rf docs\x1b[0m`,
+		`ls\x1b[1A\x1b[2K`, `\x1b]52;c;cm0gLXJmIH4=\x07    done`} {
+		if !strings.Contains(box, want) {
+			t.Errorf("the box lacks %q:\n%s", want, box)
+		}
+	}
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", " - "} {
+		if strings.Contains(box, bad) {
+			t.Errorf("the box holds %q:\n%q", bad, box)
+		}
+	}
+	if strings.Contains(box, "Credential") || strings.Contains(box, "Plugin") {
+		t.Errorf("empty fields are shown:\n%s", box)
+	}
+}

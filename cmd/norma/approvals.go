@@ -13,6 +13,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/store"
 )
 
@@ -51,13 +52,14 @@ func printApproval(w io.Writer, r approval.Record, long bool) {
 	if (r.State == approval.StatePending || r.State == approval.StateGranted) && !time.Now().Before(r.Expires) {
 		state = "expired" // not yet marked; it can no longer be decided or used
 	}
+	esc := termtext.Escape // every field may hold what a model, a tool or a plugin wrote
 	if !long {
-		fmt.Fprintf(w, "%s  %-8s  %s  %s  %s  expires %s\n", r.ID, state, r.Tool, r.Effect, r.Target, r.Expires.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "%s  %-8s  %s  %s  %s  expires %s\n", esc(r.ID), state, esc(r.Tool), esc(r.Effect), esc(r.Target), r.Expires.UTC().Format(time.RFC3339))
 		return
 	}
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(w, "%-12s %s\n", k+":", v)
+			fmt.Fprintf(w, "%-12s %s\n", k+":", esc(v))
 		}
 	}
 	row("id", r.ID)
@@ -74,7 +76,6 @@ func printApproval(w io.Writer, r approval.Record, long bool) {
 	row("tool", r.Tool)
 	row("effect", r.Effect)
 	row("target", r.Target)
-	row("preview", r.Preview)
 	row("credential", r.Credential)
 	row("action", r.ActionHash)
 	row("scope", string(r.Scope))
@@ -86,6 +87,14 @@ func printApproval(w io.Writer, r approval.Record, long bool) {
 	}
 	row("reason", r.Why)
 	row("uses", fmt.Sprint(r.Uses))
+	// The preview last, in full, one escaped line per line: the command
+	// text, the plugin tool's arguments or the diff that was asked for.
+	if lines := termtext.Lines(r.Preview); len(lines) > 0 {
+		fmt.Fprintln(w, "preview:")
+		for _, l := range lines {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
 }
 
 func newApprovalsListCmd() *cobra.Command {

@@ -183,6 +183,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		ask, wait = pausingApprover{pa, out}, approval.DefaultTTL
 	default:
 		ask = approval.Waiter{Store: db}
+		out.previews = true
 		if wait > 0 {
 			out.note(fmt.Sprintf("approvals: waiting up to %s for `norma approvals approve`", wait))
 		}
@@ -354,6 +355,10 @@ type runPrinter struct {
 	midLine  bool
 	// color adds ANSI colour to the text lines (a terminal, no NO_COLOR).
 	color bool
+	// previews prints an approval's preview under its line, for runs
+	// whose approvals are decided elsewhere (the terminal prompt shows it
+	// in its box).
+	previews bool
 
 	// A spinner shows that the run is waiting (for the model, a tool or an
 	// approval) when the output is a terminal and nothing was printed for
@@ -510,11 +515,16 @@ func (p *runPrinter) event(e agent.Event) {
 	case agent.EventApprovalRequested:
 		a := e.Approval
 		if p.json {
-			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "id": a.ToolUseID, "tool": a.Tool, "target": a.Target, "principals": e.Principals})
+			p.line(map[string]any{"event": e.Kind, "run_id": e.RunID, "id": a.ToolUseID, "tool": a.Tool, "target": a.Target, "preview": a.Preview, "principals": e.Principals})
 			return
 		}
 		p.endLine()
 		fmt.Fprintf(p.w, "%s %s%s\n", p.paint(sgrYellow, "? approval needed:"), p.paint(sgrBold, termtext.Escape(a.Tool)), targetText(a.Tool, a.Target))
+		if p.previews {
+			for _, l := range termtext.Lines(a.Preview) {
+				fmt.Fprintf(p.w, "    %s\n", l)
+			}
+		}
 	case agent.EventSubagentStarted, agent.EventSubagentFinished:
 		if p.json {
 			v := map[string]any{"event": e.Kind, "run_id": e.RunID, "principals": e.Principals}
@@ -604,12 +614,13 @@ func (p *runPrinter) finish(o agent.Outcome, err error) {
 	}
 	status := "· " + string(o.Status)
 	if o.Reason != "" {
-		status += " (" + o.Reason + ")"
+		status += " (" + termtext.Escape(o.Reason) + ")"
 	}
 	fmt.Fprintf(p.w, "%s%s\n", p.paint(color, status), p.paint(sgrDim, fmt.Sprintf(" after %d turns, %d in / %d out tokens", o.Turns, o.Usage.InputTokens, o.Usage.OutputTokens)))
 	for _, a := range o.Pending {
-		fmt.Fprintf(p.w, "· %s waits for approval %s: %s\n", p.paint(sgrBold, termtext.Escape(a.Tool)), a.ApprovalID,
-			p.paint(sgrCyan, "norma approvals approve "+a.ApprovalID+" && norma run --resume "+o.RunID))
+		id := termtext.Escape(a.ApprovalID)
+		fmt.Fprintf(p.w, "· %s waits for approval %s: %s\n", p.paint(sgrBold, termtext.Escape(a.Tool)), id,
+			p.paint(sgrCyan, "norma approvals approve "+id+" && norma run --resume "+termtext.Escape(o.RunID)))
 	}
 }
 

@@ -135,6 +135,22 @@ func Head(s string, maxLines, width int) (lines []string, more int) {
 	return lines, more
 }
 
+// Lines returns every line of s (a multi-line preview: a command, a
+// diff), each with its tabs expanded and escaped as [Escape] does, so each
+// line is safe and the line structure is kept. A carriage return before a
+// newline is escaped too: it is text of the line. One trailing newline
+// ends the last line rather than starting an empty one.
+func Lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	all := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for i, l := range all {
+		all[i] = Escape(expandTabs(l))
+	}
+	return all
+}
+
 // expandTabs replaces each tab with the spaces up to the next multiple of
 // four columns (a rune counts as one column).
 func expandTabs(s string) string {

@@ -27,6 +27,28 @@ func TestEscape(t *testing.T) {
 		{"bad\xff\xfe", `bad\xff\xfe`, `bad\xff\xfe`},
 		{"repl \uFFFD ok", "repl \uFFFD ok", "repl \uFFFD ok"},
 		{"héllo ✓ 日本", "héllo ✓ 日本", "héllo ✓ 日本"},
+		// SGR conceal (8) would hide what follows it in an approval box.
+		{"echo hi; \x1b[8mrm -rf docs\x1b[0m", `echo hi; \x1b[8mrm -rf docs\x1b[0m`, `echo hi; \x1b[8mrm -rf docs\x1b[0m`},
+		// Cursor moves: up a line, to column 1, erase the line.
+		{"ok\x1b[1A\x1b[G\x1b[2K", `ok\x1b[1A\x1b[G\x1b[2K`, `ok\x1b[1A\x1b[G\x1b[2K`},
+		// OSC 52 writes the clipboard (ST-terminated and BEL-terminated).
+		{"\x1b]52;c;cm0gLXJmIH4=\x1b\\", `\x1b]52;c;cm0gLXJmIH4=\x1b\`, `\x1b]52;c;cm0gLXJmIH4=\x1b\`},
+		// DCS, a two-byte ESC sequence (reset), a lone ESC.
+		{"\x1bPq\x1b\\\x1bc\x1b", `\x1bPq\x1b\\x1bc\x1b`, `\x1bPq\x1b\\x1bc\x1b`},
+		// Every C0 but newline and tab, in the text form too.
+		{"\x01\x08\x0b\x0c\x1f", `\x01\x08\x0b\x0c\x1f`, `\x01\x08\x0b\x0c\x1f`},
+		{"nul\x00byte", `nul\x00byte`, `nul\x00byte`},
+		// C1 as runes (NEL, OSC, ST) and as raw bytes (invalid UTF-8).
+		{"\u0085\u009d\u009c", `\u0085\u009d\u009c`, `\u0085\u009d\u009c`},
+		{"\x9b31m", `\x9b31m`, `\x9b31m`},
+		// Bidi marks, embeddings, overrides and isolates.
+		{"\u200e\u200f\u061c", `\u200e\u200f\u061c`, `\u200e\u200f\u061c`},
+		{"\u202a\u202b\u202c\u202d", `\u202a\u202b\u202c\u202d`, `\u202a\u202b\u202c\u202d`},
+		{"\u2067\u2068", `\u2067\u2068`, `\u2067\u2068`},
+		// Line and paragraph separators start a new line on some terminals.
+		{"a\u2028b\u2029", `a\u2028b\u2029`, `a\u2028b\u2029`},
+		// A truncated sequence at the end.
+		{"x\xe2\x80", `x\xe2\x80`, `x\xe2\x80`},
 	}
 	for _, tt := range tests {
 		if got := Escape(tt.in); got != tt.want {
@@ -91,5 +113,24 @@ func TestCutBytes(t *testing.T) {
 	}
 	if got := CutBytes("abc", 3); got != "abc" {
 		t.Errorf("CutBytes = %q", got)
+	}
+}
+
+func TestLines(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"one\n", []string{"one"}},
+		{"echo hi\n\x1b[8mrm -rf docs\x1b[0m\n", []string{"echo hi", `\x1b[8mrm -rf docs\x1b[0m`}},
+		{"-old\r\n+new\tx", []string{`-old\r`, "+new    x"}},
+		{"a\n\nb", []string{"a", "", "b"}},
+	}
+	for _, tt := range tests {
+		got := Lines(tt.in)
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
+			t.Errorf("Lines(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

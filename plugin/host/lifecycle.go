@@ -76,7 +76,7 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 		proc.Kill()
 		proc.Wait()
 		brk.Close()
-		return fail(fmt.Errorf("connect: %w (stderr: %s)", err, lastLine(p.stderr.String())))
+		return fail(fmt.Errorf("connect: %w (stderr: %s)", err, lastLine(p.Stderr())))
 	}
 	p.session, p.proc, p.brk, p.cancel = session, proc, brk, cancel
 	p.started++

@@ -63,6 +63,7 @@ func (m *Manager) bashSpecs() []tool.Spec {
 			Prompt:      fmt.Sprintf(bashPrompt, m.cfg.DefaultTimeout, m.cfg.MaxTimeout),
 			Schema:      json.RawMessage(bashSchema),
 			Accesses:    commandAccess,
+			Preview:     previewString("command"),
 			Timeout:     callTimeout,
 			Call:        m.callBash,
 		},
@@ -116,6 +117,21 @@ func (m *Manager) bashSpecs() []tool.Spec {
 }
 
 func noAccess(tool.Input) ([]tool.Access, error) { return nil, nil }
+
+// previewString is the approval preview of a call that runs the text of
+// one input field in a shell (Bash's command, PtySend's text): that text,
+// every statement and line of it, exactly as the shell gets it. The other
+// fields (timeout, background, enter) do not change what runs; the action
+// hash covers them too.
+func previewString(field string) func(context.Context, tool.Env, tool.Input) (string, error) {
+	return func(_ context.Context, _ tool.Env, in tool.Input) (string, error) {
+		s, ok := in.String(field)
+		if !ok || s == "" {
+			return "", tool.ErrNoPreview
+		}
+		return s, nil
+	}
+}
 
 func (m *Manager) timeout(ms int64, def time.Duration) time.Duration {
 	if ms <= 0 {
@@ -174,7 +190,8 @@ func (m *Manager) callBash(ctx context.Context, env tool.Env, in tool.Input) (to
 	return tool.Result{Content: b.String(), IsError: isErr}, nil
 }
 
-// summary shortens a command line for listings.
+// summary shortens a command line for task listings and the model's
+// "started task" line; it is never an approval preview (previewString is).
 func summary(c string) string {
 	c = strings.Join(strings.Fields(c), " ")
 	if len(c) > 120 {

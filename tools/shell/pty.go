@@ -76,6 +76,7 @@ func (m *Manager) ptySpecs() []tool.Spec {
 				return tool.Permission{Behavior: tool.Ask, Reason: "input for a shell"}
 			},
 			Accesses: sendAccesses,
+			Preview:  previewString("text"),
 			Call:     m.callPtySend,
 		},
 		{
