@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,6 +148,28 @@ func TestApproveContext(t *testing.T) {
 
 // The full screen form starts on No; arrows (or k) move up to the yes
 // choices; a no asks for its reason in the same form.
+// waitFor marks a step of a key script that waits until the screen shows
+// the text after it.
+const waitFor = "\x00wait:"
+
+// syncBuffer is a bytes.Buffer the prompt writes while the key script reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func TestApproveForm(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -156,18 +179,26 @@ func TestApproveForm(t *testing.T) {
 		why      string
 	}{
 		{name: "enter is no", keys: []string{"\r", "\r"}},
-		{name: "no with a reason", keys: []string{"\r", "busy", "\r"}, why: "busy"},
+		// The reason is typed only once its field is on screen: keys that
+		// arrive while huh switches groups would go to the select.
+		{name: "no with a reason", keys: []string{"\r", waitFor + "Why not?", "busy", "\r"}, why: "busy"},
 		{name: "always", keys: []string{"k", "\r"}, approve: true, remember: approval.RememberAlways},
 		{name: "session", keys: []string{"\x1b[A", "\x1b[A", "\r"}, approve: true, remember: approval.RememberSession},
 		{name: "once", keys: []string{"k", "k", "k", "\r"}, approve: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
+			var out syncBuffer
 			pr, pw := io.Pipe()
 			defer pw.Close()
 			go func() {
 				for _, k := range tt.keys {
+					if want, ok := strings.CutPrefix(k, waitFor); ok {
+						for !strings.Contains(out.String(), want) {
+							time.Sleep(10 * time.Millisecond)
+						}
+						continue
+					}
 					time.Sleep(150 * time.Millisecond)
 					if _, err := pw.Write([]byte(k)); err != nil {
 						return
