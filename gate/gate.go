@@ -527,6 +527,24 @@ func (x *exec) rewrite(ctx context.Context, raw json.RawMessage, ask bool) bool 
 	return true
 }
 
+// approvalTarget is every resource the call touches, in full: approval is
+// asked for the call, not for the one request that decided it, so naming
+// only that one (the first statement of a Bash line, the read of an Edit)
+// would show less than what runs. Bounded like a preview.
+func (x *exec) approvalTarget() string {
+	if len(x.reqs) == 0 {
+		return x.dec.Request
+	}
+	var b strings.Builder
+	for i := range x.reqs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(x.reqs[i].String())
+	}
+	return approval.BoundPreview(b.String())
+}
+
 func (x *exec) approve(ctx context.Context) bool {
 	g, e, c := x.g, x.entry, x.c
 	x.step(StepApproval)
@@ -551,7 +569,7 @@ func (x *exec) approve(ctx context.Context) bool {
 	t, err := safeApprove(approval.WithRules(ctx, x.rememberRules()), g.approver, approval.Request{
 		RunID: c.RunID, Workspace: g.wsDir, Principals: c.Principals, ToolUseID: c.ID,
 		Plugin: p.ID, PluginVersion: p.Version, ManifestDigest: p.ManifestDigest, Tool: e.Name(),
-		Target: x.dec.Request, Preview: preview, ActionHash: hash,
+		Target: x.approvalTarget(), Preview: preview, ActionHash: hash,
 	})
 	if err != nil {
 		reason := capability.ReasonOf(err)

@@ -75,8 +75,11 @@ func New(in io.Reader, out io.Writer, opts *Options) (*Approver, error) {
 func Box(r approval.Record, now time.Time) string {
 	var b strings.Builder
 	row := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(&b, "%-11s %s\n", k, termtext.Escape(v))
+		for i, l := range termtext.Lines(v) { // a target lists one request per line
+			if i > 0 {
+				k = ""
+			}
+			fmt.Fprintf(&b, "%-11s %s\n", k, l)
 		}
 	}
 	plugin := r.Plugin

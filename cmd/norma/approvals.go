@@ -54,12 +54,14 @@ func printApproval(w io.Writer, r approval.Record, long bool) {
 	}
 	esc := termtext.Escape // every field may hold what a model, a tool or a plugin wrote
 	if !long {
-		fmt.Fprintf(w, "%s  %-8s  %s  %s  %s  expires %s\n", esc(r.ID), state, esc(r.Tool), esc(r.Effect), esc(r.Target), r.Expires.UTC().Format(time.RFC3339))
+		fmt.Fprintf(w, "%s  %-8s  %s  %s  %s  expires %s\n", esc(r.ID), state, esc(r.Tool), esc(r.Effect), esc(strings.ReplaceAll(r.Target, "\n", "; ")), r.Expires.UTC().Format(time.RFC3339))
 		return
 	}
 	row := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(w, "%-12s %s\n", k+":", esc(v))
+		label := k + ":"
+		for _, l := range termtext.Lines(v) { // a target lists one request per line
+			fmt.Fprintf(w, "%-12s %s\n", label, l)
+			label = ""
 		}
 	}
 	row("id", r.ID)

@@ -163,12 +163,21 @@ func TestDoorApprovalsShowWhatRuns(t *testing.T) {
 			if rec.Preview != wantCmd {
 				t.Errorf("show --json preview = %q, want %q", rec.Preview, wantCmd)
 			}
+			// The target names every program the line runs, not the first.
+			for _, want := range []string{"target:      process.spawn echo hi\n", "             process.spawn rm -rf ", "             process.spawn touch ran2\n"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("approvals show (Bash) target lacks %q:\n%s", want, text)
+				}
+			}
 			for _, want := range []string{"preview:\n", `  echo hi; \x1b[8mtouch ran && rm -rf docs\x1b[0m` + "\n", `  echo ok\x1b[1A\x1b[2K; touch ran2` + "\n"} {
 				if !strings.Contains(text, want) {
 					t.Errorf("approvals show (Bash) lacks %q:\n%s", want, text)
 				}
 			}
 		case "Edit":
+			if !strings.Contains(text, "fs.write workspace://docs/a.md\n") {
+				t.Errorf("approvals show (Edit) target does not name the write:\n%s", text)
+			}
 			for _, want := range []string{"  --- a/docs/a.md\n", "  -beta\n", `  +BETA \x1b[8mhidden\x1b[0m` + "\n"} {
 				if !strings.Contains(text, want) {
 					t.Errorf("approvals show (Edit) lacks %q:\n%s", want, text)
