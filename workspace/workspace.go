@@ -173,7 +173,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	}
 	tr, err := resolve(dir, &o, o.Policy != nil)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
+		return nil, err
 	}
 	for _, c := range tr.changes {
 		if c.Held && o.Warn != nil {
