@@ -386,3 +386,35 @@ func Trust(dir, home, by string, changes []FileChange) error {
 func heldNote(dir string, c FileChange) error {
 	return errors.New(c.String() + "\n  review and accept with: norma policy trust --workspace " + termtext.Escape(dir))
 }
+
+// AcceptContent records data as the accepted version of the trusted file
+// rel of dir, in the state directory home: for a command of the user's
+// that wrote the file with that content (`norma settings import --out`).
+func AcceptContent(dir, home, rel string, data []byte, by string) error {
+	if !slices.Contains(TrustedFiles, rel) {
+		return fmt.Errorf("workspace: %s is not a trusted file", rel)
+	}
+	store, err := filetrust.Open(home)
+	if err != nil {
+		return err
+	}
+	return store.Accept(dir, rel, data, false, by)
+}
+
+// TrustedFileOf returns which trusted file of dir path is, if any.
+func TrustedFileOf(dir, path string) (string, bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	for _, rel := range TrustedFiles {
+		if abs == filepath.Join(d, rel) {
+			return rel, true
+		}
+	}
+	return "", false
+}
