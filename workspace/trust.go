@@ -145,12 +145,14 @@ func parseSettings(dir, rel string, v version) (*settings.File, error) {
 	return settings.Parse(filepath.Join(dir, rel), v.data, settingsScope(rel), dir)
 }
 
+var errAcceptedUnparsable = errors.New("workspace: the accepted version does not parse")
+
 // fileDelta is what changes from old to new of the trusted file rel.
 func fileDelta(dir, rel string, old, new version) (manifest.Delta, error) {
 	if rel == PolicyFile {
 		o, err := parsePolicy(dir, old)
 		if err != nil {
-			return manifest.Delta{}, fmt.Errorf("the accepted version of %s: %w", rel, err)
+			return manifest.Delta{}, errAcceptedUnparsable
 		}
 		n, err := parsePolicy(dir, new)
 		if err != nil {
@@ -160,7 +162,7 @@ func fileDelta(dir, rel string, old, new version) (manifest.Delta, error) {
 	}
 	o, err := parseSettings(dir, rel, old)
 	if err != nil {
-		return manifest.Delta{}, fmt.Errorf("the accepted version of %s: %w", rel, err)
+		return manifest.Delta{}, errAcceptedUnparsable
 	}
 	n, err := parseSettings(dir, rel, new)
 	if err != nil {
@@ -237,6 +239,41 @@ type applied struct {
 	changes  []FileChange
 }
 
+// compare reads the trusted file rel of dir and compares it with the
+// version accepted in store (nil: none). same says they are equal; else
+// the change's delta is made. An accepted version that no longer parses
+// (a record of another Norma) counts as nothing accepted: the change is
+// then judged against the built-in defaults.
+func compare(store *filetrust.Store, dir, rel string) (c FileChange, acc version, same bool, err error) {
+	cur, err := readCurrent(dir, rel)
+	if err != nil {
+		return c, acc, false, err
+	}
+	acc = version{absent: true}
+	seen := false
+	if store != nil {
+		rec, ok, err := store.Get(dir, rel)
+		if err != nil {
+			return c, acc, false, err
+		}
+		if ok {
+			acc, seen = version{data: rec.Content, absent: rec.Absent}, true
+		}
+	}
+	if cur.digest() == acc.digest() {
+		return FileChange{File: rel, content: cur}, acc, true, nil
+	}
+	d, err := fileDelta(dir, rel, acc, cur)
+	if errors.Is(err, errAcceptedUnparsable) {
+		acc, seen = version{absent: true}, false
+		d, err = fileDelta(dir, rel, acc, cur)
+	}
+	if err != nil {
+		return c, acc, false, err
+	}
+	return FileChange{File: rel, Held: d.NeedsConsent(), FirstSight: !seen, Removed: cur.absent, Delta: d, content: cur}, acc, false, nil
+}
+
 // resolve decides, for each trusted file of dir, which version Open
 // applies (see [TrustedFiles]). Without a state directory nothing can be
 // accepted: a widening change is held, with nothing to accept it by.
@@ -255,55 +292,31 @@ func resolve(dir string, o *Options, skipPolicy bool) (applied, error) {
 		if skipPolicy && rel == PolicyFile {
 			continue
 		}
-		cur, err := readCurrent(dir, rel)
+		c, acc, same, err := compare(store, dir, rel)
 		if err != nil {
 			return a, err
 		}
-		acc := version{absent: true}
-		seen := false
-		if store != nil {
-			rec, ok, err := store.Get(dir, rel)
-			if err != nil {
-				return a, err
-			}
-			if ok {
-				acc, seen = version{data: rec.Content, absent: rec.Absent}, true
-			}
-		}
-		if cur.digest() == acc.digest() {
-			a.versions[rel] = cur
+		by := "narrowing"
+		switch {
+		case same:
+			a.versions[rel] = c.content
 			continue
-		}
-		d, err := fileDelta(dir, rel, acc, cur)
-		if err != nil {
-			return a, err
-		}
-		c := FileChange{File: rel, FirstSight: !seen, Removed: cur.absent, Delta: d}
-		if !d.NeedsConsent() {
-			a.versions[rel] = cur
-			if !d.Empty() {
-				a.changes = append(a.changes, c)
-			}
-			if store != nil {
-				if err := store.Accept(dir, rel, cur.data, cur.absent, "narrowing"); err != nil {
-					return a, err
-				}
-			}
-			continue
-		}
-		c.Held = true
-		c.content = cur
-		if store != nil && o.Accept != nil && o.Accept(c) {
-			if err := store.Accept(dir, rel, cur.data, cur.absent, "terminal"); err != nil {
-				return a, err
-			}
-			c.Held = false
-			a.versions[rel] = cur
+		case c.Held && (store == nil || o.Accept == nil || !o.Accept(c)):
+			a.versions[rel] = acc
 			a.changes = append(a.changes, c)
 			continue
+		case c.Held:
+			by, c.Held = "terminal", false
 		}
-		a.versions[rel] = acc
-		a.changes = append(a.changes, c)
+		a.versions[rel] = c.content
+		if !c.Delta.Empty() {
+			a.changes = append(a.changes, c)
+		}
+		if store != nil {
+			if err := store.Accept(dir, rel, c.content.data, c.content.absent, by); err != nil {
+				return a, err
+			}
+		}
 	}
 	return a, nil
 }
@@ -334,26 +347,13 @@ func Changes(dir, home string) ([]FileChange, error) {
 	}
 	var out []FileChange
 	for _, rel := range TrustedFiles {
-		cur, err := readCurrent(dir, rel)
+		c, _, same, err := compare(store, dir, rel)
 		if err != nil {
 			return nil, err
 		}
-		rec, ok, err := store.Get(dir, rel)
-		if err != nil {
-			return nil, err
+		if !same {
+			out = append(out, c)
 		}
-		acc := version{absent: true}
-		if ok {
-			acc = version{data: rec.Content, absent: rec.Absent}
-		}
-		if cur.digest() == acc.digest() {
-			continue
-		}
-		d, err := fileDelta(dir, rel, acc, cur)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, FileChange{File: rel, Held: d.NeedsConsent(), FirstSight: !ok, Removed: cur.absent, Delta: d, content: cur})
 	}
 	return out, nil
 }

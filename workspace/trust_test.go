@@ -171,3 +171,30 @@ func TestAcceptLocalAllowKeepsAHold(t *testing.T) {
 		t.Errorf("Changes = %+v, %v; want only Bash(curl:*) held", cs, err)
 	}
 }
+
+// TestOpenHoldsAPolicyRemoval: the policy is a ceiling, so removing it, or
+// replacing it by a directory, widens: the accepted ceiling stays in
+// force.
+func TestOpenHoldsAPolicyRemoval(t *testing.T) {
+	e := newTrustEnv(t)
+	e.write(t, workspace.PolicyFile, "schema_version: 2\nkind: workspace\npermissions:\n  filesystem: {deny: [\"workspace://notes.md\"]}\n")
+	if _, m, w := e.open(t, nil); m != capability.Deny || len(w) != 0 {
+		t.Fatalf("the accepted deny: Read %v, warnings %q", m, w)
+	}
+	p := filepath.Join(e.dir, workspace.PolicyFile)
+	for _, replace := range []func() error{
+		func() error { return os.Remove(p) },
+		func() error { return os.Mkdir(p, 0o755) },
+	} {
+		if err := replace(); err != nil {
+			t.Fatal(err)
+		}
+		rt, m, w := e.open(t, nil)
+		if m != capability.Deny || len(w) != 1 || !strings.Contains(w[0], "+ widened filesystem.deny workspace://notes.md") {
+			t.Errorf("policy gone: Read %v, warnings %q", m, w)
+		}
+		if cs := rt.Changes(); len(cs) != 1 || !cs[0].Removed || !cs[0].Held {
+			t.Errorf("Changes = %+v", cs)
+		}
+	}
+}
