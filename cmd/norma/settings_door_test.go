@@ -265,6 +265,7 @@ func TestDoorHookInterpreterRefused(t *testing.T) {
     - hooks:
         - {type: command, command: "/bin/sh ./x.sh"}
 `), 0o644)
+	trustWorkspace(t, env, e.home, e.ws) // the user accepts the file; the hook is still refused
 	if code, out, errs := doorEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != exitFailed || !strings.Contains(errs, "must be a file in the workspace") {
 		t.Errorf("hooks trust: exit %d\n%s%s", code, out, errs)
 	}
