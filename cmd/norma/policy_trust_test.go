@@ -138,3 +138,36 @@ func trustWorkspace(t *testing.T, env []string, home, ws string) {
 		t.Fatalf("policy trust: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestDoorPolicyTrustOnTerminal: on a terminal the run shows a held
+// file's delta and asks; no keeps the accepted version (the write the
+// file would allow is refused and nothing is written), yes applies it and
+// records it, so the next headless run applies it without a word.
+func TestDoorPolicyTrustOnTerminal(t *testing.T) {
+	e := newRunEnv(t)
+	env := isolated(t)
+	rtWrite(t, filepath.Join(e.ws, ".norma", "settings.local.yaml"), "permissions:\n  allow: [\"Write(out/**)\"]\n", 0o644)
+	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: w, name: Write, input: {path: out/a.md, content: one}}\n  - text: done\n")
+	target := filepath.Join(e.ws, "out", "a.md")
+	const ask = "Accept this change of .norma/settings.local.yaml for this workspace? [y/N] "
+	for _, answer := range []string{"n", "y"} {
+		r := startOnTerminal(t, env, "--home", e.home, "run", "--workspace", e.ws, "--script", script, "--mode", "dontAsk", "write")
+		r.waitFor(ask, 1)
+		if !strings.Contains(r.out.String(), "+ added permissions.allow Write(out/**)") {
+			t.Errorf("the prompt does not show the delta:\n%s", r.out.String())
+		}
+		r.answer(answer)
+		if code := r.wait(); code != 0 {
+			t.Fatalf("run (%s): exit %d\n%s%s", answer, code, r.out.String(), r.errb.String())
+		}
+		_, err := os.Stat(target)
+		if written := err == nil; written != (answer == "y") {
+			t.Errorf("answer %s: out/a.md written = %v\n%s", answer, written, r.out.String())
+		}
+	}
+	os.Remove(target)
+	code, out, errs := doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--script", script, "--mode", "dontAsk", "--json", "write")
+	if c := toolCalls(jsonLines(t, out))["w"]; code != 0 || c == nil || c["decision"] != "allow" || len(policyChanges(t, out)) != 0 || strings.Contains(errs, "not applied") {
+		t.Errorf("after yes at the terminal: exit %d, %v\n%s%s", code, c, out, errs)
+	}
+}

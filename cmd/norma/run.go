@@ -456,7 +456,7 @@ func acceptOnTerminal(cmd *cobra.Command, out *runPrinter, terminal bool) func(w
 	return func(c workspace.FileChange) bool {
 		out.pause(true)
 		defer out.pause(false)
-		w := cmd.ErrOrStderr()
+		w := cmd.OutOrStdout()
 		fmt.Fprintln(w, c.String())
 		fmt.Fprintf(w, "Accept this change of %s for this workspace? [y/N] ", c.File)
 		var answer string
