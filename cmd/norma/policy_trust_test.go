@@ -171,3 +171,45 @@ func TestDoorPolicyTrustOnTerminal(t *testing.T) {
 		t.Errorf("after yes at the terminal: exit %d, %v\n%s%s", code, c, out, errs)
 	}
 }
+
+// TestAttackAgentReplacesAcceptedPolicy: the user accepted a policy whose
+// network ceiling is empty, under settings that list a loopback
+// destination. The agent's Bash moves .norma aside and recreates it with a
+// policy that has no network section (no ceiling) and the same settings.
+// The next run keeps the accepted ceiling: WebFetch is refused and the
+// server sees nothing. (Where the rename itself is refused, the policy is
+// unchanged and the run is refused all the same.)
+func TestAttackAgentReplacesAcceptedPolicy(t *testing.T) {
+	e := newRunEnv(t)
+	env := rtEnv(t)
+	web := newWebServer(t)
+	st := fmt.Sprintf("permissions:\n  allow: [WebFetch]\nnetwork:\n  requests:\n    - {origin: %q, methods: [GET], paths: [\"/page\"]}\n  allow_private: [\"127.0.0.1/32\"]\n", web.origin)
+	rtWrite(t, filepath.Join(e.ws, ".norma", "policy.yaml"), "schema_version: 2\nkind: workspace\npermissions:\n  network: {requests: []}\n", 0o644)
+	rtWrite(t, filepath.Join(e.ws, ".norma", "settings.yaml"), st, 0o644)
+	trustWorkspace(t, env, e.home, e.ws)
+	wide := "schema_version: 2\nkind: workspace\npermissions: {}\n"
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	run := func(script string) (int, string, string) {
+		t.Helper()
+		return doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--script", e.script(t, script), "--json", "--yes", "go")
+	}
+	if code, out, errs := run(fmt.Sprintf("turns:\n  - tool_calls:\n      - {id: m, name: Bash, input: {command: \"d=.norma; mv $d .n2 && mkdir $d && echo %s | base64 -d > $d/policy.yaml && echo %s | base64 -d > $d/settings.yaml\"}}\n  - text: done\n", b64(wide), b64(st))); code != 0 {
+		t.Fatalf("run 1: exit %d\n%s%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(filepath.Join(e.ws, ".norma", "policy.yaml"))
+	replaced := string(b) == wide
+	code, out, errs := run("turns:\n  - tool_calls:\n      - {id: f, name: WebFetch, input: {url: \"" + web.origin + "/page\"}}\n  - text: done\n")
+	if code != 0 {
+		t.Fatalf("run 2: exit %d\n%s%s", code, out, errs)
+	}
+	if f := toolCalls(jsonLines(t, out))["f"]; f == nil || f["decision"] != "deny" || web.asked("/page") {
+		t.Fatalf("WebFetch past the accepted ceiling: %v (server saw %v)", f, web.paths)
+	}
+	if !replaced {
+		t.Log("the agent could not replace .norma: the rename was refused")
+		return
+	}
+	if c := policyChanges(t, out)[".norma/policy.yaml"]; c == nil || c["held"] != true || !strings.Contains(errs, "+ widened network.requests the listed destinations → any destination") {
+		t.Errorf("the replaced policy is not reported held: %v\n%s", c, errs)
+	}
+}
