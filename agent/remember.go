@@ -40,6 +40,12 @@ func (a *sessionApprover) remember(ctx context.Context, rules []string, v approv
 		default:
 			if err := settings.AddLocalAllow(ws, rules...); err != nil {
 				s.log.WarnContext(ctx, "agent: the rules were not written to "+settings.LocalFile+"; they hold for this session", "rules", rules, "err", err)
+			} else if s.cfg.stateDir != "" {
+				// The user said yes to these rules: they join the accepted
+				// version of the file, so that the next run applies them.
+				if err := settings.AcceptLocalAllow(s.cfg.stateDir, ws, rules...); err != nil {
+					s.log.WarnContext(ctx, "agent: the rules were written to "+settings.LocalFile+" but not recorded as accepted; the next run holds them", "rules", rules, "err", err)
+				}
 			}
 		}
 	}

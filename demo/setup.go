@@ -15,6 +15,7 @@ import (
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/workspace"
 )
 
 // world is what the demo sets up before the session.
@@ -110,8 +111,13 @@ func (w *world) workspace() error {
 		}
 	}
 	l, err := manifest.ParseLayerFile(filepath.Join(w.ws, ".norma", "policy.yaml"))
+	if err != nil {
+		return err
+	}
 	w.wsPolicy = l
-	return err
+	// The demo wrote the policy for its user: what it wrote is accepted
+	// (workspace.TrustedFiles).
+	return workspace.AcceptContent(w.ws, w.home, workspace.PolicyFile, []byte(workspacePolicy), "norma demo")
 }
 
 // workspacePolicy denies secrets files to every tool and plugin and admits

@@ -170,16 +170,25 @@ func ExternalWriteMode(p Permissions) string {
 // diffMode compares two mode spellings by [capability.Mode]; a spelling
 // that does not parse makes any change a widening (fail closed).
 func diffMode(d *Delta, kind, o, n string) {
+	diffRanked(d, kind, o, n, func(s string) (int, bool) {
+		m, err := capability.ParseMode(s)
+		return int(m), err == nil
+	})
+}
+
+// diffRanked compares two values by their rank; a value rank does not know
+// makes any change a widening (fail closed).
+func diffRanked(d *Delta, kind, o, n string, rank func(string) (int, bool)) {
 	if o == n {
 		return
 	}
 	c := Change{Kind: kind, From: o, To: n, Item: n}
-	mo, err1 := capability.ParseMode(o)
-	mn, err2 := capability.ParseMode(n)
+	ro, ok1 := rank(o)
+	rn, ok2 := rank(n)
 	switch {
-	case err1 != nil || err2 != nil || mn > mo:
+	case !ok1 || !ok2 || rn > ro:
 		d.Widened = append(d.Widened, c)
-	case mn < mo:
+	case rn < ro:
 		c.Item = o
 		d.Narrowed = append(d.Narrowed, c)
 	}
@@ -191,6 +200,12 @@ func diffMode(d *Delta, kind, o, n string) {
 // Item is the glob of the side the change is about: the new glob of an
 // allow list that grew, the old deny glob that no longer applies.
 func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
+	diffList(d, kind, old, new, deny, GlobCovers)
+}
+
+// diffList classifies the changes of a list whose items cover one another
+// by covers(b, a) (b covers a); for a deny list the direction flips.
+func diffList(d *Delta, kind string, old, new []string, deny bool, covers func(b, a string) bool) {
 	wider, narrower := &d.Widened, &d.Narrowed
 	added, removed := &d.Added, &d.Removed
 	if deny {
@@ -198,10 +213,10 @@ func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
 		added, removed = wider, narrower
 	}
 	for _, n := range new {
-		if coveredByAny(n, old) {
+		if coveredByAny(n, old, covers) {
 			continue
 		}
-		if o, ok := findCovered(n, old, new); ok {
+		if o, ok := findCovered(n, old, new, covers); ok {
 			c := Change{Kind: kind, From: o, To: n, Item: n}
 			if deny {
 				c.Item = o // a deny that grew: a narrowing, named by its old side
@@ -212,10 +227,10 @@ func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
 		}
 	}
 	for _, o := range old {
-		if coveredByAny(o, new) {
+		if coveredByAny(o, new, covers) {
 			continue
 		}
-		if n, ok := findCovered(o, new, old); ok {
+		if n, ok := findCovered(o, new, old, covers); ok {
 			*narrower = append(*narrower, Change{Kind: kind, From: o, To: n, Item: o})
 		} else {
 			*removed = append(*removed, Change{Kind: kind, From: o, Item: o})
@@ -225,18 +240,18 @@ func diffGlobs(d *Delta, kind string, old, new []string, deny bool) {
 
 // findCovered returns an element of from that g covers and that is not
 // itself in keep (so the pair describes a replacement).
-func findCovered(g string, from, keep []string) (string, bool) {
+func findCovered(g string, from, keep []string, covers func(b, a string) bool) (string, bool) {
 	for _, x := range from {
-		if !slices.Contains(keep, x) && GlobCovers(g, x) {
+		if !slices.Contains(keep, x) && covers(g, x) {
 			return x, true
 		}
 	}
 	return "", false
 }
 
-func coveredByAny(g string, set []string) bool {
+func coveredByAny(g string, set []string, covers func(b, a string) bool) bool {
 	for _, s := range set {
-		if GlobCovers(s, g) {
+		if covers(s, g) {
 			return true
 		}
 	}
@@ -443,4 +458,125 @@ func injection(s Secret) string {
 		out += " env " + s.Env
 	}
 	return out
+}
+
+// Join adds o's changes to d.
+func (d *Delta) Join(o Delta) {
+	d.Added = append(d.Added, o.Added...)
+	d.Removed = append(d.Removed, o.Removed...)
+	d.Widened = append(d.Widened, o.Widened...)
+	d.Narrowed = append(d.Narrowed, o.Narrowed...)
+}
+
+// ListEffect says what the items of a list compared by [DiffList] do.
+type ListEffect uint8
+
+const (
+	// Grants: an item lets more happen (an allow rule); a new one widens.
+	Grants ListEffect = iota
+	// Restricts: an item lets less happen (a deny rule); a dropped one widens.
+	Restricts
+	// Decides: an item may do either (a hook program that allows or
+	// blocks); every change widens.
+	Decides
+)
+
+// DiffList compares two lists of items of kind that are equal or not, such
+// as permission rules by their text: the same judgement as a deny or an
+// allow glob list, with equality for coverage (an item is never taken to
+// cover another, so a rewritten item counts as new: it errs toward
+// asking). A new item is Added (for Restricts, Narrowed), a dropped one
+// Removed (for Restricts and Decides, Widened).
+func DiffList(kind string, old, new []string, effect ListEffect) Delta {
+	var d Delta
+	same := func(b, a string) bool { return a == b }
+	diffList(&d, kind, old, new, effect == Restricts, same)
+	if effect == Decides {
+		d.Widened = append(d.Widened, d.Removed...)
+		d.Removed = nil
+	}
+	return d
+}
+
+// DiffRank compares two values of one setting ordered from the narrowest
+// to the widest: a value not in order ranks above them all (fail closed).
+func DiffRank(kind, old, new string, order []string) Delta {
+	var d Delta
+	rank := func(s string) (int, bool) {
+		i := slices.Index(order, s)
+		return i, i >= 0
+	}
+	diffRanked(&d, kind, old, new, rank)
+	return d
+}
+
+// DiffCeiling compares two ceiling layers (workspace, run), which bound
+// what a manifest may be granted: unlike a manifest, a nil layer and
+// every section a layer leaves out is no bound at all (an absent read
+// list allows every read; absent network requests allow every
+// destination; an absent spawn or external-write mode allows). The
+// absent parts are read as that, then compared by [DiffPermissions];
+// only network requests and secrets, which have no spelling for
+// "everything", are compared here as a whole when one side leaves them
+// out.
+func DiffCeiling(old, new *Layer) Delta {
+	o, n := ceilingPermissions(old), ceilingPermissions(new)
+	var d Delta
+	net := func(p Permissions) bool { return p.Network != nil && p.Network.Requests != nil }
+	if net(o) != net(n) {
+		c := Change{Kind: "network.requests", From: "any destination", To: "the listed destinations", Item: "any destination"}
+		if net(o) {
+			c = Change{Kind: "network.requests", From: "the listed destinations", To: "any destination", Item: "any destination"}
+			d.Widened = append(d.Widened, c)
+		} else {
+			d.Narrowed = append(d.Narrowed, c)
+		}
+		// Compare allow_private alone: neither side's requests count.
+		o.Network, n.Network = onlyPrivate(o.Network), onlyPrivate(n.Network)
+	}
+	if (o.Secrets == nil) != (n.Secrets == nil) {
+		c := Change{Kind: "secrets", From: "any secret", To: "the listed secrets", Item: "any secret"}
+		if o.Secrets != nil {
+			d.Widened = append(d.Widened, Change{Kind: "secrets", From: "the listed secrets", To: "any secret", Item: "any secret"})
+		} else {
+			d.Narrowed = append(d.Narrowed, c)
+		}
+		o.Secrets, n.Secrets = nil, nil
+	}
+	d.Join(DiffPermissions(o, n))
+	return d
+}
+
+func onlyPrivate(n *Network) *Network {
+	if n == nil {
+		return nil
+	}
+	return &Network{AllowPrivate: n.AllowPrivate}
+}
+
+// ceilingPermissions are l's permissions with every absent bound spelled
+// as the widest grant of its kind.
+func ceilingPermissions(l *Layer) Permissions {
+	var p Permissions
+	if l != nil {
+		p = l.Permissions
+	}
+	fs := Filesystem{}
+	if p.Filesystem != nil {
+		fs = *p.Filesystem
+	}
+	if fs.Read == nil {
+		fs.Read = []string{"workspace://**"}
+	}
+	if fs.Write == nil {
+		fs.Write = []string{"workspace://**"}
+	}
+	p.Filesystem = &fs
+	if p.Process == nil || p.Process.Spawn == "" {
+		p.Process = &Process{Spawn: "allow"}
+	}
+	if p.ExternalWrites == nil || p.ExternalWrites.Default == "" {
+		p.ExternalWrites = &ExternalWrites{Default: "allow"}
+	}
+	return p
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/norma-run/norma/internal/filetrust"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 )
@@ -55,6 +56,53 @@ func AddLocalAllow(workspace string, rules ...string) error {
 			}
 		}
 		return want, nil
+	})
+}
+
+// WithLocalAllow returns data, a version of the local settings file at
+// path (nil: none), with rules added to its allow list as [AddLocalAllow]
+// adds them. Package workspace applies it to the version the user
+// accepted, so that the accepted version grows by the rules the user said
+// "always" to and by nothing else the file may hold.
+func WithLocalAllow(path string, data []byte, rules ...string) ([]byte, error) {
+	var cur []string
+	if len(data) > 0 {
+		f, err := Parse(path, data, ScopeLocal, filepath.Dir(filepath.Dir(path)))
+		if err != nil {
+			return nil, err
+		}
+		cur = allowOf(f)
+	}
+	want := slices.Clone(cur)
+	for _, r := range rules {
+		if err := policy.CheckRule(r); err != nil {
+			return nil, fmt.Errorf("settings: %q is not a permission rule: %w", r, err)
+		}
+		if !slices.Contains(want, r) {
+			want = append(want, r)
+		}
+	}
+	return withAllow(path, data, want)
+}
+
+// AcceptLocalAllow records, in the state directory home, that the user
+// accepted rules for the local file of workspace (an "always" answer at an
+// approval prompt, which [AddLocalAllow] wrote to the file): the rules are
+// added to the version the user accepted before, not the file's whole
+// content, so that a change of the file still held stays held (package
+// workspace applies the files as far as they were accepted).
+func AcceptLocalAllow(home, workspace string, rules ...string) error {
+	store, err := filetrust.Open(home)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(workspace, LocalFile)
+	return store.Update(workspace, LocalFile, "approval", func(old []byte, absent bool) ([]byte, bool, error) {
+		if absent {
+			old = nil
+		}
+		b, err := WithLocalAllow(path, old, rules...)
+		return b, false, err
 	})
 }
 

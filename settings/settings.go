@@ -168,6 +168,11 @@ type Options struct {
 	// [ManagedPath]); a missing one is fine, a symbolic link or one not
 	// owned by root or writable by group or others is refused.
 	Managed string
+	// ReadWorkspace, when set, stands in for reading the workspace's own
+	// files (path, scope ScopeWorkspace or ScopeLocal): it returns the file
+	// to merge, nil for none. Package workspace passes the version the
+	// user accepted (see its Open).
+	ReadWorkspace func(path string, scope Scope) (*File, error)
 }
 
 // ManagedPath is where managed settings live.
@@ -203,6 +208,16 @@ func Load(o Options) (*Settings, error) {
 	}
 	var files []*File
 	for _, n := range list {
+		if o.ReadWorkspace != nil && (n.scope == ScopeWorkspace || n.scope == ScopeLocal) {
+			f, err := o.ReadWorkspace(n.path, n.scope)
+			if err != nil {
+				return nil, err
+			}
+			if f != nil {
+				files = append(files, f)
+			}
+			continue
+		}
 		f, err := ReadFile(n.path, n.scope, o.Workspace)
 		if errors.Is(err, fs.ErrNotExist) && !n.required {
 			continue
@@ -222,6 +237,16 @@ func Load(o Options) (*Settings, error) {
 // files. At most [manifest.MaxFileSize] bytes are read (a larger file is
 // refused by [Parse]). A missing file is an error matching fs.ErrNotExist.
 func ReadFile(path string, scope Scope, workspace string) (*File, error) {
+	data, err := ReadData(path, scope)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, scope, workspace)
+}
+
+// ReadData reads the bytes of one settings file of scope with the checks
+// of [ReadFile], without parsing them.
+func ReadData(path string, scope Scope) ([]byte, error) {
 	flags := os.O_RDONLY
 	switch scope {
 	case ScopeManaged:
@@ -254,11 +279,7 @@ func ReadFile(path string, scope Scope, workspace string) (*File, error) {
 			return nil, manifest.Errors{{File: path, Msg: "settings file is not a regular file"}}
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(fh, manifest.MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	return Parse(path, data, scope, workspace)
+	return io.ReadAll(io.LimitReader(fh, manifest.MaxFileSize+1))
 }
 
 func refuseManaged(path string) error {

@@ -17,12 +17,14 @@ import (
 // are recorded, under Norma's state directory.
 const HookTrustFile = "hooks-trust.json"
 
-// loadSettings reads the settings files and folds them into o: the rules
+// loadSettings reads the settings files, the workspace's own by read (the
+// versions the user accepted), and folds them into o: the rules
 // join o.Rules, the mode follows the precedence of package settings, and
 // the shell gets the settings' env.
-func loadSettings(dir string, o *Options) (*settings.Settings, error) {
+func loadSettings(dir string, o *Options, read func(string, settings.Scope) (*settings.File, error)) (*settings.Settings, error) {
 	so := o.Settings
 	so.Workspace = dir
+	so.ReadWorkspace = read
 	st, err := settings.Load(so)
 	if err != nil {
 		return nil, err

@@ -51,8 +51,14 @@ type Options struct {
 	// state directory is the door's agent.WithStateDir).
 	Resume bool
 	// Policy replaces the workspace policy read from Dir/[PolicyFile];
-	// nil reads the file.
+	// nil reads the file, applied as far as the user accepted it (see
+	// [TrustedFiles]). An embedder's own Policy is its own choice and is
+	// applied as given.
 	Policy *manifest.Layer
+	// Accept asks the user whether to accept a held change of a trusted
+	// file (a terminal's prompt, like plugin consent); true records it as
+	// accepted and applies it. Nil holds every widening change (headless).
+	Accept func(FileChange) bool
 	// RunPolicy is the run's ceiling layer over every tool; nil means none.
 	RunPolicy *manifest.Layer
 	// Plugins are plugins besides the installed ones (an embedder's own).
@@ -145,6 +151,7 @@ type Runtime struct {
 	declared []agent.Plugin // the Declared plugins, also in plugins
 	settings *settings.Settings
 	hooks    *hook.Registry
+	changes  []FileChange
 
 	once    sync.Once // the registry serves one session
 	explain *agent.Session
@@ -164,13 +171,22 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("workspace: %s is not a directory", o.Dir)
 	}
+	tr, err := resolve(dir, &o, o.Policy != nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range tr.changes {
+		if c.Held && o.Warn != nil {
+			o.Warn(heldNote(dir, c))
+		}
+	}
 	layer := o.Policy
 	if layer == nil {
-		if layer, err = LoadPolicy(dir); err != nil {
+		if layer, err = parsePolicy(dir, tr.versions[PolicyFile]); err != nil {
 			return nil, err
 		}
 	}
-	st, err := loadSettings(dir, &o)
+	st, err := loadSettings(dir, &o, tr.readWorkspace(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +204,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if o.ShellEnv == nil {
 		o.ShellEnv = []string{"LANG=C.UTF-8"}
 	}
-	r := &Runtime{opts: o, dir: dir, layer: layer, settings: st, sandbox: !o.NoSandbox && sandbox.Probe().Ready,
+	r := &Runtime{opts: o, dir: dir, layer: layer, settings: st, changes: tr.changes, sandbox: !o.NoSandbox && sandbox.Probe().Ready,
 		reg: tool.NewRegistry(&tool.Options{Audit: o.Audit}), ref: &tools.GateRef{}, plugins: o.Plugins}
 	if r.builtin, err = tools.Build(r.toolsConfig()); err != nil {
 		return nil, err
@@ -340,6 +356,10 @@ func (r *Runtime) warn(err error) {
 		r.opts.Warn(err)
 	}
 }
+
+// Changes returns the trusted files that differ from the versions the
+// user accepted, as Open found them: a held one is not applied.
+func (r *Runtime) Changes() []FileChange { return r.changes }
 
 // Dir returns the absolute workspace directory.
 func (r *Runtime) Dir() string { return r.dir }

@@ -167,6 +167,7 @@ func TestDoorExplainAgreesWithRun(t *testing.T) {
 	e := newRunEnv(t)
 	web := newWebServer(t)
 	writeWorkspacePolicy(t, e.ws, web.origin)
+	trustWorkspace(t, nil, e.home, e.ws)
 	os.Symlink("../.env", filepath.Join(e.ws, "docs", "notes.md"))
 	calls := []struct{ tool, input string }{
 		{"Read", `{"path":"docs/intro.md"}`},
@@ -251,6 +252,7 @@ func TestDoorWebFetch(t *testing.T) {
 	e := newRunEnv(t)
 	web := newWebServer(t)
 	writeWorkspacePolicy(t, e.ws, web.origin)
+	trustWorkspace(t, nil, e.home, e.ws)
 	script := e.script(t, fmt.Sprintf(`turns:
   - tool_calls:
       - {id: ok, name: WebFetch, input: {url: "%[1]s/page"}}

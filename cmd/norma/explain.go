@@ -12,6 +12,7 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/policy"
@@ -124,9 +125,18 @@ func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed boo
 		return nil, err
 	}
 	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run,
-		ModeGiven: cmd.Flags().Lookup("mode") != nil && cmd.Flags().Changed("mode"), Settings: settingsFiles(f.Settings)}
+		ModeGiven: cmd.Flags().Lookup("mode") != nil && cmd.Flags().Changed("mode"), Settings: settingsFiles(f.Settings),
+		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }}
 	if o.Dir == "" {
 		o.Dir = "."
+	}
+	// The workspace's own policy and settings files count as far as the
+	// user accepted them, recorded in the state directory: as in a run.
+	if f.WorkspacePolicy == "" {
+		o.Policy = nil
+	}
+	if o.Home, err = stateDir(cmd); err != nil {
+		return nil, err
 	}
 	switch {
 	case f.Manifest != "":
@@ -136,9 +146,6 @@ func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed boo
 		}
 		o.Declared = []workspace.Declaration{d}
 	case installed:
-		if o.Home, err = stateDir(cmd); err != nil {
-			return nil, err
-		}
 		o.Describe = true
 	}
 	return workspace.Open(cmd.Context(), o)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/guard/fsguard"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -20,7 +23,73 @@ func newPolicyCmd() *cobra.Command {
 		Use:   "policy",
 		Short: "Explain and test capability decisions",
 	}
-	c.AddCommand(newPolicyExplainCmd(), newPolicyTestCmd())
+	c.AddCommand(newPolicyExplainCmd(), newPolicyTestCmd(), newPolicyTrustCmd())
+	return c
+}
+
+// newPolicyTrustCmd shows how the workspace's policy and settings files
+// differ from the versions accepted last, and records what they hold now
+// as accepted: a run applies a widening change only after this (or a yes
+// at its terminal prompt).
+func newPolicyTrustCmd() *cobra.Command {
+	var dir string
+	var yes bool
+	c := &cobra.Command{
+		Use:   "trust [--workspace DIR] [--yes]",
+		Short: "Show how the workspace's policy and settings files changed since accepted, and accept them",
+		Long: `Show the delta of each workspace file that decides what runs (` + strings.Join(workspace.TrustedFiles, ", ") + `)
+against the version accepted last (at first sight, against the built-in
+defaults), then record what the files hold now as accepted, in the state
+directory. A run applies a change that only narrows at once; one that widens
+is held, and the run keeps the accepted version, until it is accepted here or
+at the run's terminal prompt. Without --yes, asks on the terminal; exit 3 when
+not accepted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := stateDir(cmd)
+			if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return exitWith(exitUsage, err)
+			}
+			changes, err := workspace.Changes(abs, home)
+			if err != nil {
+				printProblems(cmd.ErrOrStderr(), err)
+				return exitWith(exitFailed, nil)
+			}
+			w := cmd.OutOrStdout()
+			if len(changes) == 0 {
+				fmt.Fprintln(w, "nothing to accept: the workspace's policy and settings files are as accepted")
+				return nil
+			}
+			widens := false
+			for _, c := range changes {
+				fmt.Fprintf(w, "%s:%s\n", c.File, map[bool]string{true: " widens", false: " only narrows"}[c.Held])
+				for _, l := range workspace.DeltaLines(c.Delta) {
+					fmt.Fprintln(w, "  "+l)
+				}
+				widens = widens || c.Held
+			}
+			if widens && !yes {
+				fmt.Fprint(w, "Accept these files as they are now for this workspace? [y/N] ")
+				var answer string
+				fmt.Fscanln(cmd.InOrStdin(), &answer)
+				if answer != "y" && answer != "Y" && answer != "yes" {
+					return exitWith(exitConsent, errors.New("not accepted; runs keep the accepted versions"))
+				}
+			}
+			if err := workspace.Trust(abs, home, "norma policy trust", changes); err != nil {
+				printProblems(cmd.ErrOrStderr(), err)
+				return exitWith(exitFailed, nil)
+			}
+			fmt.Fprintln(w, "accepted: runs in "+termtext.Escape(abs)+" apply these files as they are now")
+			return nil
+		},
+	}
+	c.Flags().StringVar(&dir, "workspace", ".", "workspace directory")
+	c.Flags().BoolVar(&yes, "yes", false, "accept without asking")
 	return c
 }
 

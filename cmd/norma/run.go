@@ -199,11 +199,13 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		UnsafeNoSandbox: f.unsafeNoSandbox,
 		Warn:            func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) },
+		Accept:          acceptOnTerminal(cmd, out, !f.asJSON && stdinIsTerminal(cmd.InOrStdin())),
 	})
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
 	defer rt.Close()
+	out.policyChanges(rt.Changes())
 	opts := []agent.Option{
 		agent.WithProvider(prov, model), agent.WithProviderBaseURL(baseURL), agent.WithApprovalService(svc),
 		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
@@ -452,6 +454,40 @@ func (p *runPrinter) clearSpin() {
 
 func (p *runPrinter) line(v map[string]any) {
 	_ = writeJSONLine(p.w, v)
+}
+
+// policyChanges reports, in --json, the workspace policy and settings
+// files that differ from the versions the user accepted: a held one is
+// not applied (the warning on stderr shows its delta too).
+func (p *runPrinter) policyChanges(cs []workspace.FileChange) {
+	if !p.json {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		p.line(map[string]any{"event": "policy_change", "file": c.File, "held": c.Held, "first_sight": c.FirstSight,
+			"removed": c.Removed, "delta": c.Delta})
+	}
+}
+
+// acceptOnTerminal asks, on a terminal, whether to accept a held change
+// of a workspace policy or settings file, after showing its delta (as
+// `norma policy trust` does); elsewhere nil: the change stays held.
+func acceptOnTerminal(cmd *cobra.Command, out *runPrinter, terminal bool) func(workspace.FileChange) bool {
+	if !terminal {
+		return nil
+	}
+	return func(c workspace.FileChange) bool {
+		out.pause(true)
+		defer out.pause(false)
+		w := cmd.OutOrStdout()
+		fmt.Fprintln(w, c.String())
+		fmt.Fprintf(w, "Accept this change of %s for this workspace? [y/N] ", c.File)
+		var answer string
+		fmt.Fscanln(cmd.InOrStdin(), &answer)
+		return answer == "y" || answer == "Y" || answer == "yes"
+	}
 }
 
 // note prints one status line of norma's own (not escaped: callers pass

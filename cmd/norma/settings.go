@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -202,8 +201,25 @@ func newSettingsImportCmd() *cobra.Command {
 			if err != nil {
 				return exitWith(exitFailed, err)
 			}
-			_, err = fd.Write(conv)
-			return errors.Join(err, fd.Close())
+			if _, err := fd.Write(conv); err != nil {
+				fd.Close()
+				return exitWith(exitFailed, err)
+			}
+			if err := fd.Close(); err != nil {
+				return exitWith(exitFailed, err)
+			}
+			// The user wrote a workspace settings file: what it holds is
+			// what they accepted (see workspace.TrustedFiles).
+			if rel, ok := workspace.TrustedFileOf(dir, out); ok {
+				home, err := stateDir(cmd)
+				if err == nil {
+					err = workspace.AcceptContent(dir, home, rel, conv, "norma settings import")
+				}
+				if err != nil {
+					return exitWith(exitInternal, fmt.Errorf("settings import: %s written, but not recorded as accepted: %w", out, err))
+				}
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&out, "out", "", "write the settings file here (refused if it exists)")

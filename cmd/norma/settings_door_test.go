@@ -115,6 +115,7 @@ func TestDoorSettings(t *testing.T) {
 	if code, out, errs := doorEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != 0 || strings.Count(out, "trusted ") != 2 {
 		t.Fatalf("hooks trust: exit %d\n%s%s", code, out, errs)
 	}
+	trustWorkspace(t, env, e.home, e.ws)
 	calls := []struct{ id, tool, input, decision, reason string }{
 		{"allowed-write", "Write", `{"path":"out/a.md","content":"from the model"}`, "allow", "ALLOWED"},
 		{"no-rule-write", "Write", `{"path":"b.md","content":"x"}`, "deny", "MODE_DENIED"},
@@ -192,6 +193,7 @@ hooks:
       hooks:
         - {type: command, command: "./.norma/hooks/ok.sh"}
 `), 0o644)
+	trustWorkspace(t, env, e.home, e.ws)
 	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: w, name: Write, input: {path: out/x.md, content: x}}\n  - text: done\n")
 	check := func(label, wantReason string, wantFile bool) {
 		t.Helper()
@@ -263,6 +265,7 @@ func TestDoorHookInterpreterRefused(t *testing.T) {
     - hooks:
         - {type: command, command: "/bin/sh ./x.sh"}
 `), 0o644)
+	trustWorkspace(t, env, e.home, e.ws) // the user accepts the file; the hook is still refused
 	if code, out, errs := doorEnv(t, env, "--home", e.home, "hooks", "trust", "--workspace", e.ws); code != exitFailed || !strings.Contains(errs, "must be a file in the workspace") {
 		t.Errorf("hooks trust: exit %d\n%s%s", code, out, errs)
 	}
