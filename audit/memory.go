@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -9,8 +10,9 @@ import (
 // MemoryBackend is an in-memory [Backend] for tests. It is safe for
 // concurrent use.
 type MemoryBackend struct {
-	mu   sync.Mutex
-	rows []Row
+	mu          sync.Mutex
+	rows        []Row
+	checkpoints []StoredCheckpoint
 }
 
 // NewMemoryBackend returns an empty MemoryBackend.
@@ -55,6 +57,41 @@ func (m *MemoryBackend) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, 
 		}
 	}
 	return nil
+}
+
+// AddAuditCheckpoint implements [Backend].
+func (m *MemoryBackend) AddAuditCheckpoint(ctx context.Context, sign func(Head, int64) (*StoredCheckpoint, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var h Head
+	if n := len(m.rows); n > 0 {
+		h = Head{Seq: m.rows[n-1].Seq, Hash: m.rows[n-1].Hash}
+	}
+	latest := int64(-1)
+	for _, c := range m.checkpoints {
+		latest = max(latest, c.Size)
+	}
+	c, err := sign(h, latest)
+	if err != nil || c == nil {
+		return err
+	}
+	c.Note = slices.Clone(c.Note)
+	m.checkpoints = append(m.checkpoints, *c)
+	slices.SortFunc(m.checkpoints, func(a, b StoredCheckpoint) int { return cmp.Compare(a.Size, b.Size) })
+	return nil
+}
+
+// AuditCheckpoints implements [Backend].
+func (m *MemoryBackend) AuditCheckpoints(ctx context.Context) ([]StoredCheckpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.checkpoints), nil
 }
 
 // QueryAudit implements [Backend]; it filters on the indexed columns only.

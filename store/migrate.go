@@ -63,6 +63,17 @@ CREATE TABLE approval_uses (
 ) STRICT;
 CREATE INDEX approval_uses_open ON approval_uses(run_id, finished_ns);
 `},
+	{"audit checkpoints", `
+CREATE TABLE audit_checkpoints (
+	size    INTEGER PRIMARY KEY,
+	time_ns INTEGER NOT NULL,
+	note    BLOB NOT NULL
+) STRICT;
+CREATE TRIGGER audit_checkpoints_no_update BEFORE UPDATE ON audit_checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
+CREATE TRIGGER audit_checkpoints_no_delete BEFORE DELETE ON audit_checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
+`},
 }
 
 // migrate brings the schema to version target, one transaction per step.

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/approval"
-	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/store"
 )
@@ -26,11 +25,15 @@ func newApprovalsCmd() *cobra.Command {
 // approvalService opens the store with an audit log, so that decisions made
 // here are chained into the same log as the run's own events.
 func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
+	home, err := stateDir(cmd)
+	if err != nil {
+		return nil, nil, exitWith(exitInternal, err)
+	}
 	db, err := openStore(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
-	log, err := audit.Open(db, nil)
+	log, err := openAuditLog(home, db)
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)

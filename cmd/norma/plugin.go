@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
@@ -380,7 +379,7 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 	if err != nil {
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	log, err := audit.Open(db, nil)
+	log, err := openAuditLog(home, db)
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)

@@ -18,7 +18,6 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/approval/prompt"
-	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/internal/termtext"
@@ -136,11 +135,16 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		return exitWith(exitInternal, err)
 	}
 	defer db.Close()
-	log, err := audit.Open(db, nil)
+	log, err := openAuditLog(home, db)
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	defer log.Close()
+	// Closing the log signs a checkpoint of its head: the run's end.
+	defer func() {
+		if err := log.Close(); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error()))
+		}
+	}()
 
 	terminal := cmd.OutOrStdout() == os.Stdout && isTerminal(os.Stdout)
 	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name(), last: time.Now(),

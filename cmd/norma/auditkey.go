@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/internal/atomicfile"
+	"github.com/norma-run/norma/plugin"
+	"github.com/norma-run/norma/store"
+)
+
+// The audit checkpoint key lives in the state directory's key store, never
+// in the database: <state>/keys/audit-checkpoint.key (PKCS #8, 0600) and
+// .pub, written by the same code as publisher keys (plugin.WriteKeyPair).
+// The newest stored checkpoint is also copied to <state>/audit.checkpoint,
+// so that putting back an older copy of the database is detected too.
+const (
+	keyStoreDir         = "keys"
+	auditKeyName        = "audit-checkpoint"
+	auditCheckpointFile = "audit.checkpoint"
+)
+
+func auditKeyBase(home string) string { return filepath.Join(home, keyStoreDir, auditKeyName) }
+
+// openAuditLog opens the audit log of the state directory home over db,
+// signing a checkpoint of the chain head when it is closed. Every command
+// that appends events opens its log here.
+func openAuditLog(home string, db *store.DB) (*audit.Log, error) {
+	cp, err := auditCheckpointer(home)
+	if err != nil {
+		return nil, err
+	}
+	return audit.Open(db, &audit.Options{Checkpointer: cp})
+}
+
+// auditCheckpointer returns the checkpoint writer of home, creating the
+// key on first use.
+func auditCheckpointer(home string) (*audit.Checkpointer, error) {
+	priv, err := loadOrCreateAuditKey(home)
+	if err != nil {
+		return nil, err
+	}
+	origin := audit.KeyOrigin(priv.Public().(ed25519.PublicKey))
+	s, err := audit.NewNoteSigner(origin, priv)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(home, auditCheckpointFile)
+	return &audit.Checkpointer{Origin: origin, Signer: s,
+		Publish: func(signed []byte) error { return atomicfile.Write(file, signed, 0o600) }}, nil
+}
+
+// loadOrCreateAuditKey reads the audit key, or creates it when the key
+// store has none; a lock on the key store keeps two first runs from
+// creating two keys.
+func loadOrCreateAuditKey(home string) (ed25519.PrivateKey, error) {
+	dir := filepath.Join(home, keyStoreDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	defer lock.Close() // releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("audit key: lock %s: %w", lock.Name(), err)
+	}
+	base := auditKeyBase(home)
+	if _, err := os.Lstat(base + ".key"); errors.Is(err, fs.ErrNotExist) {
+		_, priv, err := plugin.GenerateKey()
+		if err != nil {
+			return nil, err
+		}
+		os.Remove(base + ".pub") // a stray public key without its private key
+		if err := plugin.WriteKeyPair(base, priv); err != nil {
+			return nil, err
+		}
+		return priv, nil
+	}
+	return plugin.LoadPrivateKey(base + ".key")
+}
+
+// auditVerifyOptions returns what `audit verify` checks in home besides
+// the chain: nil when the key store has no audit key (no checkpoint was
+// ever written). The verifier comes from the private key when it is
+// readable (and the public key file must match it), else from the public
+// key file.
+func auditVerifyOptions(home string, exported []string) (*audit.VerifyOptions, error) {
+	base := auditKeyBase(home)
+	var pub ed25519.PublicKey
+	priv, err := plugin.LoadPrivateKey(base + ".key")
+	switch {
+	case err == nil:
+		pub = priv.Public().(ed25519.PublicKey)
+		if filePub, err := plugin.LoadPublicKey(base + ".pub"); err == nil && !bytes.Equal(filePub, pub) {
+			return nil, fmt.Errorf("audit key: %s.pub does not match %s.key", base, base)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		pub, err = plugin.LoadPublicKey(base + ".pub")
+		if errors.Is(err, fs.ErrNotExist) {
+			if len(exported) > 0 {
+				return nil, fmt.Errorf("audit key: the state directory has no audit key (%s.pub) to verify %s with", base, exported[0])
+			}
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	origin := audit.KeyOrigin(pub)
+	v, err := audit.NewNoteVerifier(origin, pub)
+	if err != nil {
+		return nil, err
+	}
+	opts := &audit.VerifyOptions{Origin: origin, Verifier: v, RequireCheckpoint: true}
+	add := func(p, source string, optional bool) error {
+		b, err := readCheckpointFile(p)
+		if optional && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		opts.External = append(opts.External, audit.ExternalCheckpoint{Source: source, Note: b})
+		return nil
+	}
+	if err := add(filepath.Join(home, auditCheckpointFile), "checkpoint in "+auditCheckpointFile, true); err != nil {
+		return nil, err
+	}
+	for _, p := range exported {
+		if err := add(p, "checkpoint in "+p, false); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
+}
+
+// readCheckpointFile reads at most audit.MaxSignedCheckpoint+1 bytes of
+// p; OpenCheckpoint refuses a longer one.
+func readCheckpointFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, audit.MaxSignedCheckpoint+1))
+}
