@@ -312,8 +312,8 @@ type checkpointFindings struct {
 // check verifies one signed checkpoint against a chain that verified
 // (res). storedSize is the size it was stored under, or -1.
 func (f *checkpointFindings) check(ctx context.Context, b Backend, res *VerifyResult, opts *VerifyOptions, source string, signed []byte, storedSize int64) error {
-	if f.seen[string(signed)] {
-		return nil // the state directory's copy of a stored one
+	if storedSize < 0 && f.seen[string(signed)] {
+		return nil // a copy of one already checked
 	}
 	f.seen[string(signed)] = true
 	c, err := OpenCheckpoint(signed, opts.Verifier, opts.Origin)
