@@ -180,6 +180,9 @@ type StoredCheckpoint struct {
 type Checkpointer struct {
 	Origin string
 	Signer note.Signer
+	// Verifier checks the newest stored checkpoint before a new one is
+	// signed on top of it.
+	Verifier note.Verifier
 	// Publish, when set, receives every checkpoint that is stored, while
 	// the backend's write lock is held (so copies kept outside the
 	// database are written in order). An error aborts the store.
@@ -192,18 +195,28 @@ type Checkpointer struct {
 // checkpoint. It stores it when it covers events that no stored
 // checkpoint covers, or when none is stored yet; stored says whether it
 // did.
+//
+// It signs only a head that extends what is already signed: the newest
+// stored checkpoint must verify, the log must still hold its events with
+// its chain hash, and the links after it must verify (the whole chain
+// when no checkpoint is stored yet). Otherwise it refuses with the reason
+// [VerifyWith] would give, so a truncated or rewritten log is never
+// signed over.
 func (c *Checkpointer) Checkpoint(ctx context.Context, b Backend) (signed []byte, stored bool, err error) {
 	now := time.Now
 	if c.Now != nil {
 		now = c.Now
 	}
-	err = b.AddAuditCheckpoint(ctx, func(h Head, latest int64) (*StoredCheckpoint, error) {
+	err = b.AddAuditCheckpoint(ctx, func(h Head, latest *StoredCheckpoint) (*StoredCheckpoint, error) {
+		if err := c.extends(ctx, b, h, latest); err != nil {
+			return nil, err
+		}
 		s, err := SignCheckpoint(Checkpoint{Origin: c.Origin, Size: h.Seq, Hash: h.Hash}, c.Signer)
 		if err != nil {
 			return nil, err
 		}
 		signed = s
-		if h.Seq <= latest {
+		if latest != nil && h.Seq <= latest.Size {
 			return nil, nil
 		}
 		if c.Publish != nil {
@@ -218,6 +231,49 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, b Backend) (signed []byte
 		return nil, false, fmt.Errorf("audit: checkpoint: %w", err)
 	}
 	return signed, stored, nil
+}
+
+// extends checks that head h extends the newest stored checkpoint.
+func (c *Checkpointer) extends(ctx context.Context, b Backend, h Head, latest *StoredCheckpoint) error {
+	var from int64 // events 1..from are vouched for by latest
+	if latest != nil {
+		cp, err := OpenCheckpoint(latest.Note, c.Verifier, c.Origin)
+		if err != nil {
+			return err
+		}
+		switch {
+		case cp.Size != latest.Size:
+			return invalid(fmt.Sprintf("stored as covering %d events but signed for %d", latest.Size, cp.Size), nil)
+		case h.Seq < cp.Size:
+			return refusal(capability.ReasonAuditEventsMissing,
+				fmt.Sprintf("events %d..%d are missing: the newest checkpoint covers %d events, the log has %d", h.Seq+1, cp.Size, cp.Size, h.Seq))
+		}
+		got, err := hashAt(ctx, b, cp.Size)
+		if err != nil {
+			return err
+		}
+		if got != cp.Hash {
+			return refusal(capability.ReasonAuditCheckpointMismatch,
+				fmt.Sprintf("the chain hash at event %d differs from the newest checkpoint's", cp.Size))
+		}
+		from = cp.Size
+	}
+	if h.Seq == from {
+		return nil
+	}
+	if r := verifyRange(ctx, b, from+1, h.Seq); r.err != nil {
+		return r.err
+	} else if r.broken != 0 {
+		return refusal(capability.ReasonAuditChainBroken, fmt.Sprintf("event %d: %s", r.broken, r.problem))
+	}
+	return nil
+}
+
+func refusal(r capability.Reason, detail string) error {
+	return &capability.Error{
+		Decision: capability.Decision{Mode: capability.Deny, Reason: r},
+		Detail:   detail + "; run `norma audit verify`",
+	}
 }
 
 // VerifyOptions says which checkpoints [VerifyWith] checks besides the

@@ -37,7 +37,7 @@ func newTestKey(t testing.TB) testKey {
 		t.Fatal(err)
 	}
 	return testKey{
-		cp:   &audit.Checkpointer{Origin: origin, Signer: s},
+		cp:   &audit.Checkpointer{Origin: origin, Signer: s, Verifier: v},
 		opts: &audit.VerifyOptions{Origin: origin, Verifier: v, RequireCheckpoint: true},
 	}
 }
@@ -259,6 +259,63 @@ func TestCheckpointForged(t *testing.T) {
 			res := verifyFile(t, path, k.opts)
 			if res.OK() || res.Reason != capability.ReasonAuditCheckpointInvalid || !strings.Contains(res.Problem, tt.want) {
 				t.Errorf("VerifyWith = %+v; want %s, %q", res, capability.ReasonAuditCheckpointInvalid, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckpointRefusesTamperedLog: the writer never signs over a log
+// that does not extend its newest checkpoint, so the end of the next run
+// cannot bless an attack; nothing is stored.
+func TestCheckpointRefusesTamperedLog(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		attack func(t *testing.T, path string)
+		want   capability.Reason
+	}{
+		{"truncated", func(t *testing.T, path string) { truncate(t, path, 14) }, capability.ReasonAuditEventsMissing},
+		{"rewritten", func(t *testing.T, path string) { rewriteChain(t, path, 3) }, capability.ReasonAuditCheckpointMismatch},
+		{"edited after the checkpoint", func(t *testing.T, path string) {
+			execRaw(t, path, "DROP TRIGGER audit_events_no_update",
+				`UPDATE audit_events SET body = CAST(replace(body, '"allow"', '"deny"') AS BLOB) WHERE seq = 18`)
+		}, capability.ReasonAuditChainBroken},
+		{"forged newest", func(t *testing.T, path string) {
+			insertCheckpoint(t, path, 19, []byte("not a note"))
+		}, capability.ReasonAuditCheckpointInvalid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := newTestKey(t)
+			path := checkpointedLog(t, k, 15, 15)
+			db, err := store.Open(t.Context(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ := audit.Open(db, nil)
+			for i := range 5 {
+				if err := l.Record(t.Context(), benchEvent(16+i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.Close()
+			db.Close()
+			tt.attack(t, path)
+			db, err = store.Open(t.Context(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			before, _ := db.AuditCheckpoints(t.Context())
+			l, _ = audit.Open(db, &audit.Options{Checkpointer: k.cp})
+			err = l.Close()
+			if capability.ReasonOf(err) != tt.want {
+				t.Errorf("Close = %v; want %s", err, tt.want)
+			}
+			if _, _, err := k.cp.Checkpoint(t.Context(), db); capability.ReasonOf(err) != tt.want {
+				t.Errorf("Checkpoint = %v; want %s", err, tt.want)
+			}
+			after, _ := db.AuditCheckpoints(t.Context())
+			if len(after) != len(before) {
+				t.Errorf("%d checkpoints stored before, %d after; want none added", len(before), len(after))
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 // MemoryBackend is an in-memory [Backend] for tests. It is safe for
 // concurrent use.
 type MemoryBackend struct {
+	wmu         sync.Mutex // the write lock: held across a write, not by readers
 	mu          sync.Mutex
 	rows        []Row
 	checkpoints []StoredCheckpoint
@@ -23,6 +24,8 @@ func (m *MemoryBackend) AppendAudit(ctx context.Context, link func(Head) ([]Row,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var h Head
@@ -60,24 +63,30 @@ func (m *MemoryBackend) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, 
 }
 
 // AddAuditCheckpoint implements [Backend].
-func (m *MemoryBackend) AddAuditCheckpoint(ctx context.Context, sign func(Head, int64) (*StoredCheckpoint, error)) error {
+func (m *MemoryBackend) AddAuditCheckpoint(ctx context.Context, sign func(Head, *StoredCheckpoint) (*StoredCheckpoint, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	var h Head
 	if n := len(m.rows); n > 0 {
 		h = Head{Seq: m.rows[n-1].Seq, Hash: m.rows[n-1].Hash}
 	}
-	latest := int64(-1)
-	for _, c := range m.checkpoints {
-		latest = max(latest, c.Size)
+	var latest *StoredCheckpoint
+	if n := len(m.checkpoints); n > 0 {
+		c := m.checkpoints[n-1]
+		c.Note = slices.Clone(c.Note)
+		latest = &c
 	}
+	m.mu.Unlock()
 	c, err := sign(h, latest)
 	if err != nil || c == nil {
 		return err
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	c.Note = slices.Clone(c.Note)
 	m.checkpoints = append(m.checkpoints, *c)
 	slices.SortFunc(m.checkpoints, func(a, b StoredCheckpoint) int { return cmp.Compare(a.Size, b.Size) })

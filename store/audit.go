@@ -40,15 +40,23 @@ func (d *DB) AppendAudit(ctx context.Context, link func(audit.Head) ([]audit.Row
 
 // AddAuditCheckpoint implements [audit.Backend]: the head and the
 // largest stored checkpoint are read inside the write-locked transaction.
-func (d *DB) AddAuditCheckpoint(ctx context.Context, sign func(audit.Head, int64) (*audit.StoredCheckpoint, error)) error {
+// sign reads the log through the pool: in WAL mode those reads see what
+// the transaction sees, since it has written nothing yet.
+func (d *DB) AddAuditCheckpoint(ctx context.Context, sign func(audit.Head, *audit.StoredCheckpoint) (*audit.StoredCheckpoint, error)) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		h, err := auditHead(ctx, tx)
 		if err != nil {
 			return err
 		}
-		var latest int64
-		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(size), -1) FROM audit_checkpoints").Scan(&latest); err != nil {
+		var latest *audit.StoredCheckpoint
+		var l audit.StoredCheckpoint
+		err = tx.QueryRowContext(ctx, "SELECT size, time_ns, note FROM audit_checkpoints ORDER BY size DESC LIMIT 1").Scan(&l.Size, &l.TimeNS, &l.Note)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
 			return err
+		default:
+			latest = &l
 		}
 		c, err := sign(h, latest)
 		if err != nil || c == nil {

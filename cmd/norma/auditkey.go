@@ -48,13 +48,18 @@ func auditCheckpointer(home string) (*audit.Checkpointer, error) {
 	if err != nil {
 		return nil, err
 	}
-	origin := audit.KeyOrigin(priv.Public().(ed25519.PublicKey))
+	pub := priv.Public().(ed25519.PublicKey)
+	origin := audit.KeyOrigin(pub)
 	s, err := audit.NewNoteSigner(origin, priv)
 	if err != nil {
 		return nil, err
 	}
+	v, err := audit.NewNoteVerifier(origin, pub)
+	if err != nil {
+		return nil, err
+	}
 	file := filepath.Join(home, auditCheckpointFile)
-	return &audit.Checkpointer{Origin: origin, Signer: s,
+	return &audit.Checkpointer{Origin: origin, Signer: s, Verifier: v,
 		Publish: func(signed []byte) error { return atomicfile.Write(file, signed, 0o600) }}, nil
 }
 
