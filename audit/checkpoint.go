@@ -183,6 +183,10 @@ type Checkpointer struct {
 	// Verifier checks the newest stored checkpoint before a new one is
 	// signed on top of it.
 	Verifier note.Verifier
+	// RequireStored refuses to sign when no checkpoint is stored: set it
+	// when the key is older than this process, since a checkpoint was then
+	// stored when the key was made, and none left means they were deleted.
+	RequireStored bool
 	// Publish, when set, receives every checkpoint that is stored, while
 	// the backend's write lock is held (so copies kept outside the
 	// database are written in order). An error aborts the store.
@@ -258,13 +262,15 @@ func (c *Checkpointer) extends(ctx context.Context, b Backend, h Head, latest *S
 		}
 		from = cp.Size
 	}
-	if h.Seq == from {
-		return nil
+	if h.Seq > from {
+		if r := verifyRange(ctx, b, from+1, h.Seq); r.err != nil {
+			return r.err
+		} else if r.broken != 0 {
+			return refusal(capability.ReasonAuditChainBroken, fmt.Sprintf("event %d: %s", r.broken, r.problem))
+		}
 	}
-	if r := verifyRange(ctx, b, from+1, h.Seq); r.err != nil {
-		return r.err
-	} else if r.broken != 0 {
-		return refusal(capability.ReasonAuditChainBroken, fmt.Sprintf("event %d: %s", r.broken, r.problem))
+	if latest == nil && c.RequireStored {
+		return refusal(capability.ReasonAuditCheckpointMissing, "the audit key exists but no checkpoint is stored: checkpoints were deleted")
 	}
 	return nil
 }
@@ -314,8 +320,7 @@ func VerifyWith(ctx context.Context, b Backend, opts *VerifyOptions) (VerifyResu
 	}
 	f := checkpointFindings{seen: map[string]bool{}}
 	for _, s := range stored {
-		src := fmt.Sprintf("stored checkpoint of %d events", s.Size)
-		if err := f.check(ctx, b, &res, opts, src, s.Note, s.Size); err != nil {
+		if err := f.check(ctx, b, &res, opts, "stored checkpoint", s.Note, s.Size); err != nil {
 			return res, err
 		}
 	}

@@ -282,6 +282,10 @@ func TestCheckpointRefusesTamperedLog(t *testing.T) {
 		{"forged newest", func(t *testing.T, path string) {
 			insertCheckpoint(t, path, 19, []byte("not a note"))
 		}, capability.ReasonAuditCheckpointInvalid},
+		{"every checkpoint deleted", func(t *testing.T, path string) {
+			truncate(t, path, 12)
+			execRaw(t, path, "DROP TRIGGER audit_checkpoints_no_delete", "DELETE FROM audit_checkpoints")
+		}, capability.ReasonAuditCheckpointMissing},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			k := newTestKey(t)
@@ -305,6 +309,9 @@ func TestCheckpointRefusesTamperedLog(t *testing.T) {
 			}
 			defer db.Close()
 			before, _ := db.AuditCheckpoints(t.Context())
+			cp := *k.cp
+			cp.RequireStored = true // the key is older than this process
+			k.cp = &cp
 			l, _ = audit.Open(db, &audit.Options{Checkpointer: k.cp})
 			err = l.Close()
 			if capability.ReasonOf(err) != tt.want {

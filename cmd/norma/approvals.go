@@ -33,7 +33,7 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	log, err := openAuditLog(home, db)
+	log, err := openAuditLog(cmd.Context(), home, db)
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)

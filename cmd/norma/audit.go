@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/store"
@@ -253,17 +254,19 @@ state directory's owner cannot rewrite, and check it later with
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			cp, err := auditCheckpointer(home)
-			if err != nil {
-				return exitWith(exitInternal, err)
-			}
 			db, err := openStore(cmd)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			signed, _, err := cp.Checkpoint(cmd.Context(), db)
+			cp, err := auditCheckpointer(cmd.Context(), home, db)
 			if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			signed, _, err := cp.Checkpoint(cmd.Context(), db)
+			if capability.ReasonOf(err) != "" {
+				return exitWith(exitFailed, err) // the log does not extend its newest checkpoint
+			} else if err != nil {
 				return exitWith(exitInternal, err)
 			}
 			if out == "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -33,18 +34,34 @@ func auditKeyBase(home string) string { return filepath.Join(home, keyStoreDir, 
 // openAuditLog opens the audit log of the state directory home over db,
 // signing a checkpoint of the chain head when it is closed. Every command
 // that appends events opens its log here.
-func openAuditLog(home string, db *store.DB) (*audit.Log, error) {
-	cp, err := auditCheckpointer(home)
+func openAuditLog(ctx context.Context, home string, db *store.DB) (*audit.Log, error) {
+	cp, err := auditCheckpointer(ctx, home, db)
 	if err != nil {
 		return nil, err
 	}
 	return audit.Open(db, &audit.Options{Checkpointer: cp})
 }
 
-// auditCheckpointer returns the checkpoint writer of home, creating the
-// key on first use.
-func auditCheckpointer(home string) (*audit.Checkpointer, error) {
-	priv, err := loadOrCreateAuditKey(home)
+// auditCheckpointer returns the checkpoint writer of home. The first use
+// creates the key and stores a checkpoint of the head at once, under the
+// key store's lock, so that from then on a state directory with a key and
+// no stored checkpoint is one whose checkpoints were deleted
+// (Checkpointer.RequireStored). A failure of that first checkpoint is
+// left for the Checkpointer's next use to report.
+func auditCheckpointer(ctx context.Context, home string, db *store.DB) (*audit.Checkpointer, error) {
+	dir := filepath.Join(home, keyStoreDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit key: %w", err)
+	}
+	defer lock.Close() // releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("audit key: lock %s: %w", lock.Name(), err)
+	}
+	priv, created, err := loadOrCreateAuditKey(home)
 	if err != nil {
 		return nil, err
 	}
@@ -59,39 +76,32 @@ func auditCheckpointer(home string) (*audit.Checkpointer, error) {
 		return nil, err
 	}
 	file := filepath.Join(home, auditCheckpointFile)
-	return &audit.Checkpointer{Origin: origin, Signer: s, Verifier: v,
-		Publish: func(signed []byte) error { return atomicfile.Write(file, signed, 0o600) }}, nil
+	cp := &audit.Checkpointer{Origin: origin, Signer: s, Verifier: v,
+		Publish: func(signed []byte) error { return atomicfile.Write(file, signed, 0o600) }}
+	if created {
+		_, _, _ = cp.Checkpoint(ctx, db) // a failure is reported by the next use
+	}
+	cp.RequireStored = true
+	return cp, nil
 }
 
 // loadOrCreateAuditKey reads the audit key, or creates it when the key
-// store has none; a lock on the key store keeps two first runs from
-// creating two keys.
-func loadOrCreateAuditKey(home string) (ed25519.PrivateKey, error) {
-	dir := filepath.Join(home, keyStoreDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("audit key: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("audit key: %w", err)
-	}
-	defer lock.Close() // releases the lock
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("audit key: lock %s: %w", lock.Name(), err)
-	}
+// store has none. The caller holds the key store's lock.
+func loadOrCreateAuditKey(home string) (priv ed25519.PrivateKey, created bool, err error) {
 	base := auditKeyBase(home)
 	if _, err := os.Lstat(base + ".key"); errors.Is(err, fs.ErrNotExist) {
 		_, priv, err := plugin.GenerateKey()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		os.Remove(base + ".pub") // a stray public key without its private key
 		if err := plugin.WriteKeyPair(base, priv); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return priv, nil
+		return priv, true, nil
 	}
-	return plugin.LoadPrivateKey(base + ".key")
+	priv, err = plugin.LoadPrivateKey(base + ".key")
+	return priv, false, err
 }
 
 // auditVerifyOptions returns what `audit verify` checks in home besides

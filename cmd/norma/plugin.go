@@ -379,7 +379,7 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 	if err != nil {
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	log, err := openAuditLog(home, db)
+	log, err := openAuditLog(cmd.Context(), home, db)
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)

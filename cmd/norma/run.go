@@ -135,7 +135,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		return exitWith(exitInternal, err)
 	}
 	defer db.Close()
-	log, err := openAuditLog(home, db)
+	log, err := openAuditLog(ctx, home, db)
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
