@@ -44,7 +44,7 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	return svc, func() { log.Close(); db.Close() }, nil
+	return svc, func() { closeAuditLog(cmd, log); db.Close() }, nil
 }
 
 var _ store.Store = (*store.DB)(nil)

@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/internal/atomicfile"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/store"
 )
@@ -40,6 +43,15 @@ func openAuditLog(ctx context.Context, home string, db *store.DB) (*audit.Log, e
 		return nil, err
 	}
 	return audit.Open(db, &audit.Options{Checkpointer: cp})
+}
+
+// closeAuditLog closes log, which signs a checkpoint of its head; a
+// refusal (the log does not extend its newest checkpoint) or a failure is
+// a warning on stderr: what the command did is already durable.
+func closeAuditLog(cmd *cobra.Command, log *audit.Log) {
+	if err := log.Close(); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error()))
+	}
 }
 
 // auditCheckpointer returns the checkpoint writer of home. The first use

@@ -384,7 +384,7 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	closer := func() { log.Close(); db.Close() }
+	closer := func() { closeAuditLog(cmd, log); db.Close() }
 	o := plugin.Options{Home: home, Audit: log, Out: cmd.OutOrStdout(), Progress: progress(cmd.ErrOrStderr(), "staging", quiet)}
 	if quiet {
 		o.Out = io.Discard

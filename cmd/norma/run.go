@@ -140,11 +140,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		return exitWith(exitInternal, err)
 	}
 	// Closing the log signs a checkpoint of its head: the run's end.
-	defer func() {
-		if err := log.Close(); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error()))
-		}
-	}()
+	defer closeAuditLog(cmd, log)
 
 	terminal := cmd.OutOrStdout() == os.Stdout && isTerminal(os.Stdout)
 	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name(), last: time.Now(),
