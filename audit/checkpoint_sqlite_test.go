@@ -6,7 +6,9 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/norma-run/norma/audit"
@@ -436,5 +438,69 @@ func BenchmarkCheckpoint(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckpointConcurrentWriters: two handles on one file (as two
+// processes) append and checkpoint at once; every checkpoint verifies,
+// and the copies published outside the database arrive in size order.
+func TestCheckpointConcurrentWriters(t *testing.T) {
+	k := newTestKey(t)
+	_, l1, path := openSQLite(t)
+	db1, err := store.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db1.Close()
+	db2, err := store.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	l2, _ := audit.Open(db2, nil)
+	defer l2.Close()
+	var mu sync.Mutex
+	var published []int64
+	cp := *k.cp
+	cp.Publish = func(signed []byte) error {
+		c, err := audit.OpenCheckpoint(signed, k.opts.Verifier, k.opts.Origin)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		published = append(published, c.Size)
+		return nil
+	}
+	var wg sync.WaitGroup
+	for g, w := range []struct {
+		l  *audit.Log
+		db *store.DB
+	}{{l1, db1}, {l2, db2}, {l1, db2}, {l2, db1}} {
+		wg.Go(func() {
+			for i := range 40 {
+				if err := w.l.Record(t.Context(), benchEvent(g*100+i)); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%10 == 9 {
+					if _, _, err := cp.Checkpoint(t.Context(), w.db); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, _, err := cp.Checkpoint(t.Context(), db1); err != nil {
+		t.Fatal(err)
+	}
+	res, err := audit.VerifyWith(t.Context(), db1, k.opts)
+	if err != nil || !res.OK() || res.Events != 160 || res.CheckpointSize != 160 || res.Checkpoints < 2 {
+		t.Fatalf("VerifyWith = %+v, %v", res, err)
+	}
+	if !slices.IsSorted(published) || len(published) != res.Checkpoints {
+		t.Errorf("published sizes %v (%d), %d checkpoints stored; want increasing, one per stored", published, len(published), res.Checkpoints)
 	}
 }
