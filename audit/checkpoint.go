@@ -123,10 +123,10 @@ func OpenCheckpoint(msg []byte, v note.Verifier, origin string) (Checkpoint, err
 	return c, nil
 }
 
-func invalid(detail string, cause error) error {
+func invalid(detail string, cause error) *capability.Error {
 	return &capability.Error{
 		Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonAuditCheckpointInvalid},
-		Detail:   "audit checkpoint: " + detail, Err: cause,
+		Detail:   detail, Err: cause,
 	}
 }
 
@@ -342,7 +342,7 @@ func VerifyWith(ctx context.Context, b Backend, opts *VerifyOptions) (VerifyResu
 			m.Size, m.source, f.matchedBelow(m.Size)+1, m.Size)
 	case f.invalid != nil:
 		res.Reason = capability.ReasonAuditCheckpointInvalid
-		res.Problem = f.invalidSource + ": " + f.invalid.Error()
+		res.Problem = f.invalidSource + ": " + f.invalid.Detail
 	case opts.RequireCheckpoint && len(stored) == 0:
 		res.Reason = capability.ReasonAuditCheckpointMissing
 		res.Problem = "the audit key exists but no checkpoint is stored: checkpoints were deleted"
@@ -366,7 +366,7 @@ type checkpointFindings struct {
 	matched       []int64 // sizes that verified
 	missing       *sourced
 	mismatch      *sourced
-	invalid       error
+	invalid       *capability.Error
 	invalidSource string
 }
 
@@ -383,7 +383,11 @@ func (f *checkpointFindings) check(ctx context.Context, b Backend, res *VerifyRe
 	}
 	if err != nil {
 		if f.invalid == nil {
-			f.invalid, f.invalidSource = err, source
+			ce, ok := errors.AsType[*capability.Error](err)
+			if !ok {
+				ce = invalid(err.Error(), err)
+			}
+			f.invalid, f.invalidSource = ce, source
 		}
 		return nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -197,8 +198,14 @@ store.`,
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			opts, err := auditVerifyOptions(home, exported)
+			files, err := readExported(exported)
 			if err != nil {
+				return exitWith(exitFailed, err)
+			}
+			opts, err := auditVerifyOptions(home, files)
+			if errors.Is(err, errNoAuditKey) {
+				return exitWith(exitFailed, err)
+			} else if err != nil {
 				return exitWith(exitInternal, err)
 			}
 			db, err := openStore(cmd)

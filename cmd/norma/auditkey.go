@@ -116,12 +116,18 @@ func loadOrCreateAuditKey(home string) (priv ed25519.PrivateKey, created bool, e
 	return priv, false, err
 }
 
+// errNoAuditKey: an exported checkpoint cannot be checked in a state
+// directory that never wrote one.
+var errNoAuditKey = errors.New("audit key: the state directory has no audit key")
+
 // auditVerifyOptions returns what `audit verify` checks in home besides
-// the chain: nil when the key store has no audit key (no checkpoint was
-// ever written). The verifier comes from the private key when it is
-// readable (and the public key file must match it), else from the public
-// key file.
-func auditVerifyOptions(home string, exported []string) (*audit.VerifyOptions, error) {
+// the chain: the state directory's copy of the newest checkpoint and the
+// exported ones. It is nil when the key store has no audit key (no
+// checkpoint was ever written); then an exported checkpoint cannot be
+// checked, which is an error. The verifier comes from the private key when
+// it is readable (and the public key file must match it), else from the
+// public key file.
+func auditVerifyOptions(home string, exported []audit.ExternalCheckpoint) (*audit.VerifyOptions, error) {
 	base := auditKeyBase(home)
 	var pub ed25519.PublicKey
 	priv, err := plugin.LoadPrivateKey(base + ".key")
@@ -135,7 +141,7 @@ func auditVerifyOptions(home string, exported []string) (*audit.VerifyOptions, e
 		pub, err = plugin.LoadPublicKey(base + ".pub")
 		if errors.Is(err, fs.ErrNotExist) {
 			if len(exported) > 0 {
-				return nil, fmt.Errorf("audit key: the state directory has no audit key (%s.pub) to verify %s with", base, exported[0])
+				return nil, fmt.Errorf("%w (%s.pub) to verify the %s with", errNoAuditKey, base, exported[0].Source)
 			}
 			return nil, nil
 		}
@@ -151,26 +157,27 @@ func auditVerifyOptions(home string, exported []string) (*audit.VerifyOptions, e
 		return nil, err
 	}
 	opts := &audit.VerifyOptions{Origin: origin, Verifier: v, RequireCheckpoint: true}
-	add := func(p, source string, optional bool) error {
-		b, err := readCheckpointFile(p)
-		if optional && errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		opts.External = append(opts.External, audit.ExternalCheckpoint{Source: source, Note: b})
-		return nil
-	}
-	if err := add(filepath.Join(home, auditCheckpointFile), "checkpoint in "+auditCheckpointFile, true); err != nil {
+	switch b, err := readCheckpointFile(filepath.Join(home, auditCheckpointFile)); {
+	case err == nil:
+		opts.External = append(opts.External, audit.ExternalCheckpoint{Source: "checkpoint in " + auditCheckpointFile, Note: b})
+	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
-	for _, p := range exported {
-		if err := add(p, "checkpoint in "+p, false); err != nil {
+	opts.External = append(opts.External, exported...)
+	return opts, nil
+}
+
+// readExported reads the checkpoint files of `audit verify --checkpoint`.
+func readExported(files []string) ([]audit.ExternalCheckpoint, error) {
+	var out []audit.ExternalCheckpoint
+	for _, p := range files {
+		b, err := readCheckpointFile(p)
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, audit.ExternalCheckpoint{Source: "checkpoint in " + p, Note: b})
 	}
-	return opts, nil
+	return out, nil
 }
 
 // readCheckpointFile reads at most audit.MaxSignedCheckpoint+1 bytes of
