@@ -309,14 +309,22 @@ type ExternalCheckpoint struct {
 // least its Size events, and the chain hash at Size must be its Hash.
 // The result names the first failure in this order: missing events (the
 // range), a rewritten chain, an invalid checkpoint, no stored checkpoint.
+//
+// The checkpoints are read before the chain: a checkpoint is stored only
+// after the events it covers, so one that a process stores while Verify
+// runs is not mistaken for a truncation (opts.External must likewise be
+// read before the call).
 func VerifyWith(ctx context.Context, b Backend, opts *VerifyOptions) (VerifyResult, error) {
-	res, err := VerifyBackend(ctx, b)
-	if err != nil || !res.OK() || opts == nil || opts.Verifier == nil {
-		return res, err
+	if opts == nil || opts.Verifier == nil {
+		return VerifyBackend(ctx, b)
 	}
 	stored, err := b.AuditCheckpoints(ctx)
 	if err != nil {
-		return res, fmt.Errorf("audit: verify: %w", err)
+		return VerifyResult{}, fmt.Errorf("audit: verify: %w", err)
+	}
+	res, err := VerifyBackend(ctx, b)
+	if err != nil || !res.OK() {
+		return res, err
 	}
 	f := checkpointFindings{seen: map[string]bool{}}
 	for _, s := range stored {

@@ -442,8 +442,9 @@ func BenchmarkCheckpoint(b *testing.B) {
 }
 
 // TestCheckpointConcurrentWriters: two handles on one file (as two
-// processes) append and checkpoint at once; every checkpoint verifies,
-// and the copies published outside the database arrive in size order.
+// processes) append and checkpoint at once while a third verifies; every
+// checkpoint verifies, and the copies published outside the database
+// arrive in size order.
 func TestCheckpointConcurrentWriters(t *testing.T) {
 	k := newTestKey(t)
 	_, l1, path := openSQLite(t)
@@ -472,6 +473,10 @@ func TestCheckpointConcurrentWriters(t *testing.T) {
 		published = append(published, c.Size)
 		return nil
 	}
+	// The first checkpoint, as the key's creation writes it.
+	if _, _, err := cp.Checkpoint(t.Context(), db1); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	for g, w := range []struct {
 		l  *audit.Log
@@ -492,7 +497,30 @@ func TestCheckpointConcurrentWriters(t *testing.T) {
 			}
 		})
 	}
+	// A verify while they write sees no truncation in a checkpoint stored
+	// after it read the chain.
+	stop := make(chan struct{})
+	verified := make(chan int)
+	go func() {
+		n := 0
+		defer func() { verified <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := audit.VerifyWith(t.Context(), db2, k.opts)
+			if err != nil || !res.OK() {
+				t.Errorf("VerifyWith during writes = %+v, %v", res, err)
+				return
+			}
+			n++
+		}
+	}()
 	wg.Wait()
+	close(stop)
+	t.Logf("%d verifies during the writes", <-verified)
 	if _, _, err := cp.Checkpoint(t.Context(), db1); err != nil {
 		t.Fatal(err)
 	}
