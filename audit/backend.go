@@ -60,4 +60,11 @@ type Backend interface {
 	ScanAudit(ctx context.Context, afterSeq, lastSeq int64, fn func(Row) error) error
 	// QueryAudit returns the rows that match f, in sequence order.
 	QueryAudit(ctx context.Context, f Filter) ([]Row, error)
+	// AddAuditCheckpoint takes the log's write lock, calls sign with the
+	// current head and the stored checkpoint of the largest size (nil
+	// when none is stored), and stores the checkpoint sign returns (nil:
+	// none) in the same transaction. sign may read the log (ScanAudit).
+	AddAuditCheckpoint(ctx context.Context, sign func(head Head, latest *StoredCheckpoint) (*StoredCheckpoint, error)) error
+	// AuditCheckpoints returns the stored checkpoints, smallest size first.
+	AuditCheckpoints(ctx context.Context) ([]StoredCheckpoint, error)
 }

@@ -15,10 +15,16 @@
 // The chain head is read inside that transaction, so several processes
 // (a run and `norma approvals approve`) can append to one database.
 //
-// What the chain does not protect against: a writer with access to the
-// database file can truncate the newest events or rewrite the whole chain
-// from some point on. Record [VerifyResult.Head] outside the database to
-// anchor it.
+// The chain alone does not stop a writer with access to the database
+// file from deleting the newest events or rewriting the chain from some
+// point on and recomputing it: it has no key. Signed checkpoints do
+// (checkpoint.go): a [Checkpointer] signs "n events, chain hash hash_n"
+// with an ed25519 key kept outside the database, as a signed note in the
+// transparency-log checkpoint format, whenever a Log with one is closed;
+// [VerifyWith] fails when events a checkpoint covers are missing
+// ([capability.ReasonAuditEventsMissing]) or differ
+// ([capability.ReasonAuditCheckpointMismatch]). A checkpoint is only
+// signed over a head that extends the newest one.
 //
 // Never in the log: secret values, Authorization or Cookie headers, signed
 // URLs, file contents, message bodies. Callers put a hash of a target that

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/norma-run/norma/capability"
 )
 
 // ErrClosed is returned by [Log.Record] after [Log.Close].
@@ -35,6 +37,10 @@ type Options struct {
 	MaxBatch int
 	// Now is the clock for events without a time; nil means time.Now.
 	Now func() time.Time
+	// Checkpointer, when set, signs a checkpoint of the chain head when
+	// the Log is closed: the end of every run and of every command that
+	// appended events.
+	Checkpointer *Checkpointer
 }
 
 // Record is one event read back from the log.
@@ -51,15 +57,20 @@ type VerifyResult struct {
 	// FirstBroken is the sequence number of the first event whose link
 	// does not verify, or 0 when the whole chain verifies.
 	FirstBroken int64 `json:"firstBroken"`
-	// Problem says what is wrong with FirstBroken.
+	// Reason is the stable code of the failure, "" when the log verified.
+	Reason capability.Reason `json:"reason,omitempty"`
+	// Problem says what is wrong (with FirstBroken, when set).
 	Problem string `json:"problem,omitempty"`
-	// Head is the hex hash of the last event that verified; record it
-	// outside the database to detect truncation later.
+	// Head is the hex hash of the last event that verified.
 	Head string `json:"head"`
+	// Checkpoints is the number of signed checkpoints that verified
+	// ([VerifyWith]), CheckpointSize the most events one of them covers.
+	Checkpoints    int   `json:"checkpoints"`
+	CheckpointSize int64 `json:"checkpointSize"`
 }
 
-// OK reports whether the chain verified.
-func (v VerifyResult) OK() bool { return v.FirstBroken == 0 }
+// OK reports whether the log verified.
+func (v VerifyResult) OK() bool { return v.FirstBroken == 0 && v.Reason == "" }
 
 // Log is the hash-chained audit log over a [Backend]. It is safe for
 // concurrent use; see the package documentation for group commit.
@@ -69,6 +80,8 @@ type Log struct {
 	metrics  *Metrics
 	maxBatch int
 	now      func() time.Time
+	cp       *Checkpointer
+	closeErr error
 
 	arriving atomic.Int64
 	events   atomic.Int64
@@ -103,6 +116,7 @@ func Open(b Backend, opts *Options) (*Log, error) {
 		metrics:  opts.Metrics,
 		maxBatch: opts.MaxBatch,
 		now:      opts.Now,
+		cp:       opts.Checkpointer,
 		reqs:     make(chan *pending),
 		closing:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -123,12 +137,18 @@ func NewMemory() *Log {
 	return l
 }
 
-// Close stops the committer after the batch in flight. Events recorded
-// after Close fail with [ErrClosed]. Close does not close the backend.
+// Close stops the committer after the batch in flight and, with a
+// Checkpointer, signs a checkpoint of the head. Events recorded after
+// Close fail with [ErrClosed]. Close does not close the backend.
 func (l *Log) Close() error {
-	l.once.Do(func() { close(l.closing) })
-	<-l.done
-	return nil
+	l.once.Do(func() {
+		close(l.closing)
+		<-l.done
+		if l.cp != nil {
+			_, _, l.closeErr = l.cp.Checkpoint(context.Background(), l.b)
+		}
+	})
+	return l.closeErr
 }
 
 // Record redacts, encodes and appends e, and returns after the transaction
@@ -341,6 +361,7 @@ func verify(ctx context.Context, b Backend, minParallel int64) (VerifyResult, er
 		}
 		if r.broken != 0 {
 			out.FirstBroken, out.Problem = r.broken, r.problem
+			out.Reason = capability.ReasonAuditChainBroken
 			break
 		}
 	}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -9,8 +10,10 @@ import (
 // MemoryBackend is an in-memory [Backend] for tests. It is safe for
 // concurrent use.
 type MemoryBackend struct {
-	mu   sync.Mutex
-	rows []Row
+	wmu         sync.Mutex // the write lock: held across a write, not by readers
+	mu          sync.Mutex
+	rows        []Row
+	checkpoints []StoredCheckpoint
 }
 
 // NewMemoryBackend returns an empty MemoryBackend.
@@ -21,6 +24,8 @@ func (m *MemoryBackend) AppendAudit(ctx context.Context, link func(Head) ([]Row,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var h Head
@@ -55,6 +60,47 @@ func (m *MemoryBackend) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, 
 		}
 	}
 	return nil
+}
+
+// AddAuditCheckpoint implements [Backend].
+func (m *MemoryBackend) AddAuditCheckpoint(ctx context.Context, sign func(Head, *StoredCheckpoint) (*StoredCheckpoint, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.mu.Lock()
+	var h Head
+	if n := len(m.rows); n > 0 {
+		h = Head{Seq: m.rows[n-1].Seq, Hash: m.rows[n-1].Hash}
+	}
+	var latest *StoredCheckpoint
+	if n := len(m.checkpoints); n > 0 {
+		c := m.checkpoints[n-1]
+		c.Note = slices.Clone(c.Note)
+		latest = &c
+	}
+	m.mu.Unlock()
+	c, err := sign(h, latest)
+	if err != nil || c == nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c.Note = slices.Clone(c.Note)
+	m.checkpoints = append(m.checkpoints, *c)
+	slices.SortFunc(m.checkpoints, func(a, b StoredCheckpoint) int { return cmp.Compare(a.Size, b.Size) })
+	return nil
+}
+
+// AuditCheckpoints implements [Backend].
+func (m *MemoryBackend) AuditCheckpoints(ctx context.Context) ([]StoredCheckpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.checkpoints), nil
 }
 
 // QueryAudit implements [Backend]; it filters on the indexed columns only.

@@ -87,6 +87,17 @@ CREATE TABLE tool_executions (
 	PRIMARY KEY (run_id, tool_use_id)
 ) STRICT;
 `},
+	{"audit checkpoints", `
+CREATE TABLE audit_checkpoints (
+	size    INTEGER PRIMARY KEY,
+	time_ns INTEGER NOT NULL,
+	note    BLOB NOT NULL
+) STRICT;
+CREATE TRIGGER audit_checkpoints_no_update BEFORE UPDATE ON audit_checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
+CREATE TRIGGER audit_checkpoints_no_delete BEFORE DELETE ON audit_checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
+`},
 }
 
 // migrate brings the schema to version target, one transaction per step.

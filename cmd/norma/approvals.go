@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/approval"
-	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/store"
@@ -27,11 +26,15 @@ func newApprovalsCmd() *cobra.Command {
 // approvalService opens the store with an audit log, so that decisions made
 // here are chained into the same log as the run's own events.
 func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
+	home, err := stateDir(cmd)
+	if err != nil {
+		return nil, nil, exitWith(exitInternal, err)
+	}
 	db, err := openStore(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
-	log, err := audit.Open(db, nil)
+	log, err := openAuditLog(cmd.Context(), home, db)
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)
@@ -42,7 +45,7 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	return svc, func() { log.Close(); db.Close() }, nil
+	return svc, func() { closeAuditLog(cmd, log); db.Close() }, nil
 }
 
 var _ store.Store = (*store.DB)(nil)

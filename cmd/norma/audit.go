@@ -1,7 +1,7 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/store"
 )
@@ -30,7 +32,7 @@ func openStore(cmd *cobra.Command) (*store.DB, error) {
 
 func newAuditCmd() *cobra.Command {
 	c := &cobra.Command{Use: "audit", Short: "Read and verify the hash-chained audit log"}
-	c.AddCommand(newAuditTailCmd(), newAuditQueryCmd(), newAuditVerifyCmd())
+	c.AddCommand(newAuditTailCmd(), newAuditQueryCmd(), newAuditVerifyCmd(), newAuditCheckpointCmd())
 	return c
 }
 
@@ -175,29 +177,60 @@ func newAuditQueryCmd() *cobra.Command {
 
 func newAuditVerifyCmd() *cobra.Command {
 	var asJSON bool
+	var exported []string
 	c := &cobra.Command{
-		Use:   "verify",
-		Short: "Recompute the hash chain; exit 1 at the first broken link",
-		Args:  cobra.NoArgs,
+		Use:   "verify [--checkpoint FILE]",
+		Short: "Recompute the hash chain and check it against the signed checkpoints; exit 1 if it does not verify",
+		Long: `Recompute the hash chain and check every signed checkpoint: the ones in
+the database, the newest one's copy in the state directory, and each
+--checkpoint FILE (exported with "norma audit checkpoint --out FILE").
+A checkpoint must be signed by the state directory's audit key, the log
+must still hold the events it covers, and the chain hash at its size must
+be the signed one.
+
+Exit status: 0 verified, 1 it does not (the reason code says why:
+AUDIT_CHAIN_BROKEN, AUDIT_EVENTS_MISSING, AUDIT_CHECKPOINT_MISMATCH,
+AUDIT_CHECKPOINT_INVALID, AUDIT_CHECKPOINT_MISSING), 4 state directory or
+store.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := stateDir(cmd)
+			if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			files, err := readExported(exported)
+			if err != nil {
+				return exitWith(exitFailed, err)
+			}
+			opts, err := auditVerifyOptions(home, files)
+			if errors.Is(err, errNoAuditKey) {
+				return exitWith(exitFailed, err)
+			} else if err != nil {
+				return exitWith(exitInternal, err)
+			}
 			db, err := openStore(cmd)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			res, err := verify(cmd.Context(), db)
+			res, err := audit.VerifyWith(cmd.Context(), db, opts)
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
 			w := cmd.OutOrStdout()
-			if asJSON {
+			switch {
+			case asJSON:
 				if err := writeJSONLine(w, res); err != nil {
 					return exitWith(exitInternal, err)
 				}
-			} else if res.OK() {
-				fmt.Fprintf(w, "ok: %d events verified, head %s\n", res.Events, res.Head)
-			} else {
-				fmt.Fprintf(w, "BROKEN at seq %d: %s (%d events verified before it)\n", res.FirstBroken, res.Problem, res.Events)
+			case res.OK() && opts == nil:
+				fmt.Fprintf(w, "ok: %d events verified, head %s; no audit key, so no checkpoint to check\n", res.Events, res.Head)
+			case res.OK():
+				fmt.Fprintf(w, "ok: %d events verified, head %s; %d checkpoints verified, the newest covers %d events\n",
+					res.Events, res.Head, res.Checkpoints, res.CheckpointSize)
+			default:
+				// A checkpoint file's origin is quoted into Problem.
+				fmt.Fprintf(w, "FAILED %s: %s (%d events chained)\n", res.Reason, termtext.Escape(res.Problem), res.Events)
 			}
 			if !res.OK() {
 				return exitWith(exitFailed, nil)
@@ -206,9 +239,54 @@ func newAuditVerifyCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	c.Flags().StringArrayVar(&exported, "checkpoint", nil, "also verify against this exported checkpoint (repeatable)")
 	return c
 }
 
-func verify(ctx context.Context, db *store.DB) (audit.VerifyResult, error) {
-	return audit.VerifyBackend(ctx, db)
+func newAuditCheckpointCmd() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "checkpoint [--out FILE]",
+		Short: "Sign a checkpoint of the chain head and print it (or write it to FILE)",
+		Long: `Sign a checkpoint of the audit log's head with the state directory's audit
+key (created on first use in <state>/keys/audit-checkpoint.key), store it,
+and print it: a signed note (golang.org/x/mod/sumdb/note) whose text is a
+c2sp.org/tlog-checkpoint body: origin, number of events, base64 chain hash.
+Every run writes one when it ends. Keep an exported copy somewhere the
+state directory's owner cannot rewrite, and check it later with
+"norma audit verify --checkpoint FILE".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := stateDir(cmd)
+			if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			db, err := openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			cp, err := auditCheckpointer(cmd.Context(), home, db)
+			if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			signed, _, err := cp.Checkpoint(cmd.Context(), db)
+			if capability.ReasonOf(err) != "" {
+				return exitWith(exitFailed, err) // the log does not extend its newest checkpoint
+			} else if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			if out == "" {
+				_, err = cmd.OutOrStdout().Write(signed)
+			} else {
+				err = atomicfile.Write(out, signed, 0o644)
+			}
+			if err != nil {
+				return exitWith(exitFailed, err)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write the signed checkpoint to FILE instead of standard output")
+	return c
 }

@@ -31,6 +31,8 @@ func TestMissingFileExits1(t *testing.T) {
 		{"plugin", "verify", missing},
 		{"plugin", "consent", "com.example.echo", "--yes", "--grant", missing},
 		{"settings", "show", "--settings", missing},
+		{"audit", "verify", "--checkpoint", missing},
+		{"audit", "checkpoint", "--out", filepath.Join(missing, "out")},
 	} {
 		code, out, errs := norma(t, append([]string{"--home", home}, args...)...)
 		if code != exitFailed || !strings.Contains(out+errs, "no such file") {

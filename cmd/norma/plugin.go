@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
@@ -380,12 +379,12 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 	if err != nil {
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	log, err := audit.Open(db, nil)
+	log, err := openAuditLog(cmd.Context(), home, db)
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	closer := func() { log.Close(); db.Close() }
+	closer := func() { closeAuditLog(cmd, log); db.Close() }
 	o := plugin.Options{Home: home, Audit: log, Out: cmd.OutOrStdout(), Progress: progress(cmd.ErrOrStderr(), "staging", quiet)}
 	if quiet {
 		o.Out = io.Discard

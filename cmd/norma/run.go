@@ -18,7 +18,6 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/approval/prompt"
-	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/internal/termtext"
@@ -155,11 +154,12 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if err != nil {
 		return err
 	}
-	log, err := audit.Open(db, nil)
+	log, err := openAuditLog(ctx, home, db)
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	defer log.Close()
+	// Closing the log signs a checkpoint of its head: the run's end.
+	defer closeAuditLog(cmd, log)
 
 	terminal := cmd.OutOrStdout() == os.Stdout && isTerminal(os.Stdout)
 	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name(), last: time.Now(),
