@@ -23,6 +23,7 @@ import (
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/internal/shellcmd"
 	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -104,6 +105,11 @@ type Options struct {
 	MaxParallel int
 	// Output configures output capture.
 	Output OutputOptions
+	// Redactor masks secrets in every result and in the output streams of
+	// every process a call runs (step 7; see redact.go): the run's secret
+	// values and provider keys it was told, and the token formats it
+	// knows. Nil means one that knows the token formats only.
+	Redactor *secret.Redactor
 	// SessionID is passed to hooks.
 	SessionID string
 	// Now is the clock; nil means time.Now.
@@ -133,6 +139,7 @@ type Gate struct {
 	maxInput  int
 	parallel  int
 	capture   *capture
+	red       *secret.Redactor
 	sessionID string
 	now       func() time.Time
 	log       *slog.Logger
@@ -157,7 +164,10 @@ func New(opts Options) (*Gate, error) {
 		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit,
 		approver: opts.Approver, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
 		timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
-		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace,
+		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace, red: opts.Redactor,
+	}
+	if g.red == nil {
+		g.red = secret.NewRedactor()
 	}
 	if g.timeout <= 0 {
 		g.timeout = DefaultTimeout
@@ -266,6 +276,7 @@ type exec struct {
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
+	red                   *redaction // what step 7 and the call's streams masked
 }
 
 func (x *exec) step(s Step) {
@@ -307,6 +318,7 @@ func stageLayer(s Step) capability.Layer {
 // error results with a reason code.
 func (g *Gate) Execute(ctx context.Context, c Call) Result {
 	x := &exec{g: g, c: &c, mode: g.Mode()}
+	x.red = &redaction{x: x}
 	x.res.ToolUseID, x.res.Tool = c.ID, c.Tool
 	executed := x.run(ctx)
 	x.finish(ctx, executed)
@@ -591,9 +603,10 @@ func (x *exec) env() (tool.Env, bool) {
 			env.Exec = nil
 		} else {
 			declared := slices.ContainsFunc(x.reqs, func(r capability.Request) bool { return r.Kind == capability.ProcessSpawn })
-			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared}
+			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared, red: x.red}
 		}
 	}
+	env.Redact = x.red.stream
 	return env, true
 }
 
@@ -873,20 +886,32 @@ type guardedRunner struct {
 	// call's approval, and a command whose effect cannot be known was
 	// judged (approved) as such. Otherwise both are refused here.
 	declared bool
+	// red redacts the output of what the call runs, as it arrives.
+	red *redaction
 }
 
 func (r *guardedRunner) Run(ctx context.Context, cmd tool.Command) (tool.CommandResult, error) {
 	if err := r.check(ctx, cmd.Argv); err != nil {
 		return tool.CommandResult{}, err
 	}
-	return r.inner.Run(ctx, cmd)
+	cmd, flush := r.red.wrapOutput(cmd)
+	res, err := r.inner.Run(ctx, cmd)
+	flush()
+	res.Stdout, res.Stderr = r.red.collected(res.Stdout), r.red.collected(res.Stderr)
+	return res, err
 }
 
 func (r *guardedRunner) Start(ctx context.Context, cmd tool.Command) (tool.Process, error) {
 	if err := r.check(ctx, cmd.Argv); err != nil {
 		return nil, err
 	}
-	return r.inner.Start(ctx, cmd)
+	cmd, flush := r.red.wrapOutput(cmd)
+	p, err := r.inner.Start(ctx, cmd)
+	if err != nil {
+		flush()
+		return nil, err
+	}
+	return &redactedProcess{Process: p, flush: sync.OnceFunc(flush)}, nil
 }
 
 // check decides one argv; the error is a *capability.Error.

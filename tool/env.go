@@ -130,6 +130,13 @@ type Env struct {
 	// spawning is not allowed. A tool that needs it and finds nil refuses
 	// with CAPABILITY_MISSING and runs nothing.
 	Exec Runner
+	// Redact wraps w so that what is written to it reaches w with secrets
+	// masked, as one stream (a secret split across writes is still
+	// caught); Close writes what it held back. The gate already redacts
+	// every result and the output of every process started through Exec;
+	// a tool that relays output it reads itself from a process (a
+	// terminal's) writes it through Redact. Nil: relay unchanged.
+	Redact func(w io.Writer) io.WriteCloser
 
 	// RunID, Principals and ToolUseID identify the call.
 	RunID      string

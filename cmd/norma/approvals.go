@@ -13,6 +13,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
 )
 
@@ -30,7 +31,7 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	log, err := audit.Open(db, nil)
+	log, err := audit.Open(db, &audit.Options{Redactor: secret.NewRedactor()}) // previews and reasons: token formats masked
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)

@@ -256,9 +256,18 @@ func (m *Manager) callPtyOpen(ctx context.Context, env tool.Env, in tool.Input) 
 	p := &ptySession{id: fmt.Sprintf("p%d", m.ptySeq), master: master, proc: proc, cancel: cancel,
 		out: newRing(RingSize), done: make(chan struct{}), read: make(chan struct{}), m: m}
 	m.ptys[p.id] = p
+	// The terminal's output is redacted as one stream (Env.Redact): a
+	// secret split across two PtyReads is still masked.
+	var out io.Writer = p.out
+	flush := func() {}
+	if env.Redact != nil {
+		w := env.Redact(p.out)
+		out, flush = w, func() { w.Close() }
+	}
 	go func() {
 		defer close(p.read)
-		io.Copy(p.out, master) // ends with EIO once every tty descriptor is closed
+		io.Copy(out, master) // ends with EIO once every tty descriptor is closed
+		flush()
 		p.out.closeWrites()
 	}()
 	m.waiters.Add(1)
