@@ -14,11 +14,11 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/gate/gatetest"
-	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
 )
 
