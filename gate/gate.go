@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -276,7 +277,7 @@ type exec struct {
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
-	red                   *redaction // what step 7 and the call's streams masked
+	red                   redaction // what step 7 and the call's streams masked
 }
 
 func (x *exec) step(s Step) {
@@ -318,7 +319,7 @@ func stageLayer(s Step) capability.Layer {
 // error results with a reason code.
 func (g *Gate) Execute(ctx context.Context, c Call) Result {
 	x := &exec{g: g, c: &c, mode: g.Mode()}
-	x.red = &redaction{x: x}
+	x.red.x = x
 	x.res.ToolUseID, x.res.Tool = c.ID, c.Tool
 	executed := x.run(ctx)
 	x.finish(ctx, executed)
@@ -603,10 +604,9 @@ func (x *exec) env() (tool.Env, bool) {
 			env.Exec = nil
 		} else {
 			declared := slices.ContainsFunc(x.reqs, func(r capability.Request) bool { return r.Kind == capability.ProcessSpawn })
-			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared, red: x.red}
+			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared, red: &x.red}
 		}
 	}
-	env.Redact = x.red.stream
 	return env, true
 }
 
@@ -900,6 +900,11 @@ func (r *guardedRunner) Run(ctx context.Context, cmd tool.Command) (tool.Command
 	res.Stdout, res.Stderr = r.red.collected(res.Stdout), r.red.collected(res.Stderr)
 	return res, err
 }
+
+// Stream makes the runner a tool.Redactor: a tool relaying output it reads
+// itself from a process it started (a terminal) redacts it as the call's
+// stream.
+func (r *guardedRunner) Stream(w io.Writer) io.WriteCloser { return r.red.Stream(w) }
 
 func (r *guardedRunner) Start(ctx context.Context, cmd tool.Command) (tool.Process, error) {
 	if err := r.check(ctx, cmd.Argv); err != nil {

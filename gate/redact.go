@@ -26,11 +26,12 @@ import (
 // then, one more per stream that masks something after the call ended (a
 // task, a terminal).
 type redaction struct {
-	x      *exec
-	mu     sync.Mutex
-	counts secret.Counts
-	done   bool
-	ev     audit.Event // the event of the call, once done
+	x       *exec
+	mu      sync.Mutex
+	counts  secret.Counts
+	streams int // streams made for the call
+	done    bool
+	ev      *audit.Event // the event of the call, once done with streams
 }
 
 func (rd *redaction) add(name string) {
@@ -45,8 +46,13 @@ func (rd *redaction) add(name string) {
 // report writes the call's output_redacted event (step 7) when something
 // was masked.
 func (x *exec) reportRedaction(ctx context.Context, c secret.Counts) {
-	rd := x.red
+	rd := &x.red
 	rd.mu.Lock()
+	if len(c) == 0 && len(rd.counts) == 0 && rd.streams == 0 {
+		rd.done = true // the common case: nothing to say, now or later
+		rd.mu.Unlock()
+		return
+	}
 	for k, n := range c {
 		if rd.counts == nil {
 			rd.counts = secret.Counts{}
@@ -55,9 +61,10 @@ func (x *exec) reportRedaction(ctx context.Context, c secret.Counts) {
 	}
 	counts := rd.counts
 	rd.counts, rd.done = nil, true
-	rd.ev = x.event(audit.TypeOutputRedacted)
+	ev := x.event(audit.TypeOutputRedacted)
+	rd.ev = &ev
 	rd.mu.Unlock()
-	x.g.recordRedaction(ctx, rd.ev, x.c.ID, counts)
+	x.g.recordRedaction(ctx, ev, x.c.ID, counts)
 }
 
 // streamClosed is called when a stream of the call ends: what it masked
@@ -76,7 +83,10 @@ func (rd *redaction) streamClosed(counts secret.Counts) {
 	}
 	ev := rd.ev
 	rd.mu.Unlock()
-	rd.x.g.recordRedaction(context.Background(), ev, rd.x.c.ID, counts)
+	if ev == nil {
+		return // a stream made after the call ended: a handler that outlived its deadline
+	}
+	rd.x.g.recordRedaction(context.Background(), *ev, rd.x.c.ID, counts)
 }
 
 // recordRedaction writes an output_redacted event: the call's identity and
@@ -97,10 +107,13 @@ func (g *Gate) recordRedaction(ctx context.Context, ev audit.Event, toolUseID st
 	}
 }
 
-// stream returns a writer that redacts what the call's process writes to w
+// Stream returns a writer that redacts what the call's process writes to w
 // before w sees it; its Close flushes what it held back and counts what
 // it masked.
-func (rd *redaction) stream(w io.Writer) io.WriteCloser {
+func (rd *redaction) Stream(w io.Writer) io.WriteCloser {
+	rd.mu.Lock()
+	rd.streams++
+	rd.mu.Unlock()
 	s := &redactStream{rd: rd, counts: secret.Counts{}}
 	s.w = rd.x.g.red.CountingWriter(w, func(name string) { s.counts[name]++ })
 	return s
@@ -147,7 +160,7 @@ func (rd *redaction) wrapOutput(cmd tool.Command) (tool.Command, func()) {
 		if _, ok := w.(*os.File); ok {
 			return w
 		}
-		s := rd.stream(w)
+		s := rd.Stream(w)
 		streams = append(streams, s)
 		return s
 	}

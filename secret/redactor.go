@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Redactor rewrites output so that no live secret value (nor a placeholder
@@ -195,12 +196,13 @@ func (r *Redactor) Redact(s string) string {
 // counts are nil when nothing was.
 func (r *Redactor) RedactCount(s string) (string, Counts) {
 	m := r.matcher(false)
-	at, _, _, _ := m.next([]byte(s), 0, -1, true)
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	at, _, _, _ := m.next(b, 0, -1, true)
 	if at < 0 {
 		return s, nil
 	}
 	c := Counts{}
-	out, _ := m.process(nil, []byte(s), -1, true, false, c)
+	out, _ := m.process(make([]byte, 0, len(s)+64), b, -1, true, false, c)
 	return string(out), c
 }
 
@@ -226,29 +228,35 @@ const maxHold = 64 << 10
 // ends the search: hold is that position and at is -1. Both are -1 when
 // nothing matched.
 func (m *matcher) next(b []byte, from, prev int, final bool) (at, end int, name string, hold int) {
-	for i := from; i < len(b); i++ {
-		c := b[i]
-		if m.start[c>>6]&(1<<(c&63)) == 0 {
+	// The hot loop: one bitmap test per byte pair.
+	first := &m.first
+	for i := from; i+1 < len(b); i++ {
+		k := uint16(b[i])<<8 | uint16(b[i+1])
+		if first[k>>6]&(1<<(k&63)) == 0 {
 			continue
-		}
-		fin := final || len(b)-i > maxHold
-		if i+1 < len(b) {
-			if k := uint16(c)<<8 | uint16(b[i+1]); m.first[k>>6]&(1<<(k&63)) == 0 {
-				continue
-			}
-		} else if fin {
-			break // one byte matches nothing
 		}
 		p := prev
 		if i > 0 {
 			p = int(b[i-1])
 		}
-		n, kind, wait := m.at(b[i:], p, fin)
+		n, kind, wait := m.at(b[i:], p, final || len(b)-i > maxHold)
 		switch {
 		case wait:
 			return -1, 0, "", i
 		case n > 0:
 			return i, i + n, kind, -1
+		}
+	}
+	// The last byte may start a pattern that the next write completes.
+	if i := len(b) - 1; !final && i >= from {
+		if c := b[i]; m.start[c>>6]&(1<<(c&63)) != 0 {
+			p := prev
+			if i > 0 {
+				p = int(b[i-1])
+			}
+			if _, _, wait := m.at(b[i:], p, false); wait {
+				return -1, 0, "", i
+			}
 		}
 	}
 	return -1, 0, "", -1

@@ -256,12 +256,13 @@ func (m *Manager) callPtyOpen(ctx context.Context, env tool.Env, in tool.Input) 
 	p := &ptySession{id: fmt.Sprintf("p%d", m.ptySeq), master: master, proc: proc, cancel: cancel,
 		out: newRing(RingSize), done: make(chan struct{}), read: make(chan struct{}), m: m}
 	m.ptys[p.id] = p
-	// The terminal's output is redacted as one stream (Env.Redact): a
-	// secret split across two PtyReads is still masked.
+	// The terminal's output is redacted as one stream (the gate's runner
+	// is a tool.Redactor): a secret split across two PtyReads is still
+	// masked.
 	var out io.Writer = p.out
 	flush := func() {}
-	if env.Redact != nil {
-		w := env.Redact(p.out)
+	if red, ok := exec.(tool.Redactor); ok {
+		w := red.Stream(p.out)
 		out, flush = w, func() { w.Close() }
 	}
 	go func() {
