@@ -11,7 +11,7 @@ import (
 // 1 MiB, clean or with secrets in them, against the unredacted baseline
 // (copying the text, which every redaction also does when it finds a
 // match), with the token formats only and with ten vault values
-// (170 literal forms). Recorded in BENCHMARKS.md.
+// (55 distinct value forms). Recorded in BENCHMARKS.md.
 func BenchmarkRedact(b *testing.B) {
 	tokensOnly := NewRedactor()
 	vault, _ := newTestRedactor(b)

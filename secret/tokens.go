@@ -5,24 +5,9 @@ import "bytes"
 // Token kinds: the names in the markers ("[REDACTED:github-token]") and in
 // the counts of a redaction. They hold a hyphen, so they never equal a
 // secret name (^[a-z][a-z0-9_]*$).
-const (
-	KindGitHubToken  = "github-token"
-	KindAWSKeyID     = "aws-access-key-id"
-	KindSlackToken   = "slack-token"
-	KindPrivateKey   = "private-key"
-	KindJWT          = "jwt"
-	KindProviderKey  = "provider-key"
-	kindPEMUnclosed  = "" // internal: a private key block whose END is not seen yet
-	minGitHubClassic = 36 // ghp_ and friends: 36 base62 characters
-	minGitHubPAT     = 22 // github_pat_: at least the 22-character id part
-	awsIDLen         = 16 // AKIA/ASIA + 16 upper-case letters or digits
-	minSlack         = 10 // xox?- + at least 10 characters
-	minJWTHeader     = 10 // eyJ… header segment
-	minJWTPayload    = 4
-	maxPEMLabel      = 64 // "-----BEGIN <label>-----"
-)
-
-// Token formats masked by every [Redactor] besides the values it was told:
+//
+// Every [Redactor] masks these token formats besides the values it was
+// told:
 //
 //   - GitHub tokens: ghp_, gho_, ghu_, ghs_, ghr_ and 36 or more base62
 //     characters; github_pat_ and 22 or more of [A-Za-z0-9_];
@@ -32,12 +17,33 @@ const (
 //   - PEM private keys: a "-----BEGIN … PRIVATE KEY-----" line through the
 //     next "-----END …-----" (to the end of the text when there is none);
 //   - JWTs: three base64url segments separated by dots, the first one
-//     starting "eyJ" (a JSON object), the last one possibly empty.
+//     starting "eyJ" (a JSON object) and at least 10 characters long, the
+//     second at least 4, the last one possibly empty.
 //
 // A token must not continue a word: the byte before it is not a letter, a
 // digit or '_' (for a JWT not a base64url character or '.'), and an AWS id
 // is not followed by a letter or digit. Matches are maximal: the whole run
-// of token characters is masked.
+// of token characters is masked. KindProviderKey names the provider key a
+// run uses, told to the Redactor as a value.
+const (
+	KindGitHubToken = "github-token"
+	KindAWSKeyID    = "aws-access-key-id"
+	KindSlackToken  = "slack-token"
+	KindPrivateKey  = "private-key"
+	KindJWT         = "jwt"
+	KindProviderKey = "provider-key"
+)
+
+// Lengths of the token formats.
+const (
+	minGitHubClassic = 36 // ghp_ and friends: 36 base62 characters
+	minGitHubPAT     = 22 // github_pat_: at least the 22-character id part
+	awsIDLen         = 16 // AKIA/ASIA + 16 upper-case letters or digits
+	minSlack         = 10 // xox?- + at least 10 characters
+	minJWTHeader     = 10 // eyJ… header segment
+	minJWTPayload    = 4
+	maxPEMLabel      = 64 // "-----BEGIN <label>-----"
+)
 
 // isWord reports whether c is [A-Za-z0-9_].
 func isWord(c byte) bool { return isAlnum(c) || c == '_' }
