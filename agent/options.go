@@ -16,6 +16,7 @@ import (
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/provider"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -116,6 +117,7 @@ type config struct {
 	exec          tool.Runner
 	ledger        approval.Ledger
 	runLock       RunLocker
+	redactor      *secret.Redactor
 }
 
 // TodoSource reads a run's todo list, as JSON, for the state file; the
@@ -357,6 +359,14 @@ func WithTodoSource(fn TodoSource) Option { return func(c *config) error { c.tod
 // loopback and trust a test CA.
 func WithNetwork(r netguard.Resolver, roots *x509.CertPool) Option {
 	return func(c *config) error { c.resolver, c.rootCAs = r, roots; return nil }
+}
+
+// WithRedactor sets the run's redactor: the gate masks secrets with it in
+// every tool result and process output (and reports each masking in the
+// audit log), and the state file is written through it. Nil, the default,
+// is one that knows the token formats only.
+func WithRedactor(r *secret.Redactor) Option {
+	return func(c *config) error { c.redactor = r; return nil }
 }
 
 // WithSpillDir sets where the gate spills capped tool output.

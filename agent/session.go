@@ -211,7 +211,7 @@ func (s *Session) build(ctx context.Context) error {
 		},
 		Audit: c.sink, Mode: c.mode, Rules: c.rules, Approver: approver, Workspace: wsDir, Ledger: c.ledger, Hooks: c.hooks,
 		SessionID: c.runID, Logger: s.log, Now: c.now, Timeout: c.gateTimeout,
-		Output: gate.OutputOptions{SpillDir: c.spillDir},
+		Output: gate.OutputOptions{SpillDir: c.spillDir}, Redactor: c.redactor,
 	}
 	if fsys != nil {
 		opts.Resolve = fsys.Resolve
@@ -933,8 +933,8 @@ func (s *Session) save(ctx context.Context) error {
 	if todos != nil {
 		s.st.Todos = todos
 	}
-	cp := *s.st
-	err := saveState(s.cfg.stateDir, &cp)
+	cp := redactState(s.st, s.cfg.redactor)
+	err := saveState(s.cfg.stateDir, cp)
 	s.mu.Unlock()
 	return err
 }

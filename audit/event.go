@@ -29,6 +29,10 @@ const (
 	TypeConsentGranted     = "consent_granted"
 	TypeConsentRevoked     = "consent_revoked"
 	TypeSandboxDowngraded  = "sandbox_downgraded"
+	// TypeOutputRedacted says that secrets were masked in a call's output:
+	// Detail holds "redacted" (the number of matches) and "redacted.NAME"
+	// per secret name or token kind, never a value.
+	TypeOutputRedacted = "output_redacted"
 )
 
 var knownTypes = map[string]bool{
@@ -37,6 +41,7 @@ var knownTypes = map[string]bool{
 	TypeToolCallStarted: true, TypeToolCallFinished: true, TypePluginInstalled: true,
 	TypePluginUpdated: true, TypePluginHeld: true, TypePluginRemoved: true,
 	TypeConsentGranted: true, TypeConsentRevoked: true, TypeSandboxDowngraded: true,
+	TypeOutputRedacted: true,
 }
 
 // KnownType reports whether t is one of the Type constants.

@@ -36,9 +36,14 @@
 //     that must be durable (else AUDIT_UNAVAILABLE), on its own goroutine with a deadline, panic
 //     recovery (TOOL_PANIC), cancellation (CANCELED) and timeout (TIMEOUT;
 //     a handler that ignores its context is abandoned, not waited for);
-//  7. output capture: marker-like text escaped, a head cap (30,000
-//     characters by default), the full output spilled to a file named by its
-//     sha256 with a sidecar record, and retention by age and size;
+//  7. output capture: secrets redacted (Options.Redactor: the run's vault
+//     values and provider key, and known token formats; one
+//     output_redacted audit event says what was masked), marker-like text
+//     escaped, a head cap (30,000 characters by default), the full output
+//     spilled to a file named by its sha256 with a sidecar record, and
+//     retention by age and size. The output streams of the processes a
+//     call runs or starts (through its Env.Exec) are redacted as they
+//     arrive, so a secret split across reads is caught too;
 //  8. PostToolUse or PostToolUseFailure hooks;
 //  9. one final audit event: tool_call_finished, or capability_decision for
 //     a call that was refused before it ran.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/internal/shellcmd"
 	"github.com/norma-run/norma/policy"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -121,6 +123,11 @@ type Options struct {
 	MaxParallel int
 	// Output configures output capture.
 	Output OutputOptions
+	// Redactor masks secrets in every result and in the output streams of
+	// every process a call runs (step 7; see redact.go): the run's secret
+	// values and provider keys it was told, and the token formats it
+	// knows. Nil means one that knows the token formats only.
+	Redactor *secret.Redactor
 	// SessionID is passed to hooks.
 	SessionID string
 	// Now is the clock; nil means time.Now.
@@ -153,6 +160,7 @@ type Gate struct {
 	maxInput  int
 	parallel  int
 	capture   *capture
+	red       *secret.Redactor
 	sessionID string
 	now       func() time.Time
 	log       *slog.Logger
@@ -177,7 +185,10 @@ func New(opts Options) (*Gate, error) {
 		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit,
 		approver: opts.Approver, wsDir: opts.Workspace, ledger: opts.Ledger, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
 		timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
-		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace,
+		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace, red: opts.Redactor,
+	}
+	if g.red == nil {
+		g.red = secret.NewRedactor()
 	}
 	if g.wsDir != "" {
 		if g.wsID, err = approval.WorkspaceID(g.wsDir); err != nil {
@@ -293,6 +304,7 @@ type exec struct {
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
+	red                   redaction // what step 7 and the call's streams masked
 }
 
 func (x *exec) step(s Step) {
@@ -334,6 +346,7 @@ func stageLayer(s Step) capability.Layer {
 // error results with a reason code.
 func (g *Gate) Execute(ctx context.Context, c Call) Result {
 	x := &exec{g: g, c: &c, mode: g.Mode()}
+	x.red.x = x
 	x.res.ToolUseID, x.res.Tool = c.ID, c.Tool
 	executed := x.run(ctx)
 	x.finish(ctx, executed)
@@ -661,7 +674,7 @@ func (x *exec) env() (tool.Env, bool) {
 			env.Exec = nil
 		} else {
 			declared := slices.ContainsFunc(x.reqs, func(r capability.Request) bool { return r.Kind == capability.ProcessSpawn })
-			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared}
+			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared, red: &x.red}
 		}
 	}
 	return env, true
@@ -956,20 +969,37 @@ type guardedRunner struct {
 	// call's approval, and a command whose effect cannot be known was
 	// judged (approved) as such. Otherwise both are refused here.
 	declared bool
+	// red redacts the output of what the call runs, as it arrives.
+	red *redaction
 }
 
 func (r *guardedRunner) Run(ctx context.Context, cmd tool.Command) (tool.CommandResult, error) {
 	if err := r.check(ctx, cmd.Argv); err != nil {
 		return tool.CommandResult{}, err
 	}
-	return r.inner.Run(ctx, cmd)
+	cmd, flush := r.red.wrapOutput(cmd)
+	res, err := r.inner.Run(ctx, cmd)
+	flush()
+	res.Stdout, res.Stderr = r.red.collected(res.Stdout), r.red.collected(res.Stderr)
+	return res, err
 }
+
+// Stream makes the runner a tool.Redactor: a tool relaying output it reads
+// itself from a process it started (a terminal) redacts it as the call's
+// stream.
+func (r *guardedRunner) Stream(w io.Writer) io.WriteCloser { return r.red.Stream(w) }
 
 func (r *guardedRunner) Start(ctx context.Context, cmd tool.Command) (tool.Process, error) {
 	if err := r.check(ctx, cmd.Argv); err != nil {
 		return nil, err
 	}
-	return r.inner.Start(ctx, cmd)
+	cmd, flush := r.red.wrapOutput(cmd)
+	p, err := r.inner.Start(ctx, cmd)
+	if err != nil {
+		flush()
+		return nil, err
+	}
+	return &redactedProcess{Process: p, flush: sync.OnceFunc(flush)}, nil
 }
 
 // check decides one argv; the error is a *capability.Error.

@@ -34,7 +34,7 @@ func (x *exec) run(ctx context.Context) bool {
 	}
 	out, callErr := x.call(ctx, env)
 	// 7. output capture
-	x.output(out, callErr)
+	x.output(ctx, out, callErr)
 	x.record(ctx)
 	// 8. PostToolUse / PostToolUseFailure hooks
 	x.postHooks(ctx)
@@ -103,9 +103,11 @@ func (x *exec) started(ctx context.Context) bool {
 	return true
 }
 
-// output is step 7: the result's reason, and the content capped (the rest
-// spilled).
-func (x *exec) output(out tool.Result, callErr error) {
+// output is step 7: the result's reason, and the content redacted (the
+// output_redacted event says what was masked), then capped (the rest
+// spilled). Every string that reaches the model from here on (content,
+// error text) went through the one redactor.
+func (x *exec) output(ctx context.Context, out tool.Result, callErr error) {
 	x.step(StepOutput)
 	content, isErr := out.Content, out.IsError
 	switch ce, ok := errors.AsType[*capability.Error](callErr); {
@@ -119,6 +121,8 @@ func (x *exec) output(out tool.Result, callErr error) {
 		x.res.Reason = capability.ReasonAllowed
 	}
 	x.res.IsError = isErr
+	content, counts := x.g.red.RedactCount(content)
+	x.reportRedaction(ctx, counts)
 	head, sp, err := x.g.capture.apply(content, SpillRecord{ToolUseID: x.c.ID, RunID: x.c.RunID, Tool: x.c.Tool})
 	if err != nil {
 		x.g.log.Error("gate: spill failed", "tool", x.c.Tool, "err", err)

@@ -18,10 +18,13 @@
 // purpose origin only. [ScanPlaceholders] finds placeholders in any byte
 // string.
 //
-// A [Redactor] knows the live secret values and placeholders and rewrites
-// every output channel (tool results, spill files, audit, logs, hook
-// stdin): [Redactor.Redact], [Redactor.RedactBytes], [Redactor.Writer] for
-// streams and [Redactor.MaskReader] for proxied bodies.
+// A [Redactor] knows the live secret values and placeholders, and the
+// token formats of common credentials (GitHub, AWS key ids, Slack, PEM
+// private keys, JWTs), and rewrites every output channel (tool results,
+// spill files, audit, run state, logs, hook stdin) in one pass:
+// [Redactor.Redact] and [Redactor.RedactCount], [Redactor.RedactBytes],
+// [Redactor.Writer] for streams and [Redactor.MaskReader] for proxied
+// bodies.
 //
 // Values never print: [Value] implements fmt.Formatter, fmt.Stringer,
 // fmt.GoStringer, slog.LogValuer, encoding.TextMarshaler and

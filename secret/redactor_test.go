@@ -189,13 +189,17 @@ func FuzzScanPlaceholders(f *testing.F) {
 	})
 }
 
-// FuzzRedact checks that redaction leaves no secret behind and that the
-// streaming writer, split anywhere, agrees with the one-shot form.
+// FuzzRedact checks that redaction leaves no secret behind (a value, or a
+// token of each known format embedded in the text), that it agrees with
+// its counts, and that the streaming writer, split anywhere, agrees with
+// the one-shot form. Seeds: testdata/fuzz/FuzzRedact.
 func FuzzRedact(f *testing.F) {
-	f.Add("token=CANARY-s3cr3t-7f3a9c1e.", "CANARY-s3cr3t-7f3a9c1e", "abcdefgh1", uint8(1))
-	f.Add("aaaaaaaaaaaaaaaaaaaa", "aaaaaaaaa", "aaaaaaaaaaaa", uint8(3)) // overlapping patterns
-	f.Add("xxABCDEFGHIJxx", "ABCDEFGHIJ", "xxABCDEFGH", uint8(2))        // leftmost vs longest
-	f.Fuzz(func(t *testing.T, in, s1, s2 string, chunk uint8) {
+	f.Add("token=CANARY-s3cr3t-7f3a9c1e.", "CANARY-s3cr3t-7f3a9c1e", "abcdefgh1", uint8(1), uint8(0))
+	f.Add("aaaaaaaaaaaaaaaaaaaa", "aaaaaaaaa", "aaaaaaaaaaaa", uint8(3), uint8(1))    // overlapping patterns
+	f.Add("xxABCDEFGHIJxx", "ABCDEFGHIJ", "xxABCDEFGH", uint8(2), uint8(2))           // leftmost vs longest
+	f.Add("-----BEGIN EC PRIVATE KEY-----\nab", "zzzzzzzzzz", "", uint8(5), uint8(5)) // open block
+	f.Add("eyJhbGciOiJIUzI1NiJ9.eyJz", "", "", uint8(4), uint8(6))                    // a JWT cut short
+	f.Fuzz(func(t *testing.T, in, s1, s2 string, chunk, kind uint8) {
 		clean := func(s string) string { // markers hold letters, brackets, colons: keep them apart
 			return strings.Map(func(r rune) rune {
 				if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' {
@@ -215,11 +219,17 @@ func FuzzRedact(f *testing.F) {
 				secrets = append(secrets, s)
 			}
 		}
-		got := r.Redact(in)
-		for _, s := range secrets {
+		toks := []string{ghClassic, ghPAT, awsID, slackTok, jwt, pemKey}
+		tok := toks[int(kind)%len(toks)]
+		in += " " + tok + " " + in
+		got, counts := r.RedactCount(in)
+		for _, s := range append(secrets, tok) {
 			if strings.Contains(got, s) {
 				t.Fatalf("Redact(%q) = %q still holds %q", in, got, s)
 			}
+		}
+		if n := strings.Count(got, "[REDACTED:") - strings.Count(in, "[REDACTED:"); n > sum(counts) {
+			t.Fatalf("Redact(%q) = %q: %d markers, counts %v", in, got, n, counts)
 		}
 		n := int(chunk%17) + 1
 		var buf bytes.Buffer

@@ -96,6 +96,17 @@ type Process interface {
 	Pid() int
 }
 
+// Redactor masks secrets in a stream of output. The gate redacts every
+// result and the output of every process started through Env.Exec; its
+// Runner is also a Redactor, so that a tool that reads a process's output
+// itself (a terminal's master side) writes it through Stream.
+type Redactor interface {
+	// Stream wraps w so that what is written to it reaches w with
+	// secrets masked, as one stream (a secret split across writes is
+	// still caught); Close writes what it held back and does not close w.
+	Stream(w io.Writer) io.WriteCloser
+}
+
 // Runner is the process capability: it runs processes confined by the
 // policy of the call (inside the OS sandbox, for the built-in tools). The
 // gate wraps it for every call, so that each argv — and every command a

@@ -100,8 +100,11 @@ type Options struct {
 	// UnsafeNoSandbox runs plugins without the OS sandbox (audited by the
 	// plugin host).
 	UnsafeNoSandbox bool
-	// Redactor removes secret values from what plugins print and from
-	// audit details; nil means an empty one.
+	// Redactor masks secrets in every tool result and process output (the
+	// gate's step 7), in the run state and in what plugins print: the
+	// door tells it the vault's values and the provider keys; the broker
+	// adds the values it hands out. Nil means one that knows the token
+	// formats only. Give the audit log the same one.
 	Redactor *secret.Redactor
 	// Resolver and RootCAs are the upstream side of the network, for the
 	// built-in tools' HTTP client and the plugins' egress broker: nil means
@@ -203,6 +206,9 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	}
 	if o.ShellEnv == nil {
 		o.ShellEnv = []string{"LANG=C.UTF-8"}
+	}
+	if o.Redactor == nil {
+		o.Redactor = secret.NewRedactor()
 	}
 	r := &Runtime{opts: o, dir: dir, layer: layer, settings: st, changes: tr.changes, sandbox: !o.NoSandbox && sandbox.Probe().Ready,
 		reg: tool.NewRegistry(&tool.Options{Audit: o.Audit}), ref: &tools.GateRef{}, plugins: o.Plugins}
@@ -389,6 +395,7 @@ func (r *Runtime) options() []agent.Option {
 		agent.WithGateBinder(r.ref.Bind), agent.WithWorkspace(r.dir), agent.WithMode(r.opts.Mode),
 		agent.WithRules(r.opts.Rules), agent.WithAudit(r.opts.Audit),
 		agent.WithNetwork(r.opts.Resolver, r.opts.RootCAs), agent.WithHooks(r.hooks),
+		agent.WithRedactor(r.opts.Redactor),
 	}
 	if r.exec != nil {
 		opts = append(opts, agent.WithProcessRunner(r.exec))

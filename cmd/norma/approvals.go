@@ -13,6 +13,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/termtext"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
 )
 
@@ -34,7 +35,7 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	log, err := openAuditLog(cmd.Context(), home, db)
+	log, err := openAuditLog(cmd.Context(), home, db, secret.NewRedactor()) // previews and reasons: token formats masked
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/plugin"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
 )
 
@@ -37,12 +38,12 @@ func auditKeyBase(home string) string { return filepath.Join(home, keyStoreDir, 
 // openAuditLog opens the audit log of the state directory home over db,
 // signing a checkpoint of the chain head when it is closed. Every command
 // that appends events opens its log here.
-func openAuditLog(ctx context.Context, home string, db *store.DB) (*audit.Log, error) {
+func openAuditLog(ctx context.Context, home string, db *store.DB, red *secret.Redactor) (*audit.Log, error) {
 	cp, err := auditCheckpointer(ctx, home, db)
 	if err != nil {
 		return nil, err
 	}
-	return audit.Open(db, &audit.Options{Checkpointer: cp})
+	return audit.Open(db, &audit.Options{Checkpointer: cp, Redactor: red})
 }
 
 // closeAuditLog closes log, which signs a checkpoint of its head; a

@@ -16,6 +16,7 @@ import (
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
 	"github.com/spf13/cobra"
 )
@@ -379,7 +380,7 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 	if err != nil {
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	log, err := openAuditLog(cmd.Context(), home, db)
+	log, err := openAuditLog(cmd.Context(), home, db, secret.NewRedactor())
 	if err != nil {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)

@@ -150,11 +150,15 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 			return exitWith(exitFailed, err)
 		}
 	}
-	prov, model, baseURL, err := buildProvider(cmd, f, home, resumed)
+	red, err := runRedactor(cmd, home)
 	if err != nil {
 		return err
 	}
-	log, err := openAuditLog(ctx, home, db)
+	prov, model, baseURL, err := buildProvider(cmd, f, home, resumed, red)
+	if err != nil {
+		return err
+	}
+	log, err := openAuditLog(ctx, home, db, red)
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
@@ -197,7 +201,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		Dir: ws, Home: home, RunID: runID, Resume: f.resume != "", Mode: mode, Audit: log,
 		ModeGiven: cmd.Flags().Changed("mode"), Settings: settingsFiles(f.settings),
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
-		UnsafeNoSandbox: f.unsafeNoSandbox,
+		UnsafeNoSandbox: f.unsafeNoSandbox, Redactor: red,
 		Warn:            func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) },
 		Accept:          acceptOnTerminal(cmd, out, !f.asJSON && stdinIsTerminal(cmd.InOrStdin())),
 	})
@@ -236,7 +240,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 // stored unless a flag says otherwise (--script alone chooses the scripted
 // provider); a resumed scripted run continues with the turns after those
 // already played.
-func buildProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.State) (provider.Provider, string, string, error) {
+func buildProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.State, red *secret.Redactor) (provider.Provider, string, string, error) {
 	name := f.provider
 	if name == "" && f.script == "" && resumed != nil {
 		name = resumed.Provider
@@ -260,7 +264,7 @@ func buildProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.S
 	if baseURL == "" && same {
 		baseURL = resumed.BaseURL
 	}
-	p, err := newProvider(cmd, f, home, resumed, name, baseURL)
+	p, err := newProvider(cmd, f, home, resumed, name, baseURL, red)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -271,7 +275,7 @@ func buildProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.S
 	return p, model, baseURL, nil
 }
 
-func newProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.State, name, baseURL string) (provider.Provider, error) {
+func newProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.State, name, baseURL string, red *secret.Redactor) (provider.Provider, error) {
 	retry := provider.RetryPolicy{}
 	switch name {
 	case scripted.Name:
@@ -288,7 +292,7 @@ func newProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.Sta
 		}
 		return scripted.New(s), nil
 	case anthropic.Name:
-		key, err := apiKey(cmd, home, "ANTHROPIC_API_KEY", "anthropic_api_key")
+		key, err := apiKey(cmd, home, "ANTHROPIC_API_KEY", "anthropic_api_key", red)
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +305,7 @@ func newProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.Sta
 		}
 		return provider.WithRetry(p, retry), nil
 	case openai.Name:
-		key, err := apiKey(cmd, home, "OPENAI_API_KEY", "openai_api_key")
+		key, err := apiKey(cmd, home, "OPENAI_API_KEY", "openai_api_key", red)
 		if err != nil {
 			return nil, err
 		}
@@ -315,9 +319,13 @@ func newProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.Sta
 }
 
 // apiKey reads a provider key from the environment, else from the vault
-// when one exists (it is not created for this).
-func apiKey(cmd *cobra.Command, home, env, vaultName string) (provider.APIKey, error) {
+// when one exists (it is not created for this). The run's redactor learns
+// it: no tool output shows it.
+func apiKey(cmd *cobra.Command, home, env, vaultName string, red *secret.Redactor) (provider.APIKey, error) {
 	if v := os.Getenv(env); v != "" {
+		// A key too short to mask without mangling text is no real key;
+		// the provider refuses it.
+		_ = red.AddValue(secret.KindProviderKey, secret.NewValue([]byte(v)))
 		return provider.NewAPIKey(v), nil
 	}
 	if !fileExists(filepath.Join(home, "secrets", secret.KeyFileName)) {
@@ -332,6 +340,39 @@ func apiKey(cmd *cobra.Command, home, env, vaultName string) (provider.APIKey, e
 		return provider.APIKey{}, nil // not stored: no key
 	}
 	return provider.NewAPIKey(string(val.Reveal())), nil
+}
+
+// runRedactor returns the run's redactor: it knows every value of the
+// vault, when one exists (it is not created for this), and the token
+// formats. A vault that exists but cannot be read stops the run: its
+// values could not be masked. Values are never printed, not even in the
+// error.
+func runRedactor(cmd *cobra.Command, home string) (*secret.Redactor, error) {
+	red := secret.NewRedactor()
+	if !fileExists(filepath.Join(home, "secrets", secret.KeyFileName)) {
+		return red, nil
+	}
+	fail := func(err error) error {
+		return exitWith(exitInternal, fmt.Errorf("run: the vault's values cannot be loaded to mask them in tool output: %w", err))
+	}
+	v, err := openVault(cmd)
+	if err != nil {
+		return nil, fail(err)
+	}
+	names, err := v.List(cmd.Context())
+	if err != nil {
+		return nil, fail(err)
+	}
+	for _, n := range names {
+		val, err := v.Get(cmd.Context(), n)
+		if err != nil {
+			return nil, fail(err)
+		}
+		if err := red.AddValue(n, val); err != nil {
+			return nil, fail(err)
+		}
+	}
+	return red, nil
 }
 
 // stdinIsTerminal reports whether r is a terminal (a TCGETS ioctl

@@ -3,11 +3,14 @@ package host
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -18,43 +21,13 @@ import (
 // not run on that approval.
 func TestIssueHelperThroughTheGate(t *testing.T) {
 	e := newEnv(t)
-	e.install(t, "issue-helper", filepath.Join(repoRoot(t), "examples/plugins/issue-helper/manifest.yaml"))
-	ctx := t.Context()
-	p, err := e.host.Load(ctx, "com.example.issue-helper")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts, err := p.Tools()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := tool.NewRegistry(&tool.Options{Audit: e.audit})
-	m := p.Manifest()
-	tp := tool.Plugin{ID: m.ID, Version: m.Version, ManifestDigest: m.Digest()}
-	for _, x := range ts {
-		if err := reg.Register(tool.Registration{Tool: x, Plugin: tp, Visibility: tool.Visible}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := reg.OpenRun("run-1", "user:test"); err != nil {
-		t.Fatal(err)
-	}
 	// No approver: a request is stored and the call refused until someone
 	// decides it (as `norma approvals approve` does from another process).
 	svc, err := approval.NewService(approval.NewMemoryBackend(), &approval.Options{Sink: e.audit})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := gate.New(gate.Options{
-		Registry: reg, Audit: e.audit, Approver: svc,
-		Policy: func(pl tool.Plugin) (capability.Decider, error) { return p.Policy(), nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	call := func(id, name, input string) gate.Result {
-		return g.Execute(ctx, gate.Call{ID: id, RunID: "run-1", Principals: []string{"user:test"}, Tool: ToolName(m.ID, name), Input: json.RawMessage(input)})
-	}
+	call := issueHelperGate(t, e, gate.Options{Approver: svc})
 
 	if r := call("t1", "issues.summarize", `{"owner":"acme"}`); r.IsError || r.Reason != capability.ReasonAllowed {
 		t.Fatalf("summarize through the gate: %+v", r)
@@ -64,6 +37,7 @@ func TestIssueHelperThroughTheGate(t *testing.T) {
 	if !r.IsError || len(e.api.Comments()) != 0 {
 		t.Fatalf("an unapproved comment ran: %+v, comments %d", r, len(e.api.Comments()))
 	}
+	ctx := t.Context()
 	pending, err := svc.List(ctx, approval.ListFilter{})
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("pending approvals: %v %v", pending, err)
@@ -87,5 +61,70 @@ func TestIssueHelperThroughTheGate(t *testing.T) {
 	}
 	if n := len(e.api.Comments()); n != 1 {
 		t.Fatalf("the API has %d comments, want exactly 1", n)
+	}
+}
+
+// issueHelperGate installs and loads the issue-helper plugin and returns a
+// caller of its tools through a gate made with opts (registry, audit and
+// policy set here).
+func issueHelperGate(t *testing.T, e *env, opts gate.Options) func(id, name, input string) gate.Result {
+	t.Helper()
+	e.install(t, "issue-helper", filepath.Join(repoRoot(t), "examples/plugins/issue-helper/manifest.yaml"))
+	ctx := t.Context()
+	p, err := e.host.Load(ctx, "com.example.issue-helper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := p.Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tool.NewRegistry(&tool.Options{Audit: e.audit})
+	m := p.Manifest()
+	tp := tool.Plugin{ID: m.ID, Version: m.Version, ManifestDigest: m.Digest()}
+	for _, x := range ts {
+		if err := reg.Register(tool.Registration{Tool: x, Plugin: tp, Visibility: tool.Visible}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := reg.OpenRun("run-1", "user:test"); err != nil {
+		t.Fatal(err)
+	}
+	opts.Registry, opts.Audit = reg, e.audit
+	opts.Policy = func(pl tool.Plugin) (capability.Decider, error) { return p.Policy(), nil }
+	g, err := gate.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(id, name, input string) gate.Result {
+		return g.Execute(ctx, gate.Call{ID: id, RunID: "run-1", Principals: []string{"user:test"}, Tool: ToolName(m.ID, name), Input: json.RawMessage(input)})
+	}
+}
+
+// TestPluginResultRedactedAtTheGate: what a sandboxed plugin returns is
+// redacted by the gate like a built-in tool's result — here an issue
+// title the run's redactor knows as a secret value — and the audit log
+// gets the output_redacted event of the plugin's call.
+func TestPluginResultRedactedAtTheGate(t *testing.T) {
+	e := newEnv(t)
+	const title = "Crash when the config file is empty"
+	red := secret.NewRedactor()
+	if err := red.AddValue("issue_title", secret.NewValue([]byte(title))); err != nil {
+		t.Fatal(err)
+	}
+	call := issueHelperGate(t, e, gate.Options{Redactor: red})
+	r := call("t1", "issues.summarize", `{"owner":"acme"}`)
+	if r.IsError || r.Reason != capability.ReasonAllowed {
+		t.Fatalf("summarize: %+v", r)
+	}
+	if strings.Contains(r.Content, title) || !strings.Contains(r.Content, "[REDACTED:issue_title]") || !strings.Contains(r.Content, "Document the --home flag") {
+		t.Errorf("summarize result = %q", r.Content)
+	}
+	recs, err := e.audit.Query(t.Context(), audit.Filter{Type: audit.TypeOutputRedacted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Event.Plugin != "com.example.issue-helper" || recs[0].Event.Detail["redacted.issue_title"] != "1" {
+		t.Errorf("output_redacted events = %+v", recs)
 	}
 }

@@ -140,8 +140,8 @@ func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, id
 	return p.result(ctx, name, res)
 }
 
-// result collects the text of res, redacted, bounded by MaxOutput: a
-// larger result restarts the plugin.
+// result collects the text of res, bounded by MaxOutput: a larger result
+// restarts the plugin. The gate redacts it (step 7), as every tool's.
 func (p *Plugin) result(ctx context.Context, name string, res *mcp.CallToolResult) (tool.Result, error) {
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -153,7 +153,7 @@ func (p *Plugin) result(ctx context.Context, name string, res *mcp.CallToolResul
 			return tool.Result{}, capability.Denied(ReasonOutputTooLarge, name, fmt.Sprintf("result larger than %d bytes", p.h.cfg.MaxOutput))
 		}
 	}
-	return tool.Result{Content: p.h.cfg.Redactor.Redact(b.String()), IsError: res.IsError}, nil
+	return tool.Result{Content: b.String(), IsError: res.IsError}, nil
 }
 
 // checkToolsLocked lists the served tools: every one must be declared, and

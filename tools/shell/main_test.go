@@ -18,6 +18,7 @@ import (
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -77,6 +78,8 @@ type fixtureOpts struct {
 	runner func(*sandboxpolicy.RunnerConfig)
 	// noExec gives the gate's calls an Env without the process capability.
 	noExec bool
+	// redactor is the gate's; nil is the default one.
+	redactor *secret.Redactor
 }
 
 // defaultRules allow the command words the attacks use: whatever gets
@@ -159,6 +162,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		Audit:    f.sink,
 		Rules:    o.rules,
 		Output:   gate.OutputOptions{SpillDir: filepath.Join(f.root, "spill")},
+		Redactor: o.redactor,
 		Capabilities: func(tool.Plugin) (tool.Env, error) {
 			if o.noExec {
 				return tool.Env{}, nil

@@ -257,9 +257,19 @@ func (m *Manager) callPtyOpen(ctx context.Context, env tool.Env, in tool.Input) 
 	p := &ptySession{id: fmt.Sprintf("p%d", m.ptySeq), master: master, proc: proc, cancel: cancel,
 		out: newRing(RingSize), done: make(chan struct{}), read: make(chan struct{}), m: m}
 	m.ptys[p.id] = p
+	// The terminal's output is redacted as one stream (the gate's runner
+	// is a tool.Redactor): a secret split across two PtyReads is still
+	// masked.
+	var out io.Writer = p.out
+	flush := func() {}
+	if red, ok := exec.(tool.Redactor); ok {
+		w := red.Stream(p.out)
+		out, flush = w, func() { w.Close() }
+	}
 	go func() {
 		defer close(p.read)
-		io.Copy(p.out, master) // ends with EIO once every tty descriptor is closed
+		io.Copy(out, master) // ends with EIO once every tty descriptor is closed
+		flush()
 		p.out.closeWrites()
 	}()
 	m.waiters.Add(1)

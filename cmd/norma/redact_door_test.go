@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sseTurn is one OpenAI streaming response: the tool calls (name, input)
+// or, with none, the text.
+func sseTurn(t *testing.T, turn int, text string, calls ...[2]string) string {
+	t.Helper()
+	var b strings.Builder
+	chunk := func(delta map[string]any, finish any) {
+		c, _ := json.Marshal(map[string]any{"id": "chatcmpl-x", "object": "chat.completion.chunk", "model": "m",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		fmt.Fprintf(&b, "data: %s\n\n", c)
+	}
+	chunk(map[string]any{"role": "assistant", "content": text}, nil)
+	for i, c := range calls {
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d_%d", turn, i), "type": "function",
+			"function": map[string]any{"name": c[0], "arguments": c[1]}}}}, nil)
+	}
+	finish := "stop"
+	if len(calls) > 0 {
+		finish = "tool_calls"
+	}
+	chunk(map[string]any{}, finish)
+	b.WriteString(`data: {"id":"chatcmpl-x","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\ndata: [DONE]\n\n")
+	p := filepath.Join(t.TempDir(), fmt.Sprintf("turn%d.sse", turn))
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDoorRunRedactsSecrets: a vault secret (set with `norma secret set`)
+// and a GitHub token sit in a workspace file; the model reads it with
+// Bash `cat` and Read, and a background task prints the vault value in
+// two halves three seconds apart, read with two TaskOutput calls. What
+// the model API receives, the terminal output, state.json, the audit
+// database and every other file of the state directory (spill, runs) hold
+// neither secret nor either half of the split one; the model received
+// the masks; the audit log says what was masked, never the value.
+func TestDoorRunRedactsSecrets(t *testing.T) {
+	e := newRunEnv(t)
+	vault := "VAULT-" + runCanary + "-9f2c71ab4e"
+	gh := "gh" + "p_" + "Zq4W9xR2mT7vL1nB8kC3pY6dF0sH5jG2aE9u"
+	halves := []string{vault[:12], vault[12:]}
+	set := exec.Command(normaBin(t), "--home", e.home, "secret", "set", "db_password")
+	set.Stdin = strings.NewReader(vault + "\n")
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Fatalf("secret set: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(e.ws, "notes.txt"), []byte("db password: "+vault+"\ngithub: "+gh+"\n"), 0o644)
+	os.WriteFile(filepath.Join(e.ws, "split.txt"), []byte(vault), 0o644)
+
+	f := &fakeServer{}
+	srv := f.start(t, "/v1/chat/completions",
+		sseTurn(t, 1, "", [2]string{"Bash", `{"command":"cat notes.txt"}`}, [2]string{"Read", `{"path":"notes.txt"}`},
+			[2]string{"Bash", `{"command":"head -c 12 split.txt; sleep 3; tail -c +13 split.txt; echo","run_in_background":true}`}),
+		sseTurn(t, 2, "", [2]string{"Bash", `{"command":"sleep 1"}`}),
+		sseTurn(t, 3, "", [2]string{"TaskOutput", `{"task_id":"t1"}`}),
+		sseTurn(t, 4, "", [2]string{"TaskOutput", `{"task_id":"t1","block":true,"timeout_ms":20000}`}),
+		sseTurn(t, 5, "done"),
+	)
+	cmd := exec.Command(normaBin(t), "--home", e.home, "run", "--workspace", e.ws, "--provider", "openai",
+		"--base-url", srv.URL+"/v1", "--yes", "--json", "read the notes")
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-test-provider-key-0123456789")
+	code, out, errs := doorCmd(t, cmd)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	leaks := func(where, s string) {
+		t.Helper()
+		for _, c := range append([]string{vault, gh, "sk-test-provider-key"}, halves...) {
+			if strings.Contains(s, c) {
+				t.Errorf("%s holds %q", where, c)
+			}
+		}
+	}
+	leaks("stdout and stderr", out+errs)
+
+	f.mu.Lock()
+	bodies := strings.Join(f.bodies, "\n")
+	n := len(f.bodies)
+	f.mu.Unlock()
+	if n != 5 {
+		t.Fatalf("the model was asked %d times, want 5", n)
+	}
+	leaks("what the model received", bodies)
+	if c := strings.Count(bodies, "[REDACTED:db_password]"); c < 2 {
+		t.Errorf("the model received the vault mask %d times, want at least 2 (cat, Read)", c)
+	}
+	if !strings.Contains(bodies, "[REDACTED:github-token]") {
+		t.Error("the model did not receive the GitHub token mask")
+	}
+	// The split value: masked in the task's output (in the second read,
+	// unless a slow machine let the task finish before the first), never
+	// shown in halves.
+	calls := toolCalls(jsonLines(t, out))
+	r3, _ := calls["call_3_0"]["result"].(string)
+	r4, _ := calls["call_4_0"]["result"].(string)
+	if !strings.Contains(r3+r4, "[REDACTED:db_password]") {
+		t.Errorf("the TaskOutput reads = %q, %q; want the mask", r3, r4)
+	}
+
+	var runID string
+	for _, ev := range jsonLines(t, out) {
+		if ev["event"] == "session_started" {
+			runID, _ = ev["run_id"].(string)
+		}
+	}
+	state, err := os.ReadFile(filepath.Join(e.home, "runs", runID, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaks("state.json", string(state))
+	if !strings.Contains(string(state), "[REDACTED:db_password]") || !strings.Contains(string(state), "[REDACTED:github-token]") {
+		t.Errorf("state.json lacks the masks:\n%s", state)
+	}
+	// Every file of the state directory but the (encrypted) vault: the
+	// audit database and its journal, spill files, run state.
+	filepath.WalkDir(e.home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			if d != nil && d.IsDir() && d.Name() == "secrets" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		leaks(p, string(b))
+		return nil
+	})
+
+	code, aout, aerr := door(t, "--home", e.home, "audit", "query", "--type", "output_redacted", "--run", runID, "--json")
+	if code != 0 {
+		t.Fatalf("audit query: exit %d %s", code, aerr)
+	}
+	leaks("audit query", aout)
+	var evs []struct {
+		Event struct {
+			Tool   string            `json:"tool"`
+			Detail map[string]string `json:"detail"`
+		} `json:"event"`
+	}
+	if err := json.Unmarshal([]byte(aout), &evs); err != nil {
+		t.Fatalf("audit query: %v\n%s", err, aout)
+	}
+	masked := map[string]bool{}
+	for _, ev := range evs {
+		for k := range ev.Event.Detail {
+			masked[ev.Event.Detail["tool_use_id"]+" "+ev.Event.Tool+" "+k] = true
+		}
+	}
+	// The background task's stream is the call that started it.
+	for _, want := range []string{"call_1_0 Bash redacted.db_password", "call_1_0 Bash redacted.github-token",
+		"call_1_1 Read redacted.db_password", "call_1_1 Read redacted.github-token", "call_1_2 Bash redacted.db_password"} {
+		if !masked[want] {
+			t.Errorf("no output_redacted event with %s; events %v", want, evs)
+		}
+	}
+}
