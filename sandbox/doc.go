@@ -53,7 +53,11 @@
 // process_vm_*, io_uring_*, bpf, perf_event_open, userfaultfd, the keyring,
 // mount and the new mount API, pivot_root, chroot, unshare, setns, clone
 // with namespace flags, kexec, module loading, open_by_handle_at, ioctl
-// TIOCSTI/TIOCLINUX, and every socket family but AF_UNIX (plus AF_INET and
+// TIOCSTI/TIOCLINUX, the legacy calls nothing needs (modify_ldt, ustat,
+// sysfs, _sysctl, uselib, remap_file_pages, iopl, ioperm, acct, quotactl,
+// nfsservctl, lookup_dcookie and the never-implemented numbers),
+// personality(2) with any persona but PER_LINUX (the query 0xffffffff is
+// allowed), and every socket family but AF_UNIX (plus AF_INET and
 // AF_INET6 in broker mode; MPTCP never, since Landlock does not cover it).
 // clone3 fails with ENOSYS so that libc falls back to clone(2), whose flags
 // a filter can read.

@@ -194,6 +194,21 @@ func TestEscapes(t *testing.T) {
 		{name: "clone into new namespaces", argv: []string{"newns"}, control: true},
 		{name: "mount", argv: []string{"mount"}},
 		{name: "host environ via /proc", argv: []string{"environ", f.token}, control: true},
+		// Legacy and dangerous syscalls: the sandboxed call gets EPERM
+		// from the filter; the unsandboxed control reaches the kernel.
+		// (iopl, ioperm, uselib and _sysctl are not controlled: kernels
+		// built without them answer ENOSYS either way.)
+		{name: "modify_ldt", argv: []string{"sys", "modify_ldt"}, control: true},
+		{name: "personality ADDR_NO_RANDOMIZE", argv: []string{"sys", "personality"}, control: true},
+		{name: "personality PER_LINUX32", argv: []string{"sys", "personality32"}, control: true},
+		{name: "ustat", argv: []string{"sys", "ustat"}, control: true},
+		{name: "sysfs", argv: []string{"sys", "sysfs"}, control: true},
+		{name: "userfaultfd", argv: []string{"sys", "userfaultfd"}, control: true},
+		{name: "remap_file_pages", argv: []string{"sys", "remap_file_pages"}, control: true},
+		{name: "_sysctl", argv: []string{"sys", "_sysctl"}},
+		{name: "uselib", argv: []string{"sys", "uselib"}},
+		{name: "iopl", argv: []string{"sys", "iopl"}},
+		{name: "ioperm", argv: []string{"sys", "ioperm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,6 +223,11 @@ func TestEscapes(t *testing.T) {
 			}
 			if !strings.Contains(out, "blocked") {
 				t.Fatalf("sandboxed %q: no verdict, output %q (%+v)", tt.argv, out, res)
+			}
+			if tt.argv[0] == "sys" && tt.control && !strings.Contains(out, unix.EPERM.Error()) {
+				// The kernel implements the call (the control shows it):
+				// the refusal must be the filter's EPERM.
+				t.Fatalf("sandboxed %q: %q, want the seccomp filter's EPERM", tt.argv, out)
 			}
 			if n := host.seen.Load() - before; n != 0 {
 				t.Fatalf("sandboxed %q: host servers saw %d connections/datagrams", tt.argv, n)
@@ -231,6 +251,17 @@ func TestEscapes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDefaultPersonaAllowed: the personality filter leaves the default
+// persona and the query working (runtimes and libc may ask).
+func TestDefaultPersonaAllowed(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	res, out := f.attempt(t, false, escapee, "persona-default")
+	if res.ExitCode != 0 || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("personality(0xffffffff) and personality(PER_LINUX) in the sandbox: %q %+v", out, res)
 	}
 }
 

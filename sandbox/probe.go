@@ -66,7 +66,7 @@ func (c *Capabilities) derive() {
 		c.Missing = append(c.Missing, "Landlock (kernel >= 5.13 with lsm=landlock)")
 	}
 	if c.Seccomp {
-		c.Guarantees = append(c.Guarantees, "seccomp: non-native syscall ABIs kill the process; ptrace, io_uring, bpf, keyring, mount, namespace, module and kexec syscalls and non-unix sockets (inet in broker mode) are denied")
+		c.Guarantees = append(c.Guarantees, "seccomp: non-native syscall ABIs kill the process; ptrace, io_uring, bpf, keyring, mount, namespace, module and kexec syscalls, legacy calls (modify_ldt, ustat, sysfs, uselib, iopl, …), personality other than PER_LINUX and non-unix sockets (inet in broker mode) are denied")
 	} else {
 		c.Missing = append(c.Missing, "seccomp filters")
 	}
