@@ -158,6 +158,7 @@ func TestEscapes(t *testing.T) {
 	requireSandbox(t)
 	f := newFixture(t)
 	host := f.servers
+	erofs := unix.EROFS.Error()
 	tests := []struct {
 		name string
 		argv []string
@@ -166,6 +167,9 @@ func TestEscapes(t *testing.T) {
 		control bool
 		// noTrace is checked on the host after the attempt.
 		noTrace func(t *testing.T)
+		// want, when set, is in the sandboxed verdict: the error the
+		// process must get (a loud failure, not any failure).
+		want string
 	}{
 		{name: "read /etc/shadow", argv: []string{"read", "/etc/shadow"}, control: true},
 		{name: "list /root", argv: []string{"readdir", "/root"}, control: true},
@@ -177,7 +181,17 @@ func TestEscapes(t *testing.T) {
 		{name: "write outside grants", argv: []string{"write", filepath.Join(f.outside, "pwned")}, control: true,
 			noTrace: absent(filepath.Join(f.outside, "pwned"))},
 		{name: "write into read-only grant", argv: []string{"write", filepath.Join(f.ro, "pwned")}, control: true,
-			noTrace: absent(filepath.Join(f.ro, "pwned"))},
+			noTrace: absent(filepath.Join(f.ro, "pwned")), want: erofs},
+		// The grants live under the host's /tmp (t.TempDir): the
+		// directories holding them inside the sandbox's private /tmp are
+		// read-only, so a write beside a grant fails with EROFS instead of
+		// landing in the private tmpfs while the host file is unchanged.
+		{name: "write beside a grant under /tmp", argv: []string{"write", filepath.Join(filepath.Dir(f.ws), "pwned")}, control: true,
+			noTrace: absent(filepath.Join(filepath.Dir(f.ws), "pwned")), want: erofs},
+		{name: "mkdir and write beside a grant under /tmp", argv: []string{"mkwrite", filepath.Join(filepath.Dir(f.ws), "newdir", "pwned")}, control: true,
+			noTrace: absent(filepath.Join(filepath.Dir(f.ws), "newdir")), want: erofs},
+		{name: "overwrite a file in a read-only grant", argv: []string{"write", filepath.Join(f.ro, "readme.txt")}, control: true,
+			noTrace: unchanged(filepath.Join(f.ro, "readme.txt"), "read-only grant"), want: erofs},
 		{name: "write into /usr", argv: []string{"write", "/usr/norma-pwned"},
 			noTrace: absent("/usr/norma-pwned")},
 		{name: "write into /", argv: []string{"write", "/norma-pwned"},
@@ -198,13 +212,13 @@ func TestEscapes(t *testing.T) {
 		// from the filter; the unsandboxed control reaches the kernel.
 		// (iopl, ioperm, uselib and _sysctl are not controlled: kernels
 		// built without them answer ENOSYS either way.)
-		{name: "modify_ldt", argv: []string{"sys", "modify_ldt"}, control: true},
-		{name: "personality ADDR_NO_RANDOMIZE", argv: []string{"sys", "personality"}, control: true},
-		{name: "personality PER_LINUX32", argv: []string{"sys", "personality32"}, control: true},
-		{name: "ustat", argv: []string{"sys", "ustat"}, control: true},
-		{name: "sysfs", argv: []string{"sys", "sysfs"}, control: true},
-		{name: "userfaultfd", argv: []string{"sys", "userfaultfd"}, control: true},
-		{name: "remap_file_pages", argv: []string{"sys", "remap_file_pages"}, control: true},
+		{name: "modify_ldt", argv: []string{"sys", "modify_ldt"}, control: true, want: unix.EPERM.Error()},
+		{name: "personality ADDR_NO_RANDOMIZE", argv: []string{"sys", "personality"}, control: true, want: unix.EPERM.Error()},
+		{name: "personality PER_LINUX32", argv: []string{"sys", "personality32"}, control: true, want: unix.EPERM.Error()},
+		{name: "ustat", argv: []string{"sys", "ustat"}, control: true, want: unix.EPERM.Error()},
+		{name: "sysfs", argv: []string{"sys", "sysfs"}, control: true, want: unix.EPERM.Error()},
+		{name: "userfaultfd", argv: []string{"sys", "userfaultfd"}, control: true, want: unix.EPERM.Error()},
+		{name: "remap_file_pages", argv: []string{"sys", "remap_file_pages"}, control: true, want: unix.EPERM.Error()},
 		{name: "_sysctl", argv: []string{"sys", "_sysctl"}},
 		{name: "uselib", argv: []string{"sys", "uselib"}},
 		{name: "iopl", argv: []string{"sys", "iopl"}},
@@ -224,10 +238,8 @@ func TestEscapes(t *testing.T) {
 			if !strings.Contains(out, "blocked") {
 				t.Fatalf("sandboxed %q: no verdict, output %q (%+v)", tt.argv, out, res)
 			}
-			if tt.argv[0] == "sys" && tt.control && !strings.Contains(out, unix.EPERM.Error()) {
-				// The kernel implements the call (the control shows it):
-				// the refusal must be the filter's EPERM.
-				t.Fatalf("sandboxed %q: %q, want the seccomp filter's EPERM", tt.argv, out)
+			if tt.want != "" && !strings.Contains(out, tt.want) {
+				t.Fatalf("sandboxed %q: %q, want the refusal %q", tt.argv, out, tt.want)
 			}
 			if n := host.seen.Load() - before; n != 0 {
 				t.Fatalf("sandboxed %q: host servers saw %d connections/datagrams", tt.argv, n)
@@ -262,6 +274,16 @@ func TestDefaultPersonaAllowed(t *testing.T) {
 	res, out := f.attempt(t, false, escapee, "persona-default")
 	if res.ExitCode != 0 || strings.TrimSpace(out) != "ok" {
 		t.Fatalf("personality(0xffffffff) and personality(PER_LINUX) in the sandbox: %q %+v", out, res)
+	}
+}
+
+// unchanged checks that the host file at path still holds body.
+func unchanged(path, body string) func(t *testing.T) {
+	return func(t *testing.T) {
+		t.Helper()
+		if b, err := os.ReadFile(path); err != nil || string(b) != body {
+			t.Fatalf("%s on the host after the attempt: %q, %v; want %q", path, b, err, body)
+		}
 	}
 }
 

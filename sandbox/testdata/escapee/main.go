@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,6 +66,15 @@ func main() {
 		check(err, "read through hard link: %q", b)
 	case "write":
 		check(os.WriteFile(arg(1), []byte("pwned"), 0o644), "wrote %s", arg(1))
+	case "mkwrite": // mkwrite FILE: create FILE's directory, write FILE and read it back
+		if err := os.MkdirAll(filepath.Dir(arg(1)), 0o755); err != nil {
+			blocked(err)
+		}
+		if err := os.WriteFile(arg(1), []byte("pwned"), 0o644); err != nil {
+			blocked(err)
+		}
+		b, err := os.ReadFile(arg(1))
+		check(err, "created and wrote %s (reads back %q)", arg(1), b)
 	case "tcp", "udp":
 		c, err := net.DialTimeout(os.Args[1], arg(1), 2*time.Second)
 		if err != nil {
