@@ -478,3 +478,64 @@ func hostProcessesWithArg(s string) []int {
 	}
 	return pids
 }
+
+// TestEscapeMemory: a sandboxed process maps and touches 1.5 GiB. With a
+// memory limit (a memory cgroup where this host has one, else RLIMIT_AS)
+// and with an address-space limit alone, it never gets there: the cgroup's
+// OOM killer kills it and the result says so, or its mmap fails with
+// ENOMEM. The unsandboxed control allocates it all.
+func TestEscapeMemory(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	mechanism := sandbox.MemoryRlimitAS
+	switch c := sandbox.Probe(); c.CgroupMemory {
+	case string(sandbox.MemoryCgroupV1), string(sandbox.MemoryCgroupV2):
+		mechanism = sandbox.MemoryMechanism(c.CgroupMemory)
+	}
+	const allocMiB = "1536"
+	// A Go program needs about 700 MiB of address space to start, so the
+	// RLIMIT_AS cases leave it 1 GiB.
+	memory := uint64(256 << 20)
+	if mechanism == sandbox.MemoryRlimitAS {
+		memory = 1 << 30
+	}
+	tests := []struct {
+		name   string
+		limits sandbox.Limits
+		want   sandbox.MemoryLimit
+	}{
+		{"memory limit", sandbox.Limits{Memory: memory}, sandbox.MemoryLimit{Bytes: memory, Mechanism: mechanism}},
+		{"address space limit", sandbox.Limits{AS: 1 << 30}, sandbox.MemoryLimit{Bytes: 1 << 30, Mechanism: sandbox.MemoryRlimitAS}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := f.spec(escapee, "alloc", allocMiB)
+			s.Limits = tt.limits
+			var out, errb bytes.Buffer
+			s.Stdout, s.Stderr = &out, &errb
+			res, err := sandbox.Run(t.Context(), s)
+			if err != nil {
+				t.Fatalf("Run(alloc) error = %v", err)
+			}
+			if strings.Contains(out.String(), "ESCAPED") || res.ExitCode == 3 {
+				t.Fatalf("allocated past the limit: %q %+v", out.String(), res)
+			}
+			if res.Memory != tt.want {
+				t.Errorf("Result.Memory = %+v, want %+v", res.Memory, tt.want)
+			}
+			if res.Memory.Mechanism == sandbox.MemoryRlimitAS {
+				if !strings.Contains(out.String(), "blocked") || !strings.Contains(out.String(), unix.ENOMEM.Error()) || res.MemoryExceeded {
+					t.Fatalf("under RLIMIT_AS: %q %+v, want mmap to fail with ENOMEM", out.String(), res)
+				}
+			} else if !res.MemoryExceeded || res.Signal != syscall.SIGKILL {
+				t.Fatalf("under a memory cgroup: %q %q %+v, want the OOM killer's SIGKILL reported as MemoryExceeded", out.String(), errb.String(), res)
+			}
+			t.Logf("%s: %s; %s (exit %d, signal %v, exceeded %v)", tt.name, res.Memory, strings.TrimSpace(out.String()), res.ExitCode, res.Signal, res.MemoryExceeded)
+		})
+	}
+	// Negative control: without the sandbox the allocation succeeds.
+	res, out := f.attempt(t, true, escapee, "alloc", allocMiB)
+	if !strings.Contains(out, "ESCAPED") {
+		t.Errorf("negative control: unsandboxed alloc did not succeed (%q, %+v); the test proves nothing", out, res)
+	}
+}

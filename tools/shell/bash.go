@@ -166,6 +166,9 @@ func (m *Manager) callBash(ctx context.Context, env tool.Env, in tool.Input) (to
 	case ctx.Err() != nil:
 		isErr = true
 		b.WriteString("[canceled; the process tree was killed]")
+	case res.MemoryExceeded:
+		isErr = true
+		b.WriteString("[memory limit exceeded; the sandbox killed the process]")
 	case res.Signal != 0:
 		fmt.Fprintf(&b, "[killed by signal %d]", res.Signal)
 	default:

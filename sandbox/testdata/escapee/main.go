@@ -75,6 +75,19 @@ func main() {
 		}
 		b, err := os.ReadFile(arg(1))
 		check(err, "created and wrote %s (reads back %q)", arg(1), b)
+	case "alloc": // alloc MIB: map and touch MIB mebibytes of anonymous memory
+		n, _ := strconv.Atoi(arg(1))
+		const chunk = 16 << 20
+		for done := 0; done < n<<20; done += chunk {
+			b, err := unix.Mmap(-1, 0, chunk, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			if err != nil {
+				blocked(fmt.Errorf("mmap after %d MiB: %w", done>>20, err))
+			}
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+		}
+		escaped("allocated and touched %d MiB", n)
 	case "tcp", "udp":
 		c, err := net.DialTimeout(os.Args[1], arg(1), 2*time.Second)
 		if err != nil {
