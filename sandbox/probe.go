@@ -85,7 +85,7 @@ func (c *Capabilities) derive() {
 	}
 	switch MemoryMechanism(c.CgroupMemory) {
 	case MemoryCgroupV2, MemoryCgroupV1:
-		c.Guarantees = append(c.Guarantees, "memory: the resident memory of the whole tree is bounded by a per-run memory cgroup ("+c.CgroupMemory+"); going over kills it")
+		c.Guarantees = append(c.Guarantees, "memory: the resident memory of the whole tree is bounded by a per-run memory cgroup ("+c.CgroupMemory+"); going over it makes the kernel kill the tree (v2) or its largest process (v1)")
 	case MemoryRlimitAS:
 		c.Weaker = append(c.Weaker, "no writable memory cgroup: memory is bounded by RLIMIT_AS, the address space of each process, not the resident memory of the tree")
 	}

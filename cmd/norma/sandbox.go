@@ -126,7 +126,7 @@ executed, 127 that it was not found inside the sandbox.`,
 				fmt.Fprintf(os.Stderr, "norma: sandbox: timed out after %v; process tree killed\n", timeout)
 			}
 			if res.MemoryExceeded {
-				fmt.Fprintf(os.Stderr, "norma: sandbox: memory limit exceeded (%s); the kernel killed the process\n", res.Memory)
+				fmt.Fprintf(os.Stderr, "norma: sandbox: memory limit exceeded: %s; the kernel killed the process\n", res.Memory)
 			}
 			if res.Signal != 0 {
 				return exitWith(128+int(res.Signal), nil)
@@ -227,7 +227,7 @@ func printDoctor(c sandbox.Capabilities, selfTest string, mem sandbox.MemoryLimi
 	fmt.Fprintf(w, "cgroup v2         %s (delegated: %s; v1 pids: %s)\n", yes(c.CgroupV2), yes(c.CgroupDelegated), yes(c.CgroupPidsV1))
 	fmt.Fprintf(w, "self-test         %s\n", selfTest)
 	if selfTest == "ok" {
-		fmt.Fprintf(w, "memory limit      %s (the default of plugins and Bash, in force in the self-test)\n", mem)
+		fmt.Fprintf(w, "memory limit      %s; the default of plugins and Bash, in force in the self-test\n", mem)
 	}
 	status := "READY: runs are sandboxed"
 	if !c.Ready {

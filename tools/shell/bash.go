@@ -168,7 +168,7 @@ func (m *Manager) callBash(ctx context.Context, env tool.Env, in tool.Input) (to
 		b.WriteString("[canceled; the process tree was killed]")
 	case res.MemoryExceeded:
 		isErr = true
-		b.WriteString("[memory limit exceeded; the sandbox killed the process]")
+		b.WriteString("[memory limit exceeded; the kernel killed a process of the command]")
 	case res.Signal != 0:
 		fmt.Fprintf(&b, "[killed by signal %d]", res.Signal)
 	default:
