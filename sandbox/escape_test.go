@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 )
 
 // hostServers are listeners on the host that the sandbox must not reach;
@@ -537,5 +538,36 @@ func TestEscapeMemory(t *testing.T) {
 	res, out := f.attempt(t, true, escapee, "alloc", allocMiB)
 	if !strings.Contains(out, "ESCAPED") {
 		t.Errorf("negative control: unsandboxed alloc did not succeed (%q, %+v); the test proves nothing", out, res)
+	}
+}
+
+// TestDefaultMemoryStartsRuntimes: the default memory limit, even as the
+// weaker RLIMIT_AS (which counts reserved address space), leaves room for
+// a Go program and node to start and do some work.
+func TestDefaultMemoryStartsRuntimes(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	type run struct {
+		argv []string
+		want string
+	}
+	// The escapee reports a successful allocation as ESCAPED (exit 3).
+	runs := []run{{[]string{escapee, "alloc", "64"}, "ESCAPED allocated and touched 64 MiB"}}
+	if _, err := os.Stat("/usr/bin/node"); err == nil {
+		runs = append(runs, run{[]string{"/usr/bin/node", "-e", `const a = new Array(1e6).fill(1); console.log("node filled", a.length)`}, "node filled 1000000"})
+	} else if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
+		t.Fatal("no /usr/bin/node")
+	}
+	for _, limits := range []sandbox.Limits{{Memory: sandboxpolicy.DefaultMemory}, {AS: sandboxpolicy.DefaultMemory}} {
+		for _, r := range runs {
+			s := f.spec(r.argv...)
+			s.Limits = limits
+			var out, errb bytes.Buffer
+			s.Stdout, s.Stderr = &out, &errb
+			res, err := sandbox.Run(t.Context(), s)
+			if err != nil || res.Signal != 0 || !strings.Contains(out.String(), r.want) {
+				t.Fatalf("%q under %s: %+v, %v, %q %q; want %q", r.argv[0], res.Memory, res, err, out.String(), errb.String(), r.want)
+			}
+		}
 	}
 }
