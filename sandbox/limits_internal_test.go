@@ -82,3 +82,27 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRunCgroup is the host-side cost of the per-run cgroup as root:
+// probe, create, set the limits and remove, with the pids limit alone
+// (what NProc needed before memory was bounded) and with the memory limit.
+func BenchmarkRunCgroup(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		nproc, mem uint64
+	}{{"pids", 64, 0}, {"pids+memory", 64, 4 << 30}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ci := probeCgroups()
+			if ci.pidsParent == "" || bc.mem > 0 && ci.memParent == "" {
+				b.Skip("no writable cgroup here")
+			}
+			for b.Loop() {
+				cg, err := newCgroup(probeCgroups(), bc.nproc, bc.mem)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cg.remove()
+			}
+		})
+	}
+}
