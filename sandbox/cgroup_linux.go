@@ -39,7 +39,7 @@ type cgroupInfo struct {
 	memV2                 bool
 }
 
-// Memory returns the mechanism a memory limit gets on this host.
+// memory returns the mechanism a memory limit gets on this host.
 func (ci cgroupInfo) memory() MemoryMechanism {
 	switch {
 	case ci.memParent == "":

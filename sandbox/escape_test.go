@@ -498,11 +498,7 @@ func hostProcessesWithArg(s string) []int {
 func TestEscapeMemory(t *testing.T) {
 	requireSandbox(t)
 	f := newFixture(t)
-	mechanism := sandbox.MemoryRlimitAS
-	switch c := sandbox.Probe(); c.CgroupMemory {
-	case string(sandbox.MemoryCgroupV1), string(sandbox.MemoryCgroupV2):
-		mechanism = sandbox.MemoryMechanism(c.CgroupMemory)
-	}
+	mechanism := sandbox.Probe().Memory
 	const allocMiB = "1536"
 	// A Go program needs about 700 MiB of address space to start, so the
 	// RLIMIT_AS cases leave it 1 GiB.

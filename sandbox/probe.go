@@ -20,10 +20,10 @@ type Capabilities struct {
 	CgroupV2        bool `json:"cgroupV2"`
 	CgroupDelegated bool `json:"cgroupDelegated"`
 	CgroupPidsV1    bool `json:"cgroupPidsV1"`
-	// CgroupMemory is how [Limits.Memory] is enforced on this host: a
-	// [MemoryMechanism] (a per-run memory cgroup, v2 or v1, or RLIMIT_AS
-	// when no memory controller is writable).
-	CgroupMemory string `json:"memoryMechanism"`
+	// Memory is how [Limits.Memory] is enforced on this host: a per-run
+	// memory cgroup (v2 or v1), or RLIMIT_AS when no memory controller is
+	// writable.
+	Memory MemoryMechanism `json:"memoryMechanism"`
 	// Ready reports that every required layer is present, so Run will
 	// build a sandbox instead of refusing.
 	Ready bool `json:"ready"`
@@ -83,9 +83,9 @@ func (c *Capabilities) derive() {
 	default:
 		c.Weaker = append(c.Weaker, "running as root without a writable pids cgroup: runs that set Limits.NProc are refused")
 	}
-	switch MemoryMechanism(c.CgroupMemory) {
+	switch c.Memory {
 	case MemoryCgroupV2, MemoryCgroupV1:
-		c.Guarantees = append(c.Guarantees, "memory: the resident memory of the whole tree is bounded by a per-run memory cgroup ("+c.CgroupMemory+"); going over it makes the kernel kill the tree (v2) or its largest process (v1)")
+		c.Guarantees = append(c.Guarantees, "memory: the resident memory of the whole tree is bounded by a per-run memory cgroup ("+string(c.Memory)+"); going over it makes the kernel kill the tree (v2) or its largest process (v1)")
 	case MemoryRlimitAS:
 		c.Weaker = append(c.Weaker, "no writable memory cgroup: memory is bounded by RLIMIT_AS, the address space of each process, not the resident memory of the tree")
 	}

@@ -31,7 +31,7 @@ func TestBashMemoryLimit(t *testing.T) {
 	if strings.Contains(res.Content, "600000000\n") {
 		t.Fatalf("Bash(%q) = %q: the pipeline held 600 MB under a 256 MiB limit", cmd, res.Content)
 	}
-	if sandbox.MemoryMechanism(sandbox.Probe().CgroupMemory) == sandbox.MemoryRlimitAS {
+	if sandbox.Probe().Memory == sandbox.MemoryRlimitAS {
 		if !strings.Contains(res.Content, "tail:") {
 			t.Fatalf("Bash(%q) under RLIMIT_AS = %q, want tail's allocation failure", cmd, res.Content)
 		}
