@@ -94,6 +94,10 @@ type Options struct {
 	// UnsafeNoSandbox runs plugins without the OS sandbox (audited by the
 	// plugin host).
 	UnsafeNoSandbox bool
+	// Limits are the resource limits of every sandboxed process tree, the
+	// built-in tools' and the plugins'; the zero value means
+	// sandboxpolicy.DefaultLimits.
+	Limits sandbox.Limits
 	// Redactor removes secret values from what plugins print and from
 	// audit details; nil means an empty one.
 	Redactor *secret.Redactor
@@ -247,7 +251,8 @@ func (r *Runtime) toolsConfig() tools.Config {
 
 // processRunner is the built-in tools' process capability: the OS sandbox,
 // derived for every command from the one compiled built-in policy, with
-// the shell's environment and the default limits. The gate hands it to
+// the shell's environment and the configured limits (default
+// sandboxpolicy.DefaultLimits). The gate hands it to
 // each call it allows to spawn (tool.Env.Exec) and checks every argv.
 func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 	layers := []manifest.Permissions{r.builtin.Manifest.Permissions}
@@ -257,7 +262,7 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 		}
 	}
 	return sandboxpolicy.NewRunner(sandboxpolicy.RunnerConfig{Workspace: r.dir, Policy: r.builtin.Policy,
-		Layers: layers, Env: r.opts.ShellEnv, Limits: sandboxpolicy.DefaultLimits})
+		Layers: layers, Env: r.opts.ShellEnv, Limits: r.opts.Limits})
 }
 
 // loadPlugins loads every installed plugin through the plugin host, with
@@ -310,7 +315,8 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 func (r *Runtime) hostConfig() host.Config {
 	return host.Config{Home: r.opts.Home, Workspace: r.dir, WorkspacePolicy: r.layer,
 		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
-		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout}
+		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout,
+		Limits: r.opts.Limits}
 }
 
 // Declared returns the first Declared plugin, registered; nil when there

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,5 +55,41 @@ func TestDoorSandboxMemory(t *testing.T) {
 	}
 	if code, _, errs := door(t, "sandbox", "exec", "--memory", "1.5G", "--", "true"); code != exitUsage || !strings.Contains(errs, "--memory") {
 		t.Errorf("--memory 1.5G: exit %d, %q; want a usage error", code, errs)
+	}
+}
+
+// TestDoorRunSandboxMemory: `norma run --sandbox-memory 256M` bounds the
+// Bash tool's processes: a pipeline that holds 600 MB never completes, and
+// the tool result the model receives says why (with a memory cgroup) or
+// carries tail's allocation failure (RLIMIT_AS). A malformed size is a
+// usage error before anything runs.
+func TestDoorRunSandboxMemory(t *testing.T) {
+	sandboxtest.Require(t)
+	e := newRunEnv(t)
+	script := e.script(t, `turns:
+  - tool_calls:
+      - {id: b1, name: Bash, input: {command: "head -c 600000000 /dev/zero | tail -c 600000000 | wc -c"}}
+  - text: done
+`)
+	code, out, errs := door(t, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+		"--script", script, "--json", "--yes", "--sandbox-memory", "256M", "go")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	c := toolCalls(jsonLines(t, out))["b1"]
+	result, _ := c["result"].(string)
+	if c == nil || strings.Contains(result, "600000000") {
+		t.Fatalf("b1 = %v: the pipeline held 600 MB under --sandbox-memory 256M", c)
+	}
+	want := "[memory limit exceeded; the kernel killed a process of the command]"
+	if sandbox.Probe().Memory == sandbox.MemoryRlimitAS {
+		want = "tail:"
+	}
+	if !strings.Contains(result+fmt.Sprint(c["message"]), want) {
+		t.Fatalf("b1 = %v, want %q in what the model receives", c, want)
+	}
+	if code, _, errs := door(t, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+		"--script", script, "--sandbox-memory", "lots", "go"); code != exitUsage || !strings.Contains(errs, "--sandbox-memory") {
+		t.Errorf("--sandbox-memory lots: exit %d, %q; want a usage error", code, errs)
 	}
 }
