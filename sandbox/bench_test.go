@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 )
 
 // BenchmarkLaunchTrue measures a complete sandboxed run of /bin/true from a
@@ -47,6 +48,21 @@ func BenchmarkBwrapTrue(b *testing.B) {
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 		if err := cmd.Run(); err != nil {
 			b.Fatalf("bwrap: %v", err)
+		}
+	}
+}
+
+// BenchmarkLaunchTrueDefaultLimits is BenchmarkLaunchTrue with the limits
+// every Bash command and plugin gets (sandboxpolicy.DefaultLimits): as
+// root, the process and memory bounds add a per-run cgroup.
+func BenchmarkLaunchTrueDefaultLimits(b *testing.B) {
+	requireSandbox(b)
+	b.ReportAllocs()
+	s := sandbox.Spec{Argv: []string{"/bin/true"}, Limits: sandboxpolicy.DefaultLimits}
+	for b.Loop() {
+		res, err := sandbox.Run(b.Context(), s)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("Run(true) = %+v, %v", res, err)
 		}
 	}
 }

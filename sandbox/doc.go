@@ -26,8 +26,11 @@
 //     read-only), a read-only tmpfs /dev with the bound nodes, a private
 //     tmpfs /tmp and /dev/shm, a synthetic /etc/passwd and /etc/group, the
 //     grants at their absolute host paths, and the denied paths covered by
-//     empty mode-000 objects; then remounts that root read-only and
-//     pivot_roots into it, detaching the host tree. "/" is never bound;
+//     empty mode-000 objects; the directories the private /tmp holds for
+//     grants under the host's /tmp are made read-only too (a write beside
+//     a grant fails with EROFS rather than landing in the private tmpfs);
+//     then remounts that root read-only and pivot_roots into it,
+//     detaching the host tree. "/" is never bound;
 //  3. in broker mode brings lo up, listens on 127.0.0.1:0 and passes the
 //     listening socket to the host (SCM_RIGHTS): the host accepts
 //     connections from inside the sandbox and hands them to
@@ -53,7 +56,11 @@
 // process_vm_*, io_uring_*, bpf, perf_event_open, userfaultfd, the keyring,
 // mount and the new mount API, pivot_root, chroot, unshare, setns, clone
 // with namespace flags, kexec, module loading, open_by_handle_at, ioctl
-// TIOCSTI/TIOCLINUX, and every socket family but AF_UNIX (plus AF_INET and
+// TIOCSTI/TIOCLINUX, the legacy calls nothing needs (modify_ldt, ustat,
+// sysfs, _sysctl, uselib, remap_file_pages, iopl, ioperm, acct, quotactl,
+// nfsservctl, lookup_dcookie and the never-implemented numbers),
+// personality(2) with any persona but PER_LINUX (the query 0xffffffff is
+// allowed), and every socket family but AF_UNIX (plus AF_INET and
 // AF_INET6 in broker mode; MPTCP never, since Landlock does not cover it).
 // clone3 fails with ENOSYS so that libc falls back to clone(2), whose flags
 // a filter can read.
@@ -65,6 +72,12 @@
 // caller is host root and NProc is set, a per-run pids cgroup (cgroup v2
 // when delegated, else the v1 pids hierarchy) enforces it, and the run is
 // refused when none is writable. A pids cgroup counts threads.
+// Limits.Memory is the resident memory of the whole tree, enforced by a
+// per-run memory cgroup (memory.max of a delegated cgroup v2, else
+// memory.limit_in_bytes of a writable v1 memory hierarchy) whose OOM kill
+// [Result.MemoryExceeded] reports; where neither is writable it becomes
+// RLIMIT_AS of every process, and an allocation past it fails with ENOMEM.
+// [Result.Memory] and [Probe] say which applies.
 //
 // # Failing closed
 //
@@ -82,8 +95,9 @@
 // grants expose (including other hard links to a denied file that were
 // created before the run — a denied file with more than one link is
 // refused, but a denied directory's contents may have links elsewhere in a
-// grant); CPU and memory exhaustion beyond the rlimits when no delegated
-// cgroup v2 exists; covert channels. Deny paths that do not exist when the
+// grant); CPU exhaustion within the rlimits, and memory use up to
+// RLIMIT_AS per process (not per tree) when no memory cgroup is writable;
+// covert channels. Deny paths that do not exist when the
 // run starts are not hidden if the process creates them.
 //
 // Runner, Start and Run are safe for concurrent use. The filter is written

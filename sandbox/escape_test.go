@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 )
 
 // hostServers are listeners on the host that the sandbox must not reach;
@@ -158,6 +159,7 @@ func TestEscapes(t *testing.T) {
 	requireSandbox(t)
 	f := newFixture(t)
 	host := f.servers
+	erofs := unix.EROFS.Error()
 	tests := []struct {
 		name string
 		argv []string
@@ -166,6 +168,9 @@ func TestEscapes(t *testing.T) {
 		control bool
 		// noTrace is checked on the host after the attempt.
 		noTrace func(t *testing.T)
+		// want, when set, is in the sandboxed verdict: the error the
+		// process must get (a loud failure, not any failure).
+		want string
 	}{
 		{name: "read /etc/shadow", argv: []string{"read", "/etc/shadow"}, control: true},
 		{name: "list /root", argv: []string{"readdir", "/root"}, control: true},
@@ -177,7 +182,17 @@ func TestEscapes(t *testing.T) {
 		{name: "write outside grants", argv: []string{"write", filepath.Join(f.outside, "pwned")}, control: true,
 			noTrace: absent(filepath.Join(f.outside, "pwned"))},
 		{name: "write into read-only grant", argv: []string{"write", filepath.Join(f.ro, "pwned")}, control: true,
-			noTrace: absent(filepath.Join(f.ro, "pwned"))},
+			noTrace: absent(filepath.Join(f.ro, "pwned")), want: erofs},
+		// The grants live under the host's /tmp (t.TempDir): the
+		// directories holding them inside the sandbox's private /tmp are
+		// read-only, so a write beside a grant fails with EROFS instead of
+		// landing in the private tmpfs while the host file is unchanged.
+		{name: "write beside a grant under /tmp", argv: []string{"write", filepath.Join(filepath.Dir(f.ws), "pwned")}, control: true,
+			noTrace: absent(filepath.Join(filepath.Dir(f.ws), "pwned")), want: erofs},
+		{name: "mkdir and write beside a grant under /tmp", argv: []string{"mkwrite", filepath.Join(filepath.Dir(f.ws), "newdir", "pwned")}, control: true,
+			noTrace: absent(filepath.Join(filepath.Dir(f.ws), "newdir")), want: erofs},
+		{name: "overwrite a file in a read-only grant", argv: []string{"write", filepath.Join(f.ro, "readme.txt")}, control: true,
+			noTrace: unchanged(filepath.Join(f.ro, "readme.txt"), "read-only grant"), want: erofs},
 		{name: "write into /usr", argv: []string{"write", "/usr/norma-pwned"},
 			noTrace: absent("/usr/norma-pwned")},
 		{name: "write into /", argv: []string{"write", "/norma-pwned"},
@@ -194,6 +209,21 @@ func TestEscapes(t *testing.T) {
 		{name: "clone into new namespaces", argv: []string{"newns"}, control: true},
 		{name: "mount", argv: []string{"mount"}},
 		{name: "host environ via /proc", argv: []string{"environ", f.token}, control: true},
+		// Legacy and dangerous syscalls: the sandboxed call gets EPERM
+		// from the filter; the unsandboxed control reaches the kernel.
+		// (iopl, ioperm, uselib and _sysctl are not controlled: kernels
+		// built without them answer ENOSYS either way.)
+		{name: "modify_ldt", argv: []string{"sys", "modify_ldt"}, control: true, want: unix.EPERM.Error()},
+		{name: "personality ADDR_NO_RANDOMIZE", argv: []string{"sys", "personality"}, control: true, want: unix.EPERM.Error()},
+		{name: "personality PER_LINUX32", argv: []string{"sys", "personality32"}, control: true, want: unix.EPERM.Error()},
+		{name: "ustat", argv: []string{"sys", "ustat"}, control: true, want: unix.EPERM.Error()},
+		{name: "sysfs", argv: []string{"sys", "sysfs"}, control: true, want: unix.EPERM.Error()},
+		{name: "userfaultfd", argv: []string{"sys", "userfaultfd"}, control: true, want: unix.EPERM.Error()},
+		{name: "remap_file_pages", argv: []string{"sys", "remap_file_pages"}, control: true, want: unix.EPERM.Error()},
+		{name: "_sysctl", argv: []string{"sys", "_sysctl"}},
+		{name: "uselib", argv: []string{"sys", "uselib"}},
+		{name: "iopl", argv: []string{"sys", "iopl"}},
+		{name: "ioperm", argv: []string{"sys", "ioperm"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,6 +239,9 @@ func TestEscapes(t *testing.T) {
 			if !strings.Contains(out, "blocked") {
 				t.Fatalf("sandboxed %q: no verdict, output %q (%+v)", tt.argv, out, res)
 			}
+			if tt.want != "" && !strings.Contains(out, tt.want) {
+				t.Fatalf("sandboxed %q: %q, want the refusal %q", tt.argv, out, tt.want)
+			}
 			if n := host.seen.Load() - before; n != 0 {
 				t.Fatalf("sandboxed %q: host servers saw %d connections/datagrams", tt.argv, n)
 			}
@@ -217,9 +250,19 @@ func TestEscapes(t *testing.T) {
 			}
 			t.Logf("sandboxed: %s", strings.TrimSpace(out))
 			if tt.control {
+				seen := host.seen.Load()
 				res, out := f.attempt(t, true, argv...)
 				if !strings.Contains(out, "ESCAPED") {
 					t.Errorf("negative control: unsandboxed %q did not succeed (%q, %+v); the case does not test the sandbox", tt.argv, out, res)
+				}
+				// The host servers count the control's connection
+				// asynchronously: wait for it, so that the next case does
+				// not see it as its own.
+				switch tt.argv[0] {
+				case "tcp", "udp", "unix":
+					for deadline := time.Now().Add(2 * time.Second); host.seen.Load() == seen && time.Now().Before(deadline); {
+						time.Sleep(time.Millisecond)
+					}
 				}
 				if tt.noTrace != nil {
 					// Clean up what the control run left behind.
@@ -231,6 +274,27 @@ func TestEscapes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDefaultPersonaAllowed: the personality filter leaves the default
+// persona and the query working (runtimes and libc may ask).
+func TestDefaultPersonaAllowed(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	res, out := f.attempt(t, false, escapee, "persona-default")
+	if res.ExitCode != 0 || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("personality(0xffffffff) and personality(PER_LINUX) in the sandbox: %q %+v", out, res)
+	}
+}
+
+// unchanged checks that the host file at path still holds body.
+func unchanged(path, body string) func(t *testing.T) {
+	return func(t *testing.T) {
+		t.Helper()
+		if b, err := os.ReadFile(path); err != nil || string(b) != body {
+			t.Fatalf("%s on the host after the attempt: %q, %v; want %q", path, b, err, body)
+		}
 	}
 }
 
@@ -424,4 +488,92 @@ func hostProcessesWithArg(s string) []int {
 		}
 	}
 	return pids
+}
+
+// TestEscapeMemory: a sandboxed process maps and touches 1.5 GiB. With a
+// memory limit (a memory cgroup where this host has one, else RLIMIT_AS)
+// and with an address-space limit alone, it never gets there: the cgroup's
+// OOM killer kills it and the result says so, or its mmap fails with
+// ENOMEM. The unsandboxed control allocates it all.
+func TestEscapeMemory(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	mechanism := sandbox.Probe().Memory
+	const allocMiB = "1536"
+	// A Go program needs about 700 MiB of address space to start, so the
+	// RLIMIT_AS cases leave it 1 GiB.
+	memory := uint64(256 << 20)
+	if mechanism == sandbox.MemoryRlimitAS {
+		memory = 1 << 30
+	}
+	tests := []struct {
+		name   string
+		limits sandbox.Limits
+		want   sandbox.MemoryLimit
+	}{
+		{"memory limit", sandbox.Limits{Memory: memory}, sandbox.MemoryLimit{Bytes: memory, Mechanism: mechanism}},
+		{"address space limit", sandbox.Limits{AS: 1 << 30}, sandbox.MemoryLimit{Bytes: 1 << 30, Mechanism: sandbox.MemoryRlimitAS}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := f.spec(escapee, "alloc", allocMiB)
+			s.Limits = tt.limits
+			var out, errb bytes.Buffer
+			s.Stdout, s.Stderr = &out, &errb
+			res, err := sandbox.Run(t.Context(), s)
+			if err != nil {
+				t.Fatalf("Run(alloc) error = %v", err)
+			}
+			if strings.Contains(out.String(), "ESCAPED") || res.ExitCode == 3 {
+				t.Fatalf("allocated past the limit: %q %+v", out.String(), res)
+			}
+			if res.Memory != tt.want {
+				t.Errorf("Result.Memory = %+v, want %+v", res.Memory, tt.want)
+			}
+			if res.Memory.Mechanism == sandbox.MemoryRlimitAS {
+				if !strings.Contains(out.String(), "blocked") || !strings.Contains(out.String(), unix.ENOMEM.Error()) || res.MemoryExceeded {
+					t.Fatalf("under RLIMIT_AS: %q %+v, want mmap to fail with ENOMEM", out.String(), res)
+				}
+			} else if !res.MemoryExceeded || res.Signal != syscall.SIGKILL {
+				t.Fatalf("under a memory cgroup: %q %q %+v, want the OOM killer's SIGKILL reported as MemoryExceeded", out.String(), errb.String(), res)
+			}
+			t.Logf("%s: %s; %s (exit %d, signal %v, exceeded %v)", tt.name, res.Memory, strings.TrimSpace(out.String()), res.ExitCode, res.Signal, res.MemoryExceeded)
+		})
+	}
+	// Negative control: without the sandbox the allocation succeeds.
+	res, out := f.attempt(t, true, escapee, "alloc", allocMiB)
+	if !strings.Contains(out, "ESCAPED") {
+		t.Errorf("negative control: unsandboxed alloc did not succeed (%q, %+v); the test proves nothing", out, res)
+	}
+}
+
+// TestDefaultMemoryStartsRuntimes: the default memory limit, even as the
+// weaker RLIMIT_AS (which counts reserved address space), leaves room for
+// a Go program and node to start and do some work.
+func TestDefaultMemoryStartsRuntimes(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t)
+	type run struct {
+		argv []string
+		want string
+	}
+	// The escapee reports a successful allocation as ESCAPED (exit 3).
+	runs := []run{{[]string{escapee, "alloc", "64"}, "ESCAPED allocated and touched 64 MiB"}}
+	if _, err := os.Stat("/usr/bin/node"); err == nil {
+		runs = append(runs, run{[]string{"/usr/bin/node", "-e", `const a = new Array(1e6).fill(1); console.log("node filled", a.length)`}, "node filled 1000000"})
+	} else if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
+		t.Fatal("no /usr/bin/node")
+	}
+	for _, limits := range []sandbox.Limits{{Memory: sandboxpolicy.DefaultMemory}, {AS: sandboxpolicy.DefaultMemory}} {
+		for _, r := range runs {
+			s := f.spec(r.argv...)
+			s.Limits = limits
+			var out, errb bytes.Buffer
+			s.Stdout, s.Stderr = &out, &errb
+			res, err := sandbox.Run(t.Context(), s)
+			if err != nil || res.Signal != 0 || !strings.Contains(out.String(), r.want) {
+				t.Fatalf("%q under %s: %+v, %v, %q %q; want %q", r.argv[0], res.Memory, res, err, out.String(), errb.String(), r.want)
+			}
+		}
+	}
 }

@@ -450,6 +450,9 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 	if err := maskDenied(cfg.Deny); err != nil {
 		return nil, err
 	}
+	if err := sealScratchParents(slices.Concat(cfg.RO, cfg.RW)); err != nil {
+		return nil, err
+	}
 	// The root itself is read-only: nothing can be created outside the
 	// read-write grants and the tmpfs mounts.
 	if err := unix.Mount("", stage, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
@@ -469,6 +472,48 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 		return nil, setupFail("chdir", "/", err)
 	}
 	return lp, nil
+}
+
+// sealScratchParents makes read-only the directories that the sandbox
+// created inside its private, writable /tmp to hold grants that live under
+// the host's /tmp (a workspace in /tmp/proj granted as /tmp/proj/src
+// creates /tmp/proj). Left writable, they would take a write to an
+// ungranted path such as /tmp/proj/README.md and keep it in the private
+// tmpfs: the process would be told the write succeeded while the host file
+// is unchanged. Each top-level such directory is replaced by a read-only
+// bind of itself whose nested mounts (the grants, the masks) keep their
+// own flags, so writes there fail with EROFS like anywhere else outside a
+// read-write grant.
+func sealScratchParents(grants []string) error {
+	var tops []string
+	for _, g := range grants {
+		rest, ok := strings.CutPrefix(g, "/tmp/")
+		if !ok {
+			continue
+		}
+		first, _, _ := strings.Cut(rest, "/")
+		top := "/tmp/" + first
+		if !slices.Contains(grants, top) && !slices.Contains(tops, top) {
+			tops = append(tops, top)
+		}
+	}
+	for _, top := range tops {
+		target := stage + top
+		fd, err := unix.OpenTree(unix.AT_FDCWD, target, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return setupFail("seal scratch parent", top, err)
+		}
+		// Not AT_RECURSIVE: only the skeleton becomes read-only.
+		err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: roAttrs})
+		if err == nil {
+			err = unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return setupFail("seal scratch parent", top, err)
+		}
+	}
+	return nil
 }
 
 // writeIdentity writes a minimal passwd and group so that programs which

@@ -20,6 +20,10 @@ type Capabilities struct {
 	CgroupV2        bool `json:"cgroupV2"`
 	CgroupDelegated bool `json:"cgroupDelegated"`
 	CgroupPidsV1    bool `json:"cgroupPidsV1"`
+	// Memory is how [Limits.Memory] is enforced on this host: a per-run
+	// memory cgroup (v2 or v1), or RLIMIT_AS when no memory controller is
+	// writable.
+	Memory MemoryMechanism `json:"memoryMechanism"`
 	// Ready reports that every required layer is present, so Run will
 	// build a sandbox instead of refusing.
 	Ready bool `json:"ready"`
@@ -66,7 +70,7 @@ func (c *Capabilities) derive() {
 		c.Missing = append(c.Missing, "Landlock (kernel >= 5.13 with lsm=landlock)")
 	}
 	if c.Seccomp {
-		c.Guarantees = append(c.Guarantees, "seccomp: non-native syscall ABIs kill the process; ptrace, io_uring, bpf, keyring, mount, namespace, module and kexec syscalls and non-unix sockets (inet in broker mode) are denied")
+		c.Guarantees = append(c.Guarantees, "seccomp: non-native syscall ABIs kill the process; ptrace, io_uring, bpf, keyring, mount, namespace, module and kexec syscalls, legacy calls (modify_ldt, ustat, sysfs, uselib, iopl, …), personality other than PER_LINUX and non-unix sockets (inet in broker mode) are denied")
 	} else {
 		c.Missing = append(c.Missing, "seccomp filters")
 	}
@@ -79,8 +83,11 @@ func (c *Capabilities) derive() {
 	default:
 		c.Weaker = append(c.Weaker, "running as root without a writable pids cgroup: runs that set Limits.NProc are refused")
 	}
-	if !c.CgroupDelegated {
-		c.Weaker = append(c.Weaker, "no delegated cgroup v2: no memory.max; memory is bounded by RLIMIT_AS only")
+	switch c.Memory {
+	case MemoryCgroupV2, MemoryCgroupV1:
+		c.Guarantees = append(c.Guarantees, "memory: the resident memory of the whole tree is bounded by a per-run memory cgroup ("+string(c.Memory)+"); going over it makes the kernel kill the tree (v2) or its largest process (v1)")
+	case MemoryRlimitAS:
+		c.Weaker = append(c.Weaker, "no writable memory cgroup: memory is bounded by RLIMIT_AS, the address space of each process, not the resident memory of the tree")
 	}
 	c.Ready = len(c.Missing) == 0
 }

@@ -17,6 +17,7 @@ func Probe() Capabilities {
 	c.Seccomp = seccompAvailable()
 	cg := probeCgroups()
 	c.CgroupV2, c.CgroupDelegated, c.CgroupPidsV1 = cg.V2, cg.Delegated, cg.PidsV1
+	c.Memory = cg.memory()
 	c.derive()
 	return c
 }

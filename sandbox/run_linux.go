@@ -105,6 +105,7 @@ type Process struct {
 	stop      context.CancelFunc // ends the broker loop and its handlers
 	ln        net.Listener
 	cg        *cgroup
+	mem       MemoryLimit
 	killTree  func() error
 
 	once sync.Once
@@ -141,10 +142,12 @@ func (p *Process) Wait() (Result, error) {
 		if p.stop != nil {
 			p.stop()
 		}
+		oom := p.cg.oomKills() > 0
 		if p.cg != nil {
 			p.cg.remove()
 		}
-		p.res = Result{ExitCode: -1, Duration: end.Sub(p.start), TimedOut: p.timedOut.Load(), Sandboxed: p.sandboxed}
+		p.res = Result{ExitCode: -1, Duration: end.Sub(p.start), TimedOut: p.timedOut.Load(), Sandboxed: p.sandboxed,
+			Memory: p.mem, MemoryExceeded: oom}
 		if p.cmd.ProcessState == nil {
 			p.err = NewError(capability.ReasonSandboxSetupFailed, "wait", "", "", err)
 			return
@@ -189,21 +192,66 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Process, error) {
 			return nil, NewError(capability.ReasonSandboxSetupFailed, "executable", "", "", err)
 		}
 	}
-	var cg *cgroup
-	if cfg.Limits.NProc > 0 && cfg.UID == 0 {
-		// uid 0 is exempt from RLIMIT_NPROC: enforce with a pids cgroup
-		// or refuse.
-		if cg, err = newPidsCgroup(cfg.Limits.NProc); err != nil {
-			return nil, NewError(capability.ReasonSandboxUnavailable, "nproc", "",
-				"running as root, RLIMIT_NPROC does not apply and no pids cgroup is writable", err)
-		}
-		cfg.NProcByCgroup = true
+	cg, mem, err := limitCgroup(cfg, probeCgroups)
+	if err != nil {
+		return nil, err
 	}
 	p, err := r.startSandboxed(ctx, &s, cfg, exe, cg)
 	if err != nil && cg != nil {
 		cg.remove()
 	}
+	if p != nil {
+		p.mem = mem
+	}
 	return p, err
+}
+
+// limitCgroup sets up the limits that need a cgroup and returns it (nil
+// when none does) with the memory limit in force. uid 0 is exempt from
+// RLIMIT_NPROC, so as root NProc needs a pids cgroup, and the run is
+// refused without one. Memory is a memory cgroup where one is writable,
+// else RLIMIT_AS (cfg.Limits.AS lowered to it), which the init applies.
+func limitCgroup(cfg *initConfig, probe func() cgroupInfo) (*cgroup, MemoryLimit, error) {
+	l := &cfg.Limits
+	var nproc uint64
+	if l.NProc > 0 && cfg.UID == 0 {
+		nproc = l.NProc
+	}
+	var mem MemoryLimit
+	if l.Memory == 0 && nproc == 0 {
+		if l.AS > 0 {
+			mem = MemoryLimit{Bytes: l.AS, Mechanism: MemoryRlimitAS}
+		}
+		return nil, mem, nil
+	}
+	ci := probe()
+	var memCg uint64
+	switch {
+	case l.Memory == 0:
+	case ci.memParent != "":
+		memCg = l.Memory
+		mem = MemoryLimit{Bytes: l.Memory, Mechanism: ci.memory()}
+	default:
+		if l.AS == 0 || l.Memory < l.AS {
+			l.AS = l.Memory
+		}
+	}
+	if mem.Bytes == 0 && l.AS > 0 {
+		mem = MemoryLimit{Bytes: l.AS, Mechanism: MemoryRlimitAS}
+	}
+	if nproc == 0 && memCg == 0 {
+		return nil, mem, nil
+	}
+	if nproc > 0 && ci.pidsParent == "" {
+		return nil, mem, NewError(capability.ReasonSandboxUnavailable, "nproc", "",
+			"running as root, RLIMIT_NPROC does not apply and no pids cgroup is writable", nil)
+	}
+	cg, err := newCgroup(ci, nproc, memCg)
+	if err != nil {
+		return nil, mem, NewError(capability.ReasonSandboxUnavailable, "cgroup", "", "cannot set up the per-run cgroup for the process and memory limits", err)
+	}
+	cfg.NProcByCgroup = nproc > 0
+	return cg, mem, nil
 }
 
 func (r *Runner) startSandboxed(ctx context.Context, s *Spec, cfg *initConfig, exe string, cg *cgroup) (_ *Process, retErr error) {

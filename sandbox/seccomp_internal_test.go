@@ -23,6 +23,12 @@ func seccompData(arch, nr uint32, args ...uint64) []byte {
 	return b
 }
 
+// Persona flags of personality(2) (linux/personality.h).
+const (
+	addrNoRandomize = 0x0040000
+	readImpliesExec = 0x0400000
+)
+
 func TestSeccompFilter(t *testing.T) {
 	const i386 = 0x40000003 // AUDIT_ARCH_I386
 	allow := uint32(unix.SECCOMP_RET_ALLOW)
@@ -46,6 +52,26 @@ func TestSeccompFilter(t *testing.T) {
 		{"finit_module", false, seccompData(auditArchX8664, unix.SYS_FINIT_MODULE), eperm},
 		{"keyctl", false, seccompData(auditArchX8664, unix.SYS_KEYCTL), eperm},
 		{"open_by_handle_at", false, seccompData(auditArchX8664, unix.SYS_OPEN_BY_HANDLE_AT), eperm},
+		{"modify_ldt", false, seccompData(auditArchX8664, unix.SYS_MODIFY_LDT, 0), eperm},
+		{"ustat", false, seccompData(auditArchX8664, unix.SYS_USTAT), eperm},
+		{"sysfs", false, seccompData(auditArchX8664, unix.SYS_SYSFS, 3), eperm},
+		{"_sysctl", false, seccompData(auditArchX8664, unix.SYS__SYSCTL), eperm},
+		{"uselib", false, seccompData(auditArchX8664, unix.SYS_USELIB), eperm},
+		{"iopl", false, seccompData(auditArchX8664, unix.SYS_IOPL, 3), eperm},
+		{"ioperm", false, seccompData(auditArchX8664, unix.SYS_IOPERM), eperm},
+		{"remap_file_pages", false, seccompData(auditArchX8664, unix.SYS_REMAP_FILE_PAGES), eperm},
+		{"create_module", false, seccompData(auditArchX8664, unix.SYS_CREATE_MODULE), eperm},
+		{"acct", false, seccompData(auditArchX8664, unix.SYS_ACCT), eperm},
+		{"lookup_dcookie", false, seccompData(auditArchX8664, unix.SYS_LOOKUP_DCOOKIE), eperm},
+		{"perf_event_open", false, seccompData(auditArchX8664, unix.SYS_PERF_EVENT_OPEN), eperm},
+		{"userfaultfd", false, seccompData(auditArchX8664, unix.SYS_USERFAULTFD), eperm},
+		{"personality PER_LINUX allowed", false, seccompData(auditArchX8664, unix.SYS_PERSONALITY, 0), allow},
+		{"personality query allowed", false, seccompData(auditArchX8664, unix.SYS_PERSONALITY, 0xffffffff), allow},
+		{"personality query in 64 bits allowed", false, seccompData(auditArchX8664, unix.SYS_PERSONALITY, 0xffffffffffffffff), allow},
+		{"personality ADDR_NO_RANDOMIZE", false, seccompData(auditArchX8664, unix.SYS_PERSONALITY, addrNoRandomize), eperm},
+		{"personality READ_IMPLIES_EXEC", false, seccompData(auditArchX8664, unix.SYS_PERSONALITY, readImpliesExec), eperm},
+		{"personality PER_LINUX32", false, seccompData(auditArchX8664, unix.SYS_PERSONALITY, 0x0008), eperm},
+		{"personality high bits over a denied persona", false, seccompData(auditArchX8664, unix.SYS_PERSONALITY, 1<<40|addrNoRandomize), eperm},
 		{"clone3 ENOSYS", false, seccompData(auditArchX8664, unix.SYS_CLONE3), retErrno | uint32(unix.ENOSYS)},
 		{"clone thread allowed", false, seccompData(auditArchX8664, unix.SYS_CLONE, unix.CLONE_VM|unix.CLONE_THREAD), allow},
 		{"clone newuser", false, seccompData(auditArchX8664, unix.SYS_CLONE, unix.CLONE_NEWUSER), eperm},

@@ -19,6 +19,8 @@ import (
 //     action (allow); (b) checks 32-bit arguments on their low 32 bits only,
 //     as the kernel does (ioctl request, socket domain and protocol), so
 //     that garbage in the upper half cannot slip past an equality test;
+//     It also allows personality(2) only for the default persona and the
+//     query;
 //  2. the named deny list, assembled by go-seccomp-bpf.
 
 const (
@@ -37,6 +39,13 @@ const (
 	ipprotoMPTCP = 262
 	tiocsti      = 0x5412
 	tioclinux    = 0x541c
+
+	// personality(2) arguments that are allowed: PER_LINUX (the default
+	// persona) and the query 0xffffffff, which changes nothing. Every
+	// other persona (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, PER_LINUX32, …)
+	// weakens the process or reaches legacy kernel paths.
+	perLinux         = 0
+	personalityQuery = 0xffffffff
 
 	// Namespace flags that clone(2) must not be given.
 	cloneNSFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
@@ -59,6 +68,15 @@ var deniedSyscalls = []string{
 	"iopl", "ioperm", "uselib", "vhangup",
 	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
 	"lookup_dcookie", "nfsservctl",
+	// Legacy calls no plugin, shell or runtime (Go, node, python) makes:
+	// modify_ldt (per-process LDT, 16-bit segments: the surface of several
+	// kernel bugs), ustat, sysfs, _sysctl, remap_file_pages, and the
+	// numbers that were never implemented on x86_64 (ENOSYS anyway; EPERM
+	// here so that a kernel that grows them stays closed). vm86 and
+	// vm86old exist only in the i386 ABI, which the prelude kills.
+	"modify_ldt", "ustat", "sysfs", "_sysctl", "remap_file_pages",
+	"create_module", "get_kernel_syms", "query_module",
+	"afs_syscall", "tuxcall", "security", "vserver", "getpmsg", "putpmsg",
 }
 
 // seccompProgram returns the complete filter for the given network mode.
@@ -128,6 +146,13 @@ func prelude(domains []uint32) []bpf.Instruction {
 	jump(bpf.JumpEqual, tiocsti, "eperm", "")
 	jump(bpf.JumpEqual, tioclinux, "eperm", "end")
 	label("not_ioctl")
+
+	// personality takes an unsigned int: compare the low 32 bits.
+	jump(bpf.JumpEqual, unix.SYS_PERSONALITY, "", "not_personality")
+	ld(offArg0)
+	jump(bpf.JumpEqual, perLinux, "end", "")
+	jump(bpf.JumpEqual, personalityQuery, "end", "eperm")
+	label("not_personality")
 
 	jump(bpf.JumpEqual, unix.SYS_SOCKET, "", "end")
 	ld(offArg0)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -60,12 +62,97 @@ type Limits struct {
 	NProc uint64 `json:"nproc,omitempty"`
 	// NoFile bounds open file descriptors (RLIMIT_NOFILE).
 	NoFile uint64 `json:"nofile,omitempty"`
-	// AS bounds the address space in bytes (RLIMIT_AS).
+	// Memory bounds the memory of the tree in bytes. Where a memory cgroup
+	// is writable (cgroup v2 delegated with the memory controller, or a
+	// writable v1 memory hierarchy) it bounds the resident memory of the
+	// whole tree, page cache, tmpfs files and swap included: going over it
+	// makes the kernel's OOM killer kill the tree (v2) or its largest
+	// process (v1), and [Result.MemoryExceeded] says so. Elsewhere it is
+	// RLIMIT_AS of every process: address space, which counts reserved
+	// but untouched mappings too, so a process that maps past it gets
+	// ENOMEM (and reports it in its own words). [Result.Memory] says which
+	// applied.
+	Memory uint64 `json:"memory,omitempty"`
+	// AS bounds the address space of each process in bytes (RLIMIT_AS),
+	// whatever Memory does.
 	AS uint64 `json:"as,omitempty"`
 	// CPU bounds CPU time in seconds (RLIMIT_CPU).
 	CPU uint64 `json:"cpu,omitempty"`
 	// FSize bounds the size of a file the process may write (RLIMIT_FSIZE).
 	FSize uint64 `json:"fsize,omitempty"`
+}
+
+// MemoryMechanism is how a memory limit is enforced.
+type MemoryMechanism string
+
+const (
+	// MemoryCgroupV2: memory.max (and memory.swap.max 0) of a per-run
+	// cgroup v2; resident memory of the whole tree.
+	MemoryCgroupV2 MemoryMechanism = "cgroup2 memory.max"
+	// MemoryCgroupV1: memory.limit_in_bytes (and memory.memsw.limit_in_bytes)
+	// of a per-run cgroup v1; resident memory of the whole tree.
+	MemoryCgroupV1 MemoryMechanism = "cgroup1 memory.limit_in_bytes"
+	// MemoryRlimitAS: RLIMIT_AS of each process; address space.
+	MemoryRlimitAS MemoryMechanism = "RLIMIT_AS"
+)
+
+// MemoryLimit is the memory bound a run had.
+type MemoryLimit struct {
+	// Bytes is the limit; 0 means none was set by Norma.
+	Bytes     uint64          `json:"bytes"`
+	Mechanism MemoryMechanism `json:"mechanism,omitempty"`
+}
+
+// String describes the limit for people: "4 GiB of resident memory for the
+// whole tree (cgroup1 memory.limit_in_bytes)", "4 GiB of address space per
+// process (RLIMIT_AS)" or "none".
+func (m MemoryLimit) String() string {
+	switch {
+	case m.Bytes == 0:
+		return "none"
+	case m.Mechanism == MemoryRlimitAS:
+		return FormatSize(m.Bytes) + " of address space per process (" + string(m.Mechanism) + ")"
+	}
+	return FormatSize(m.Bytes) + " of resident memory for the whole tree (" + string(m.Mechanism) + ")"
+}
+
+// ParseSize parses a size in bytes: a decimal integer with an optional
+// binary unit K, M, G or T, bare or followed by B or iB (1K, 1KB and 1KiB
+// are all 1024 bytes), case-insensitive, with at most one space before
+// it. It refuses signs, fractions and values that overflow.
+func ParseSize(s string) (uint64, error) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	shift, ok := sizeUnits[strings.ToUpper(strings.TrimPrefix(s[i:], " "))]
+	if i == 0 || !ok {
+		return 0, fmt.Errorf("size %q: want a whole number of bytes with an optional unit, such as 512M or 4GiB", s)
+	}
+	n, err := strconv.ParseUint(s[:i], 10, 64)
+	if err != nil || n > math.MaxUint64>>shift {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return n << shift, nil
+}
+
+var sizeUnits = map[string]uint{"": 0, "B": 0,
+	"K": 10, "KB": 10, "KIB": 10, "M": 20, "MB": 20, "MIB": 20,
+	"G": 30, "GB": 30, "GIB": 30, "T": 40, "TB": 40, "TIB": 40}
+
+// FormatSize formats bytes with the largest binary unit that divides them
+// exactly (4294967296 → "4 GiB", 1536 → "1536 B"); ParseSize reads it
+// back.
+func FormatSize(n uint64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatUint(n>>u.shift, 10) + " " + u.name
+		}
+	}
+	return strconv.FormatUint(n, 10) + " B"
 }
 
 // BrokerFunc serves one connection that the sandboxed process opened to its
@@ -144,6 +231,12 @@ type Result struct {
 	TimedOut bool
 	// Sandboxed is false only for Spec.Unsafe runs.
 	Sandboxed bool
+	// Memory is the memory limit the run had (see [Limits.Memory]).
+	Memory MemoryLimit
+	// MemoryExceeded reports that the tree went over a cgroup memory
+	// limit and the kernel killed a process of it (with RLIMIT_AS the
+	// process sees ENOMEM instead, and nothing is reported here).
+	MemoryExceeded bool
 }
 
 // NewError returns the *capability.Error of a sandbox failure, the error

@@ -82,6 +82,9 @@ type CommandResult struct {
 	Signal int
 	// TimedOut reports that Command.Timeout expired and the tree was killed.
 	TimedOut bool
+	// MemoryExceeded reports that the tree went over its memory limit and
+	// the kernel killed a process of it.
+	MemoryExceeded bool
 }
 
 // Process is a process tree started by [Runner.Start]. Its methods are

@@ -100,6 +100,10 @@ type Options struct {
 	// UnsafeNoSandbox runs plugins without the OS sandbox (audited by the
 	// plugin host).
 	UnsafeNoSandbox bool
+	// Limits are the resource limits of every sandboxed process tree, the
+	// built-in tools' and the plugins'; the zero value means
+	// sandboxpolicy.DefaultLimits.
+	Limits sandbox.Limits
 	// Redactor masks secrets in every tool result and process output (the
 	// gate's step 7), in the run state and in what plugins print: the
 	// door tells it the vault's values and the provider keys; the broker
@@ -269,7 +273,8 @@ func (r *Runtime) toolsConfig() tools.Config {
 
 // processRunner is the built-in tools' process capability: the OS sandbox,
 // derived for every command from the one compiled built-in policy, with
-// the shell's environment and the default limits. The gate hands it to
+// the shell's environment and the configured limits (default
+// sandboxpolicy.DefaultLimits). The gate hands it to
 // each call it allows to spawn (tool.Env.Exec) and checks every argv.
 func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 	layers := []manifest.Permissions{r.builtin.Manifest.Permissions}
@@ -279,7 +284,7 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 		}
 	}
 	return sandboxpolicy.NewRunner(sandboxpolicy.RunnerConfig{Workspace: r.dir, Policy: r.builtin.Policy,
-		Layers: layers, Env: r.opts.ShellEnv, Limits: sandboxpolicy.DefaultLimits})
+		Layers: layers, Env: r.opts.ShellEnv, Limits: r.opts.Limits})
 }
 
 // loadPlugins loads every installed plugin through the plugin host, with
@@ -332,7 +337,8 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 func (r *Runtime) hostConfig() host.Config {
 	return host.Config{Home: r.opts.Home, Workspace: r.dir, WorkspacePolicy: r.layer,
 		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
-		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout}
+		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout,
+		Limits: r.opts.Limits}
 }
 
 // Declared returns the first Declared plugin, registered; nil when there

@@ -25,6 +25,8 @@ import (
 	"github.com/norma-run/norma/provider/anthropic"
 	"github.com/norma-run/norma/provider/openai"
 	"github.com/norma-run/norma/provider/scripted"
+	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
 	"github.com/norma-run/norma/workspace"
@@ -32,7 +34,7 @@ import (
 
 type runFlags struct {
 	provider, model, baseURL, script, workspace, mode, resume string
-	settings                                                  string
+	settings, sandboxMemory                                   string
 	asJSON, yes, unsafeNoSandbox                              bool
 	maxTurns                                                  int
 	approvalWait                                              time.Duration
@@ -94,6 +96,8 @@ or an error of the model provider, 2 usage, 4 state directory or store,
 	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "maximum model turns")
 	fl.DurationVar(&f.approvalWait, "approval-wait", 2*time.Minute, "headless runs: how long to wait for \"norma approvals approve\"")
 	fl.BoolVar(&f.unsafeNoSandbox, "unsafe-no-sandbox", false, "run plugins without the OS sandbox (audited)")
+	fl.StringVar(&f.sandboxMemory, "sandbox-memory", sandbox.FormatSize(sandboxpolicy.DefaultMemory),
+		"memory limit of every sandboxed process tree (Bash, tasks, PTYs, plugins), such as 512M or 8G")
 	return c
 }
 
@@ -109,6 +113,10 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	mode, err := gate.ParseMode(f.mode)
 	if err != nil || mode == gate.ModeBypass {
 		return exitWith(exitUsage, fmt.Errorf("run: --mode must be default, acceptEdits, plan or dontAsk"))
+	}
+	limits := sandboxpolicy.DefaultLimits
+	if limits.Memory, err = sandbox.ParseSize(f.sandboxMemory); err != nil {
+		return exitWith(exitUsage, fmt.Errorf("--sandbox-memory: %w", err))
 	}
 	if f.resume != "" && !agent.ValidRunID(f.resume) {
 		return exitWith(exitUsage, fmt.Errorf("run: --resume: %q is not a run id", f.resume))
@@ -202,6 +210,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		ModeGiven: cmd.Flags().Changed("mode"), Settings: settingsFiles(f.settings),
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		UnsafeNoSandbox: f.unsafeNoSandbox, Redactor: red,
+		Limits:          limits,
 		Warn:            func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) },
 		Accept:          acceptOnTerminal(cmd, out, !f.asJSON && stdinIsTerminal(cmd.InOrStdin())),
 	})

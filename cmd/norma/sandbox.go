@@ -14,6 +14,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/sandbox"
+	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 )
 
 // Exit codes of `norma sandbox exec` when the command itself did not run
@@ -41,6 +42,7 @@ func newSandboxExecCmd() *cobra.Command {
 		timeout           time.Duration
 		unsafe            bool
 		nproc, nofile     uint64
+		memory            string
 	)
 	c := &cobra.Command{
 		Use:   "exec [--ro PATH]... [--rw PATH]... [--net none] -- CMD ARGS...",
@@ -72,11 +74,15 @@ executed, 127 that it was not found inside the sandbox.`,
 				}
 				return out, nil
 			}
+			mem, err := sandbox.ParseSize(memory)
+			if err != nil {
+				return exitWith(exitUsage, fmt.Errorf("--memory: %w", err))
+			}
 			spec := sandbox.Spec{
 				Argv:    args,
 				Env:     append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp"}, env...),
 				Network: mode,
-				Limits:  sandbox.Limits{NProc: nproc, NoFile: nofile},
+				Limits:  sandbox.Limits{NProc: nproc, NoFile: nofile, Memory: mem},
 				Timeout: timeout,
 				Stdin:   os.Stdin,
 				Stdout:  os.Stdout,
@@ -119,6 +125,9 @@ executed, 127 that it was not found inside the sandbox.`,
 			if res.TimedOut {
 				fmt.Fprintf(os.Stderr, "norma: sandbox: timed out after %v; process tree killed\n", timeout)
 			}
+			if res.MemoryExceeded {
+				fmt.Fprintf(os.Stderr, "norma: sandbox: memory limit exceeded: %s; the kernel killed the process\n", res.Memory)
+			}
 			if res.Signal != 0 {
 				return exitWith(128+int(res.Signal), nil)
 			}
@@ -138,6 +147,8 @@ executed, 127 that it was not found inside the sandbox.`,
 	f.DurationVar(&timeout, "timeout", 0, "kill the process tree after this long (0: no timeout)")
 	f.Uint64Var(&nproc, "nproc", 0, "maximum number of processes (0: inherited limit)")
 	f.Uint64Var(&nofile, "nofile", 0, "maximum number of open files (0: inherited limit)")
+	f.StringVar(&memory, "memory", sandbox.FormatSize(sandboxpolicy.DefaultMemory),
+		"memory limit, such as 512M or 4G: the tree's resident memory with a memory cgroup, else each process's address space (RLIMIT_AS); 0: none")
 	f.BoolVar(&unsafe, "unsafe-no-sandbox", false, "run WITHOUT the OS sandbox (recorded in the audit log by callers)")
 	return c
 }
@@ -157,23 +168,28 @@ func newSandboxDoctorCmd() *cobra.Command {
 		Use:   "doctor [--json]",
 		Short: "Report which sandbox layers this host supports and the guarantees that follow",
 		Long: `Report user namespaces, the Landlock ABI, seccomp and cgroup delegation, run
-a self-test (true inside a sandbox), and list the guarantees a sandboxed run
-has on this host. Exit status 0 when runs will be sandboxed, 1 when a
+a self-test (true inside a sandbox, with the default limits of plugins and
+Bash) and the memory limit it had in force, and list the guarantees a
+sandboxed run has on this host. Exit status 0 when runs will be sandboxed, 1 when a
 required layer is missing (runs would be refused).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			report := struct {
 				sandbox.Capabilities
 				SelfTest string `json:"selfTest"`
+				// MemoryLimit is the memory limit the self-test, run with
+				// the default limits of plugins and Bash, had in force.
+				MemoryLimit sandbox.MemoryLimit `json:"memoryLimit"`
 			}{Capabilities: sandbox.Probe()}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 			defer cancel()
-			if res, err := sandbox.Run(ctx, sandbox.Spec{Argv: []string{"true"}}); err != nil {
+			if res, err := sandbox.Run(ctx, sandbox.Spec{Argv: []string{"true"}, Limits: sandboxpolicy.DefaultLimits}); err != nil {
 				report.SelfTest = err.Error()
 			} else if res.ExitCode != 0 {
 				report.SelfTest = fmt.Sprintf("true exited %d inside the sandbox", res.ExitCode)
 			} else {
 				report.SelfTest = "ok"
+				report.MemoryLimit = res.Memory
 			}
 			if report.SelfTest != "ok" && report.Ready {
 				report.Ready = false
@@ -184,7 +200,7 @@ required layer is missing (runs would be refused).`,
 					return exitWith(exitInternal, err)
 				}
 			} else {
-				printDoctor(report.Capabilities, report.SelfTest)
+				printDoctor(report.Capabilities, report.SelfTest, report.MemoryLimit)
 			}
 			if !report.Ready {
 				return exitWith(exitFailed, nil)
@@ -196,7 +212,7 @@ required layer is missing (runs would be refused).`,
 	return c
 }
 
-func printDoctor(c sandbox.Capabilities, selfTest string) {
+func printDoctor(c sandbox.Capabilities, selfTest string, mem sandbox.MemoryLimit) {
 	yes := func(b bool) string {
 		if b {
 			return "yes"
@@ -210,6 +226,9 @@ func printDoctor(c sandbox.Capabilities, selfTest string) {
 	fmt.Fprintf(w, "seccomp           %s\n", yes(c.Seccomp))
 	fmt.Fprintf(w, "cgroup v2         %s (delegated: %s; v1 pids: %s)\n", yes(c.CgroupV2), yes(c.CgroupDelegated), yes(c.CgroupPidsV1))
 	fmt.Fprintf(w, "self-test         %s\n", selfTest)
+	if selfTest == "ok" {
+		fmt.Fprintf(w, "memory limit      %s; the default of plugins and Bash, in force in the self-test\n", mem)
+	}
 	status := "READY: runs are sandboxed"
 	if !c.Ready {
 		status = "NOT READY: sandboxed runs are refused (only --unsafe-no-sandbox would run)"

@@ -24,8 +24,20 @@ import (
 const MaxWalk = 200_000
 
 // DefaultLimits bound a sandboxed process tree: a plugin's (the plugin
-// host's default) and a shell command's (what `norma run` configures).
-var DefaultLimits = sandbox.Limits{NProc: 64, NoFile: 512, FSize: 256 << 20, CPU: 600}
+// host's default), a shell command's, a background task's and a PTY
+// session's (what `norma run` configures), and `norma sandbox exec`'s
+// unless its flags say otherwise: 64 processes, 512 open files, 256 MiB
+// per written file, 600 s of CPU and 4 GiB of memory ([DefaultMemory]).
+var DefaultLimits = sandbox.Limits{NProc: 64, NoFile: 512, FSize: 256 << 20, CPU: 600, Memory: DefaultMemory}
+
+// DefaultMemory is the memory limit of [DefaultLimits]: the resident
+// memory of the whole tree where a memory cgroup is writable, else the
+// address space of each process (RLIMIT_AS). 4 GiB of address space
+// starts Go programs (about 700 MiB reserved at start), node and python;
+// it is too little for WebAssembly in node, whose every instance reserves
+// about 10 GiB of address space, so a plugin using it needs a host with a
+// memory cgroup or a higher limit (host.Config.Limits).
+const DefaultMemory = 4 << 30
 
 // Paths are the host paths a sandboxed process sees: the fields of the
 // same names in [sandbox.Spec].

@@ -44,8 +44,9 @@ type RunnerConfig struct {
 	// Network is the sandbox network mode; NetBroker needs Broker.
 	Network sandbox.NetworkMode
 	Broker  sandbox.BrokerFunc
-	// Limits are the resource limits of every process tree
-	// ([DefaultLimits] is what `norma run` gives).
+	// Limits are the resource limits of every process tree; the zero
+	// value means [DefaultLimits] (what `norma run` gives), so that no
+	// configuration runs processes without a memory or process bound.
 	Limits sandbox.Limits
 	// Sandbox starts the confined processes; the zero value re-executes
 	// the current binary as the sandbox init.
@@ -110,6 +111,9 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 		return nil, configErr("%v", err)
 	}
 	cfg.Layers = slices.Clone(cfg.Layers)
+	if cfg.Limits == (sandbox.Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
 	return &Runner{cfg: cfg, ws: ws, env: setEnv(cfg.Env, defaultEnv, true)}, nil
 }
 
@@ -298,7 +302,7 @@ func (r *Runner) dir(ctx context.Context, rel string, p Paths) (string, error) {
 }
 
 func result(r sandbox.Result) tool.CommandResult {
-	return tool.CommandResult{ExitCode: r.ExitCode, Signal: int(r.Signal), TimedOut: r.TimedOut}
+	return tool.CommandResult{ExitCode: r.ExitCode, Signal: int(r.Signal), TimedOut: r.TimedOut, MemoryExceeded: r.MemoryExceeded}
 }
 
 // process adapts a *sandbox.Process to tool.Process.

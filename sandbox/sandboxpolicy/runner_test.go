@@ -192,3 +192,60 @@ func TestRunnerProcesses(t *testing.T) {
 		t.Errorf("Run(missing program) = %v, want a sandbox error", err)
 	}
 }
+
+// TestRunnerWritesOutsideGrantFail: a shell writes where the policy grants
+// no write, in a workspace under the host's /tmp (t.TempDir), where the
+// sandbox's own private /tmp holds the directories leading to the grants.
+// Every write fails loudly with EROFS, nothing changes on the host, and
+// nothing lands in a private copy either: the same shell reads back no
+// trace. A write inside the write grant is the control.
+func TestRunnerWritesOutsideGrantFail(t *testing.T) {
+	sandboxtest.Require(t)
+	tests := []struct {
+		name, fs string
+	}{
+		{"workspace read-only, src writable", "    read: [workspace://**]\n    write: [workspace://src/**]\n"},
+		{"workspace ungranted, src writable, docs readable", "    read: [workspace://docs/**]\n    write: [workspace://src/**]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := NewRunner(newRunnerConfig(t, tt.fs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := r.ws
+			script := `cd ` + ws + ` || exit 9
+for f in README.md docs/a.md docs/new.md newdir/x; do
+  mkdir -p "$(dirname "$f")"
+  if echo pwned > "$f"; then echo "WROTE $f"; fi
+  if grep -q pwned "$f" 2>/dev/null; then echo "READS BACK $f"; fi
+done
+echo made > src/ok.txt && echo control-ok`
+			res, err := r.Run(t.Context(), tool.Command{Argv: []string{"/bin/bash", "-c", script}})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			out, errOut := string(res.Stdout), string(res.Stderr)
+			if strings.Contains(out, "WROTE") || strings.Contains(out, "READS BACK") {
+				t.Fatalf("a write outside the grant succeeded inside the sandbox: %q (stderr %q)", out, errOut)
+			}
+			if n := strings.Count(errOut, "Read-only file system"); n < 4 {
+				t.Errorf("stderr = %q; want the 3 writes and the mkdir refused with EROFS (got %d)", errOut, n)
+			}
+			if !strings.Contains(out, "control-ok") {
+				t.Fatalf("the control write into src failed: %q %q", out, errOut)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, "src/ok.txt")); err != nil || string(b) != "made\n" {
+				t.Errorf("src/ok.txt = %q, %v; want the control write on the host", b, err)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, "docs/a.md")); err != nil || string(b) != "content of docs/a.md\n" {
+				t.Errorf("docs/a.md on the host = %q, %v; want it unchanged", b, err)
+			}
+			for _, p := range []string{"README.md", "docs/new.md", "newdir"} {
+				if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+					t.Errorf("%s exists on the host after the attempt", p)
+				}
+			}
+		})
+	}
+}

@@ -182,6 +182,9 @@ func (m *Manager) callBash(ctx context.Context, env tool.Env, in tool.Input) (to
 	case ctx.Err() != nil:
 		isErr = true
 		b.WriteString("[canceled; the process tree was killed]")
+	case res.MemoryExceeded:
+		isErr = true
+		b.WriteString("[memory limit exceeded; the kernel killed a process of the command]")
 	case res.Signal != 0:
 		fmt.Fprintf(&b, "[killed by signal %d]", res.Signal)
 	default:

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,6 +66,28 @@ func main() {
 		check(err, "read through hard link: %q", b)
 	case "write":
 		check(os.WriteFile(arg(1), []byte("pwned"), 0o644), "wrote %s", arg(1))
+	case "mkwrite": // mkwrite FILE: create FILE's directory, write FILE and read it back
+		if err := os.MkdirAll(filepath.Dir(arg(1)), 0o755); err != nil {
+			blocked(err)
+		}
+		if err := os.WriteFile(arg(1), []byte("pwned"), 0o644); err != nil {
+			blocked(err)
+		}
+		b, err := os.ReadFile(arg(1))
+		check(err, "created and wrote %s (reads back %q)", arg(1), b)
+	case "alloc": // alloc MIB: map and touch MIB mebibytes of anonymous memory
+		n, _ := strconv.Atoi(arg(1))
+		const chunk = 16 << 20
+		for done := 0; done < n<<20; done += chunk {
+			b, err := unix.Mmap(-1, 0, chunk, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+			if err != nil {
+				blocked(fmt.Errorf("mmap after %d MiB: %w", done>>20, err))
+			}
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+		}
+		escaped("allocated and touched %d MiB", n)
 	case "tcp", "udp":
 		c, err := net.DialTimeout(os.Args[1], arg(1), 2*time.Second)
 		if err != nil {
@@ -131,6 +154,18 @@ func main() {
 			}
 		}
 		blocked(fmt.Errorf("token not visible in any environ"))
+	case "sys": // sys NAME: a legacy or dangerous syscall with harmless arguments
+		legacySyscall(arg(1))
+	case "persona-default": // the default persona and the query must keep working
+		if _, _, e := unix.Syscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0); e != 0 {
+			fmt.Println("failed: personality query:", e)
+			os.Exit(1)
+		}
+		if _, _, e := unix.Syscall(unix.SYS_PERSONALITY, 0, 0, 0); e != 0 {
+			fmt.Println("failed: personality(PER_LINUX):", e)
+			os.Exit(1)
+		}
+		fmt.Println("ok")
 	case "newns": // start a child in new user+net namespaces
 		cmd := exec.Command("/proc/self/exe", "noop")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNET}
@@ -188,4 +223,43 @@ func main() {
 		fmt.Fprintln(os.Stderr, "unknown attempt", os.Args[1])
 		os.Exit(2)
 	}
+}
+
+// legacySyscall makes the named system call with arguments that change
+// nothing outside this process. The call is blocked when the sandbox
+// answers EPERM (its seccomp filter) or the kernel has no such call
+// (ENOSYS); any other answer, success or another errno, means the kernel's
+// implementation ran.
+func legacySyscall(name string) {
+	var buf [64]byte
+	p := uintptr(unsafe.Pointer(&buf[0]))
+	noSuch, _ := unix.BytePtrFromString("/nonexistent-norma-lib")
+	var st unix.Stat_t
+	unix.Stat("/", &st)
+	calls := map[string][4]uintptr{
+		"modify_ldt":       {unix.SYS_MODIFY_LDT, 0, p, uintptr(len(buf))}, // read the LDT
+		"personality":      {unix.SYS_PERSONALITY, 0x0040000, 0, 0},        // ADDR_NO_RANDOMIZE
+		"personality32":    {unix.SYS_PERSONALITY, 0x0008, 0, 0},           // PER_LINUX32
+		"ustat":            {unix.SYS_USTAT, uintptr(st.Dev), p, 0},
+		"sysfs":            {unix.SYS_SYSFS, 3, 0, 0}, // number of file system types
+		"_sysctl":          {unix.SYS__SYSCTL, p, 0, 0},
+		"uselib":           {unix.SYS_USELIB, uintptr(unsafe.Pointer(noSuch)), 0, 0},
+		"iopl":             {unix.SYS_IOPL, 0, 0, 0},
+		"ioperm":           {unix.SYS_IOPERM, 0x80, 1, 0}, // turn a port off
+		"userfaultfd":      {unix.SYS_USERFAULTFD, unix.O_CLOEXEC, 0, 0},
+		"remap_file_pages": {unix.SYS_REMAP_FILE_PAGES, 0, 0, 0},
+	}
+	c, ok := calls[name]
+	if !ok {
+		fmt.Fprintln(os.Stderr, "unknown syscall", name)
+		os.Exit(2)
+	}
+	r, _, e := unix.Syscall(c[0], c[1], c[2], c[3])
+	switch e {
+	case unix.EPERM, unix.ENOSYS:
+		blocked(fmt.Errorf("%s: %w", name, e))
+	case 0:
+		escaped("%s returned %d", name, r)
+	}
+	escaped("%s reached the kernel (errno %v)", name, e)
 }
