@@ -210,9 +210,9 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		ModeGiven: cmd.Flags().Changed("mode"), Settings: settingsFiles(f.settings),
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		UnsafeNoSandbox: f.unsafeNoSandbox, Redactor: red,
-		Limits:          limits,
-		Warn:            func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) },
-		Accept:          acceptOnTerminal(cmd, out, !f.asJSON && stdinIsTerminal(cmd.InOrStdin())),
+		Limits: limits,
+		Warn:   func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) },
+		Accept: acceptOnTerminal(cmd, out, !f.asJSON && stdinIsTerminal(cmd.InOrStdin())),
 	})
 	if err != nil {
 		return exitWith(exitFailed, err)
