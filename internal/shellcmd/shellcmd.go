@@ -23,11 +23,6 @@ import (
 // maxShellDepth bounds nested `sh -c` / eval / wrapper unwrapping.
 const maxShellDepth = 8
 
-// dynamicWord stands for a word whose value is only known when the shell
-// runs it ($VAR, $(…), globs, ~). It contains a NUL byte, so no rule word can
-// ever be equal to it.
-const dynamicWord = "\x00dynamic"
-
 // Effects is what a command line will do, as far as it can be known
 // before it runs.
 type Effects struct {
@@ -86,6 +81,7 @@ func (s *Effects) parse(cmd string, depth int) {
 		s.setUnknown("the command does not parse")
 		return
 	}
+	exempt := map[*syntax.Assign]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
@@ -93,8 +89,9 @@ func (s *Effects) parse(cmd string, depth int) {
 				s.redirect(r)
 			}
 		case *syntax.CallExpr:
-			s.call(n, depth)
+			s.call(n, depth, exempt)
 		}
+		s.node(n, exempt)
 		return true
 	})
 }
@@ -137,29 +134,21 @@ func (s *Effects) redirect(r *syntax.Redirect) {
 	}
 }
 
-func isDigits(v string) bool {
-	if v == "" {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *Effects) call(c *syntax.CallExpr, depth int) {
+func (s *Effects) call(c *syntax.CallExpr, depth int, exempt map[*syntax.Assign]bool) {
 	if len(c.Args) == 0 {
-		return // assignments only; their substitutions are walked
+		// Standalone assignments; their substitutions are walked. One to
+		// an environment-style name can change what later commands do
+		// (the name may be exported), so it is a request of its own.
+		for _, a := range c.Assigns {
+			if a.Name != nil && envStyle(a.Name.Value) {
+				s.Spawns = append(s.Spawns, []string{assignText(a)})
+			}
+		}
+		return
 	}
 	argv := make([]string, 0, len(c.Args))
 	for _, w := range c.Args {
-		v, ok := wordValue(w)
-		if !ok {
-			v = dynamicWord
-		}
-		argv = append(argv, v)
+		argv = append(argv, wordOf(w))
 	}
 	if len(c.Assigns) > 0 {
 		// VAR=x cmd: the environment can change what cmd does (LD_PRELOAD,
@@ -168,6 +157,10 @@ func (s *Effects) call(c *syntax.CallExpr, depth int) {
 		full := make([]string, 0, len(c.Assigns)+len(argv))
 		for _, a := range c.Assigns {
 			full = append(full, assignText(a))
+			if a.Name != nil && a.Name.Value == "IFS" && (argv[0] == "read" || argv[0] == "mapfile" || argv[0] == "readarray") {
+				// IFS= read -r line: the assignment lasts for the builtin only.
+				exempt[a] = true
+			}
 		}
 		s.Spawns = append(s.Spawns, append(full, argv...))
 	}
@@ -181,11 +174,18 @@ func assignText(a *syntax.Assign) string {
 	if a.Value == nil {
 		return a.Name.Value + "="
 	}
-	v, ok := wordValue(a.Value)
-	if !ok {
+	if a.Array != nil || a.Index != nil {
+		return a.Name.Value + "=" + dynamicWord
+	}
+	op := "="
+	if a.Append {
+		op = "+="
+	}
+	v := wordOf(a.Value)
+	if isDynamic(v) {
 		v = dynamicWord
 	}
-	return a.Name.Value + "=" + v
+	return a.Name.Value + op + v
 }
 
 // command records argv and whatever command it wraps.
@@ -193,7 +193,7 @@ func (s *Effects) command(argv []string, depth int) {
 	if len(argv) == 0 {
 		return
 	}
-	if argv[0] == dynamicWord {
+	if isDynamic(argv[0]) {
 		s.setUnknown("the command name is computed")
 		s.Spawns = append(s.Spawns, argv)
 		return
@@ -210,6 +210,7 @@ func (s *Effects) command(argv []string, depth int) {
 		s.setUnknown("commands nested too deeply")
 		return
 	}
+	s.builtin(argv, depth)
 	switch argv[0] {
 	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox":
 		s.shell(argv, depth)
@@ -223,7 +224,12 @@ func (s *Effects) command(argv []string, depth int) {
 	case "find":
 		s.find(argv, depth)
 	default:
-		if inner, ok := unwrap(argv); ok {
+		if inner, env, ok := unwrap(argv); ok {
+			for _, e := range env {
+				if name, _, _ := strings.Cut(e, "="); dangerous(name) {
+					s.setUnknown(whyDangerVar)
+				}
+			}
 			if inner == nil {
 				s.setUnknown("a wrapper's command cannot be determined")
 				return
@@ -235,7 +241,7 @@ func (s *Effects) command(argv []string, depth int) {
 
 func literalJoin(words []string) (string, bool) {
 	for _, w := range words {
-		if w == dynamicWord {
+		if isDynamic(w) {
 			return "", false
 		}
 	}
@@ -266,7 +272,7 @@ func (s *Effects) shell(argv []string, depth int) {
 			continue
 		}
 		if strings.Contains(a, "c") && strings.HasPrefix(a, "-") {
-			if i+1 >= len(args) || args[i+1] == dynamicWord {
+			if i+1 >= len(args) || isDynamic(args[i+1]) {
 				s.setUnknown("sh -c with a computed script")
 				return
 			}
@@ -276,7 +282,8 @@ func (s *Effects) shell(argv []string, depth int) {
 	}
 }
 
-// find records the commands of -exec, -execdir, -ok and -okdir.
+// find records the commands of -exec, -execdir, -ok and -okdir. find
+// puts the file names where {} is (all of them, for a command ended by +).
 func (s *Effects) find(argv []string, depth int) {
 	for i := 1; i < len(argv); i++ {
 		switch argv[i] {
@@ -286,7 +293,16 @@ func (s *Effects) find(argv []string, depth int) {
 				j++
 			}
 			if j > i+1 {
-				s.command(argv[i+1:j], depth+1)
+				inner := append([]string(nil), argv[i+1:j]...)
+				for k, w := range inner {
+					if strings.Contains(w, "{}") {
+						inner[k] = dynamicWord
+						if j < len(argv) && argv[j] == "+" {
+							inner[k] = dynamicWords
+						}
+					}
+				}
+				s.command(inner, depth+1)
 			}
 			i = j
 		}
@@ -316,37 +332,43 @@ var wrapperArgs = map[string]string{
 	"caffeinate": "",
 }
 
-// unwrap returns the command a wrapper runs. ok is false when argv[0] is
-// not a wrapper; inner is nil when it is one but its command cannot be
+// unwrap returns the command a wrapper runs, and the NAME=value words it
+// puts in that command's environment (env, sudo). ok is false when argv[0]
+// is not a wrapper; inner is nil when it is one but its command cannot be
 // determined (a computed word where the command should be, env -S).
-func unwrap(argv []string) (inner []string, ok bool) {
+func unwrap(argv []string) (inner, env []string, ok bool) {
 	takes, ok := wrapperArgs[argv[0]]
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	args := argv[1:]
+	replace := "" // xargs -I
 	i := 0
 	for i < len(args) {
 		a := args[i]
-		if a == dynamicWord {
-			return nil, true
+		if isDynamic(a) {
+			return nil, env, true
 		}
 		if a == "--" {
 			i++
 			break
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			if argv[0] == "env" && strings.Contains(a, "=") {
+			if (argv[0] == "env" || argv[0] == "sudo") && strings.Contains(a, "=") {
+				env = append(env, a)
 				i++
 				continue
 			}
 			break
 		}
 		if argv[0] == "env" && (a == "-S" || strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string")) {
-			return nil, true
+			return nil, env, true
 		}
-		if argv[0] == "command" && (a == "-v" || a == "-V") {
-			return []string{}, true // a lookup, runs nothing
+		if argv[0] == "command" && strings.ContainsAny(a, "vV") {
+			return []string{}, env, true // a lookup, runs nothing
+		}
+		if argv[0] == "sudo" && (a == "-s" || a == "-i" || a == "--shell" || a == "--login") {
+			return nil, env, true // the command goes to a shell as one string
 		}
 		if strings.HasPrefix(a, "--") {
 			i++
@@ -354,6 +376,14 @@ func unwrap(argv []string) (inner []string, ok bool) {
 				i++
 			}
 			continue
+		}
+		if argv[0] == "xargs" && (a == "-I" || a == "-i" || strings.HasPrefix(a, "-I") || strings.HasPrefix(a, "-i")) {
+			replace = "{}"
+			if a == "-I" && i+1 < len(args) {
+				replace = args[i+1]
+			} else if len(a) > 2 {
+				replace = a[2:]
+			}
 		}
 		// -n5 carries its argument; -n 5 takes the next word.
 		if len(a) == 2 && strings.ContainsRune(takes, rune(a[1])) {
@@ -384,17 +414,27 @@ func unwrap(argv []string) (inner []string, ok bool) {
 		if len(rest) == 0 {
 			rest = []string{"echo"}
 		}
+		// xargs adds the words it reads, or puts them where -I says.
+		rest = append([]string(nil), rest...)
+		if replace != "" {
+			for k := 1; k < len(rest); k++ {
+				if strings.Contains(rest[k], replace) {
+					rest[k] = dynamicWord
+				}
+			}
+		}
+		rest = append(rest, dynamicWords)
 	}
 	if len(rest) == 0 {
 		if argv[0] == "command" || argv[0] == "exec" || argv[0] == "builtin" {
-			return []string{}, true
+			return []string{}, env, true
 		}
-		return nil, true
+		return nil, env, true
 	}
-	if rest[0] == dynamicWord {
-		return nil, true
+	if isDynamic(rest[0]) {
+		return nil, env, true
 	}
-	return rest, true
+	return rest, env, true
 }
 
 func longTakesArg(wrapper, opt string) bool {
@@ -405,84 +445,4 @@ func longTakesArg(wrapper, opt string) bool {
 		return true
 	}
 	return false
-}
-
-// wordValue returns the value of w when it is known before the shell runs.
-func wordValue(w *syntax.Word) (string, bool) {
-	if w == nil {
-		return "", false
-	}
-	var b strings.Builder
-	for i, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			v := p.Value
-			if i == 0 && strings.HasPrefix(v, "~") {
-				return "", false
-			}
-			if hasUnescaped(v, "*?[") || (strings.Contains(v, "{") && strings.Contains(v, "}")) {
-				return "", false
-			}
-			b.WriteString(unescape(v, false))
-		case *syntax.SglQuoted:
-			if p.Dollar && strings.Contains(p.Value, `\`) {
-				return "", false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
-				}
-				b.WriteString(unescape(l.Value, true))
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
-}
-
-func hasUnescaped(v, chars string) bool {
-	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' {
-			i++
-			continue
-		}
-		if strings.IndexByte(chars, v[i]) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// unescape removes shell backslash quoting: every backslash outside
-// quotes, and inside double quotes only before $ ` " \ and newline.
-func unescape(v string, dquoted bool) string {
-	if !strings.Contains(v, `\`) {
-		return v
-	}
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c != '\\' || i+1 >= len(v) {
-			b.WriteByte(c)
-			continue
-		}
-		n := v[i+1]
-		switch {
-		case n == '\n':
-			i++
-		case !dquoted || strings.IndexByte("$`\"\\", n) >= 0:
-			b.WriteByte(n)
-			i++
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
