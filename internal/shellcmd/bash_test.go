@@ -89,7 +89,18 @@ func getBox(t testing.TB) *bashBox {
 			write(n, "exit 0\n")
 		}
 		for n, real := range wrapperShims {
-			write(n, `exec `+real+` "$@"`+"\n")
+			tail := `exec ` + real + ` "$@"` + "\n"
+			if n == "bash" || n == "sh" {
+				// A shell running a file or its input runs what the
+				// command line does not show: the request for the shell
+				// stands for it, so its programs are not traced.
+				tail = `keep=
+for a in "$@"; do case "$a" in -*c*) keep=1; break;; -*|+*) ;; *) break;; esac; done
+[ -n "$keep" ] || PATH=/nonexistent
+export PATH
+` + tail
+			}
+			write(n, tail)
 		}
 		box = b
 	})

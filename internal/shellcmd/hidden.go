@@ -24,7 +24,7 @@ const (
 	whyDeclFlag   = "a declaration with -n (nameref) or -i (integer: values are evaluated as arithmetic)"
 	whyDeclWord   = "a declaration with a computed argument"
 	whyTrap       = "trap with a computed action"
-	whySource     = "source of a computed file name"
+	whySource     = "source runs the commands of a file, which the command does not show"
 	whyBuiltinArg = "a builtin whose computed argument can run commands or change how later commands are found"
 	whyLet        = "let evaluates arithmetic"
 	whyRunsCode   = "a builtin that runs or loads code the command does not show"
@@ -376,7 +376,10 @@ func (s *Effects) builtin(argv []string, depth int) {
 	case "trap":
 		s.trap(args, depth)
 	case "source", ".":
-		if len(args) > 0 && isDynamic(args[0]) {
+		// The file's commands run in this shell; the command line does
+		// not show them (a name without a slash is even looked up on
+		// PATH).
+		if len(args) > 0 {
 			s.setUnknown(whySource)
 		}
 	case "enable", "hash", "bind", "compgen", "complete", "alias", "set", "shopt", "fc":

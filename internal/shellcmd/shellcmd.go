@@ -155,14 +155,20 @@ func (s *Effects) call(c *syntax.CallExpr, depth int, exempt map[*syntax.Assign]
 		// GIT_SSH_COMMAND, ...), so the prefixed form is a request of its
 		// own that an allow rule for cmd does not cover.
 		full := make([]string, 0, len(c.Assigns)+len(argv))
+		only := true // only IFS for read: IFS= read -r line
 		for _, a := range c.Assigns {
 			full = append(full, assignText(a))
 			if a.Name != nil && a.Name.Value == "IFS" && (argv[0] == "read" || argv[0] == "mapfile" || argv[0] == "readarray") {
-				// IFS= read -r line: the assignment lasts for the builtin only.
+				// The assignment lasts for the builtin only and
+				// changes nothing but how it splits its input.
 				exempt[a] = true
+			} else {
+				only = false
 			}
 		}
-		s.Spawns = append(s.Spawns, append(full, argv...))
+		if !only {
+			s.Spawns = append(s.Spawns, append(full, argv...))
+		}
 	}
 	s.command(argv, depth)
 }
