@@ -77,6 +77,8 @@ type fixtureOpts struct {
 	runner func(*sandboxpolicy.RunnerConfig)
 	// noExec gives the gate's calls an Env without the process capability.
 	noExec bool
+	// mode is the gate's permission mode (default: ModeDefault).
+	mode gate.Mode
 }
 
 // defaultRules allow the command words the attacks use: whatever gets
@@ -158,6 +160,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		Policy:   func(tool.Plugin) (capability.Decider, error) { return f.set, nil },
 		Audit:    f.sink,
 		Rules:    o.rules,
+		Mode:     o.mode,
 		Output:   gate.OutputOptions{SpillDir: filepath.Join(f.root, "spill")},
 		Capabilities: func(tool.Plugin) (tool.Env, error) {
 			if o.noExec {
