@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/norma-run/norma/internal/codeenv"
 )
 
 // This file finds the places where bash runs code the parse tree does not
@@ -30,48 +32,28 @@ const (
 	whyRunsCode   = "a builtin that runs or loads code the command does not show"
 )
 
-// dangerousVars are variables whose value changes what later commands run
-// or how bash reads them (a prefix, standalone or declared assignment to
-// one is never analyzable).
-var dangerousVars = map[string]bool{
-	"PATH": true, "HOME": true, "IFS": true, "ENV": true, "BASH_ENV": true,
-	"PROMPT_COMMAND": true, "PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true,
-	"CDPATH": true, "GLOBIGNORE": true, "SHELLOPTS": true, "BASHOPTS": true,
-	"BASH_XTRACEFD": true, "BASH_COMPAT": true, "BASH_LOADABLES_PATH": true,
-	"POSIXLY_CORRECT": true, "EXECIGNORE": true, "FIGNORE": true, "HOSTFILE": true,
-	"MAIL": true, "MAILPATH": true, "MAILCHECK": true, "INPUTRC": true, "HISTFILE": true,
+// commandVars are variables that programs read to decide what to run
+// (an editor, a pager, a password prompt, a proxy) and that a user may
+// still configure, so the environment list ([codeenv]) does not refuse
+// them; a command line that assigns one is not analyzable.
+var commandVars = map[string]bool{
 	"SHELL": true, "EDITOR": true, "VISUAL": true, "FCEDIT": true, "PAGER": true, "MANPAGER": true,
-	"BROWSER": true, "LESSOPEN": true, "LESSCLOSE": true,
-	"NODE_OPTIONS": true, "PERL5OPT": true, "PERL5LIB": true, "PERLLIB": true,
-	"RUBYOPT": true, "RUBYLIB": true, "PYTHONPATH": true, "PYTHONSTARTUP": true,
-	"PYTHONHOME": true, "PYTHONINSPECT": true, "GCONV_PATH": true,
-	"JAVA_TOOL_OPTIONS": true, "_JAVA_OPTIONS": true, "GOFLAGS": true,
-	"SUDO_ASKPASS": true, "SSH_ASKPASS": true,
+	"BROWSER": true, "LESSOPEN": true, "LESSCLOSE": true, "GCONV_PATH": true, "GOFLAGS": true,
+	"SUDO_ASKPASS": true, "SSH_ASKPASS": true, "PYTHONINSPECT": true,
 	"http_proxy": true, "https_proxy": true, "HTTP_PROXY": true, "HTTPS_PROXY": true,
 	"all_proxy": true, "ALL_PROXY": true, "no_proxy": true, "NO_PROXY": true,
 }
 
-// dangerousPrefixes are families of such variables: git's configuration
-// and hooks (GIT_CONFIG_*, GIT_SSH_COMMAND, GIT_EXEC_PATH, ...), the
-// dynamic loader, exported bash functions.
-var dangerousPrefixes = []string{"GIT_", "LD_", "DYLD_", "BASH_FUNC_"}
-
 // dangerous reports whether assigning name can change what later
-// commands do beyond their arguments. A subscripted name is judged by its
-// array name.
+// commands do beyond their arguments: a variable of the one list of
+// those that change which code runs ([codeenv.Of]: BASH_ENV, PS4, IFS,
+// PATH, HOME, GIT_*, LD_*, NODE_OPTIONS, ...) or of commandVars. A
+// subscripted name is judged by its array name.
 func dangerous(name string) bool {
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i]
 	}
-	if dangerousVars[name] {
-		return true
-	}
-	for _, p := range dangerousPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
+	return codeenv.Of(name) != codeenv.None || commandVars[name]
 }
 
 // envStyle reports whether a name is written like an environment

@@ -3,11 +3,48 @@
 // cannot be known before it runs.
 //
 // It parses with a real Bash parser (mvdan.cc/sh/v3/syntax) and unwraps
-// `sh -c`, eval, find -exec and wrappers such as sudo, env, nice, timeout
-// and xargs, so a rule about rm also sees `sudo env rm`. A word whose value
-// is only known at run time ($VAR, $(…), globs, ~) becomes a value no rule
-// word equals. Anything it cannot see through is reported in
-// [Effects.Unknown]; a caller must never allow such a command by rule.
+// `sh -c`, eval, trap actions, find -exec and wrappers such as sudo, env,
+// nice, timeout and xargs, so a rule about rm also sees `sudo env rm`. A
+// word whose value is only known at run time becomes a value no rule word
+// equals: one word ("$VAR", ~) or any number of words ($VAR unquoted,
+// $(…), globs, braces, "$@", the words xargs and find -exec {} + add).
+//
+// Anything it cannot see through is reported in [Effects.Unknown], with
+// the reason; a caller must never allow such a command by rule (the gate
+// asks, and denies in dontAsk and plan). Bash runs code from places that
+// are not commands, and each is Unknown:
+//
+//   - arithmetic that is not constant: (( x )), $((x)), $[x], let,
+//     for ((…)), the operands of [[ -eq … ]], declare -i, array
+//     subscripts (${a[i]}, a[i]=, ([i]=v)) and ${s:off:len}. Bash evaluates
+//     a variable's value in arithmetic again, so x='a[$(cmd)]' runs cmd.
+//     Numbers, operators, $#, $?, $$, $! and ${#x} are constant; a variable
+//     name is not, so `for ((i=0; i<3; i++))` is Unknown too.
+//   - indirect expansion ${!name} (not ${!prefix*} nor ${!a[@]}) and the
+//     transformations ${x@P} and other @ operators than Q E A a U u L K k.
+//   - a variable name taken from data or with a non-constant subscript:
+//     [[ -v ]], test -v and -R, read, printf -v, mapfile, getopts, wait -p,
+//     unset, {var}> redirections, and declarations (declare, typeset,
+//     local, export, readonly) with a computed word, -n or -i.
+//   - an assignment (prefix, standalone, declared, for/select, read, env
+//     VAR=) to a variable that changes what later commands run: the one
+//     list of package codeenv (PATH, HOME, IFS, BASH_ENV, ENV,
+//     PROMPT_COMMAND, PS0–PS4, GIT_*, LD_*, NODE_OPTIONS, …) and
+//     commandVars (EDITOR, PAGER, proxies, …). `IFS= read` is allowed.
+//   - trap or eval of a computed string, source and . of any file (its
+//     commands are not on the command line), and builtins that load or
+//     bind code: enable -f, hash -p, alias definitions, bind -x,
+//     compgen/complete -C -F -W, set -k, set -H, set -o vi|emacs, fc,
+//     shopt -s expand_aliases, sudo -s.
+//
+// What stays analyzable, so allow rules work: plain commands, pipelines,
+// lists, loops, functions, substitutions, `FOO=1 go test` (the prefixed
+// argv is a request of its own), `export X=1` and a standalone
+// assignment to an upper-case name (each a request of its own, shown as
+// written, because a later command may see it in its environment),
+// lower-case shell variables (x=1; echo $x), constant arithmetic, [ ] and
+// [[ ]] string and file tests, IFS= read -r, and trap or eval of literal
+// text (its commands are reported).
 //
 // Parse and Argv do no I/O and are safe for concurrent use.
 package shellcmd
@@ -74,6 +111,12 @@ func (s *Effects) parse(cmd string, depth int) {
 		// A shell given this through argv sees something else (argv
 		// strings end at NUL); never guess.
 		s.setUnknown("the command contains a NUL byte or invalid UTF-8")
+		return
+	}
+	if strings.ContainsFunc(cmd, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' }) {
+		// The parser reads some controls as blanks (a carriage return),
+		// bash as part of a word.
+		s.setUnknown("the command contains a control character")
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
