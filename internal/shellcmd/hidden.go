@@ -40,6 +40,7 @@ var commandVars = map[string]bool{
 	"SHELL": true, "EDITOR": true, "VISUAL": true, "FCEDIT": true, "PAGER": true, "MANPAGER": true,
 	"BROWSER": true, "LESSOPEN": true, "LESSCLOSE": true, "GCONV_PATH": true, "GOFLAGS": true,
 	"SUDO_ASKPASS": true, "SSH_ASKPASS": true, "PYTHONINSPECT": true,
+	"BASH_CMDS": true, "BASH_ALIASES": true, // the command hash table, the aliases
 	"http_proxy": true, "https_proxy": true, "HTTP_PROXY": true, "HTTPS_PROXY": true,
 	"all_proxy": true, "ALL_PROXY": true, "no_proxy": true, "NO_PROXY": true,
 }
@@ -193,7 +194,7 @@ func (s *Effects) node(n syntax.Node, exempt map[*syntax.Assign]bool) {
 			s.assign(n)
 		}
 	case *syntax.DeclClause:
-		s.decl(n)
+		s.decl(n, exempt)
 	case *syntax.WordIter:
 		if n.Name != nil && dangerous(n.Name.Value) {
 			s.setUnknown(whyDangerVar)
@@ -255,18 +256,26 @@ func (s *Effects) assign(a *syntax.Assign) {
 // decl checks a declaration (declare, local, export, readonly, typeset)
 // and records it as a request when it changes the environment of later
 // commands: export, -x, or an environment-style name.
-func (s *Effects) decl(d *syntax.DeclClause) {
+func (s *Effects) decl(d *syntax.DeclClause, exempt map[*syntax.Assign]bool) {
 	argv := []string{d.Variant.Value}
 	exported := d.Variant.Value == "export"
+	assoc := false // declare -A m=([key]=v): the keys are strings
 	for _, a := range d.Args {
 		if a.Name == nil {
 			v := wordOf(a.Value)
 			argv = append(argv, v)
 			exported = s.declWord(v) || exported
+			assoc = assoc || len(v) > 1 && v[0] == '-' && strings.Contains(v, "A")
 			continue
 		}
 		argv = append(argv, assignText(a))
 		exported = exported || envStyle(a.Name.Value)
+		if assoc && a.Index == nil && a.Array != nil && literalKeys(a.Array) {
+			if dangerous(a.Name.Value) {
+				s.setUnknown(whyDangerVar)
+			}
+			exempt[a] = true
+		}
 	}
 	if exported {
 		s.Spawns = append(s.Spawns, argv)
@@ -598,4 +607,22 @@ func testWord(w *syntax.Word) (string, bool) {
 		b.WriteString(unescape(l.Value, false))
 	}
 	return b.String(), true
+}
+
+// literalKeys reports whether every key of an associative array literal is
+// a literal word.
+func literalKeys(arr *syntax.ArrayExpr) bool {
+	for _, e := range arr.Elems {
+		if e.Index == nil {
+			continue
+		}
+		w, ok := e.Index.(*syntax.Word)
+		if !ok {
+			return false
+		}
+		if _, ok := wordValue(w); !ok {
+			return false
+		}
+	}
+	return true
 }
