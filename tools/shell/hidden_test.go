@@ -95,3 +95,40 @@ func TestPTYHiddenCode(t *testing.T) {
 		t.Fatal("a refused PTY line ran: the marker exists")
 	}
 }
+
+// TestPTYPartialLine: text sent without Enter stays in the shell's line,
+// so the next text would complete a line the gate never saw whole ("r"
+// then "m -f …" is rm, which a deny rule refuses). The next text is
+// refused until ^C ends the partial line; the file is still there.
+func TestPTYPartialLine(t *testing.T) {
+	requireSandbox(t)
+	rules := policy.Rules{Allow: []string{"Bash(echo:*)", "Bash(r)", "Bash(m:*)", "Bash(bash -i)"}, Deny: []string{"Bash(rm:*)"}}
+	f := newFixture(t, fixtureOpts{rules: rules, mode: gate.ModeDontAsk})
+	id := openPTY(t, f)
+	victim := filepath.Join(f.ws, "src/visible.txt")
+	f.mustExec(t, "PtySend", map[string]any{"pty_id": id, "text": "r", "enter": false})
+	r := f.exec(t, "PtySend", map[string]any{"pty_id": id, "text": "m -f src/visible.txt"})
+	if !r.IsError || r.Reason == capability.ReasonAllowed {
+		t.Fatalf("PtySend after a partial line = %s %q; want a refusal", r.Reason, r.Content)
+	}
+	f.mustExec(t, "PtySend", map[string]any{"pty_id": id, "control": "c"})
+	if got := sendRead(t, f, id, "echo after-intr", "after-intr\n"); !strings.Contains(got, "after-intr") {
+		t.Fatalf("after ^C = %q", got)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("the file is gone: %v", err)
+	}
+	// Control: the same two writes, straight to the terminal, are rm.
+	other := filepath.Join(f.ws, "src/notes/a.md")
+	p := f.m.ptys[id]
+	if _, err := p.master.Write([]byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.master.Write([]byte("m -f src/notes/a.md; echo control-done\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.mustExec(t, "PtyRead", map[string]any{"pty_id": id, "timeout_ms": 10000, "until": "control-done\n"})
+	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("control: r + m -f did not remove the file (%v): the attack is not real", err)
+	}
+}
