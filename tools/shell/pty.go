@@ -43,7 +43,7 @@ type ptySession struct {
 	// would read the next text as the rest of that line, a line the gate
 	// never saw whole, so text is refused until ^C ends it.
 	partial bool
-	res    tool.CommandResult
+	res     tool.CommandResult
 }
 
 const ptyIDSchema = `{"type":"string","pattern":"^p[0-9]{1,9}$"}`
