@@ -308,26 +308,36 @@ func (s *Effects) shell(argv []string, depth int) {
 		s.command(args, depth+1)
 		return
 	}
+	sawC := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
-			return // a script file or nothing: the spawn itself is the request
-		}
-		if a == "-o" || a == "+o" || a == "-O" || a == "+O" {
-			i++
-			continue
-		}
-		if strings.HasPrefix(a, "--") {
-			continue
-		}
-		if strings.Contains(a, "c") && strings.HasPrefix(a, "-") {
-			if i+1 >= len(args) || isDynamic(args[i+1]) {
-				s.setUnknown("sh -c with a computed script")
-				return
-			}
-			s.parse(args[i+1], depth+1)
+		if isDynamic(a) {
+			s.setUnknown("sh with a computed argument")
 			return
 		}
+		if a == "--" || a == "-" {
+			i++
+		} else if strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+") {
+			if a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file" {
+				i++
+			} else if !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+				sawC = true
+			}
+			continue
+		}
+		// The first operand: with -c the script, else a script file (the
+		// spawn itself is the request).
+		if !sawC {
+			return
+		}
+		if i >= len(args) {
+			break
+		}
+		s.parse(args[i], depth+1)
+		return
+	}
+	if sawC {
+		s.setUnknown("sh -c with a computed script")
 	}
 }
 
