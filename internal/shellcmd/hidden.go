@@ -199,6 +199,13 @@ func (s *Effects) node(n syntax.Node, exempt map[*syntax.Assign]bool) {
 		if n.Name != nil && dangerous(n.Name.Value) {
 			s.setUnknown(whyDangerVar)
 		}
+	case *syntax.CoprocClause:
+		// coproc NAME sets the array NAME to its descriptors.
+		if n.Name != nil {
+			if v, ok := wordValue(n.Name); !ok || dangerous(v) {
+				s.setUnknown(whyDangerVar)
+			}
+		}
 	case *syntax.Redirect:
 		if n.N != nil && !isDigits(n.N.Value) {
 			// {var}>file assigns the descriptor to var.
@@ -224,6 +231,9 @@ func (s *Effects) param(p *syntax.ParamExp) {
 	}
 	if p.Slice != nil && (!arithLiteral(p.Slice.Offset) || !arithLiteral(p.Slice.Length)) {
 		s.setUnknown(whyArith)
+	}
+	if p.Exp != nil && (p.Exp.Op == syntax.AssignUnset || p.Exp.Op == syntax.AssignUnsetOrNull) && p.Param != nil && dangerous(p.Param.Value) {
+		s.setUnknown(whyDangerVar) // ${PATH:=/tmp/x}
 	}
 	if p.Exp != nil && p.Exp.Op == syntax.OtherParamOps {
 		switch v, _ := wordValue(p.Exp.Word); v {
@@ -383,8 +393,8 @@ func (s *Effects) builtin(argv []string, depth int) {
 // hash -p (binds a name to any file), bind -x, compgen/complete -C -F -W
 // (run commands, functions, expansions), alias definitions, set -k (any
 // NAME=value argument enters the environment), set -H and history
-// expansion, line editing (completion rewrites the line), fc (re-runs
-// history). A computed argument to any of them is refused.
+// expansion, set -a (every later assignment enters the environment),
+// line editing (completion rewrites the line), fc (re-runs history). A computed argument to any of them is refused.
 func (s *Effects) risky(name string, args []string) {
 	for i, a := range args {
 		if isDynamic(a) {
@@ -421,12 +431,12 @@ func (s *Effects) risky(name string, args []string) {
 			if a == "--" || a == "-" {
 				return
 			}
-			if opt && a != "-o" && a != "+o" && strings.ContainsAny(a[1:], "kH") {
+			if opt && a != "-o" && a != "+o" && strings.ContainsAny(a[1:], "kHa") {
 				s.setUnknown(whyRunsCode)
 			}
 			if (a == "-o" || a == "+o") && i+1 < len(args) {
 				switch args[i+1] {
-				case "keyword", "histexpand", "emacs", "vi":
+				case "keyword", "histexpand", "emacs", "vi", "allexport":
 					s.setUnknown(whyRunsCode)
 				}
 			}
