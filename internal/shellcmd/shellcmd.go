@@ -113,10 +113,10 @@ func (s *Effects) parse(cmd string, depth int) {
 		s.setUnknown("the command contains a NUL byte or invalid UTF-8")
 		return
 	}
-	if strings.ContainsFunc(cmd, func(r rune) bool { return r < 0x20 && r != '\t' && r != '\n' }) {
-		// The parser reads some controls as blanks (a carriage return),
-		// bash as part of a word.
-		s.setUnknown("the command contains a control character")
+	if strings.IndexByte(cmd, '\r') >= 0 {
+		// The parser reads a carriage return as a blank, bash as part
+		// of a word.
+		s.setUnknown("the command contains a carriage return")
 		return
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
