@@ -118,6 +118,10 @@ func TestHiddenCode(t *testing.T) {
 		`shopt -s expand_aliases`,
 		`fc -s`,
 		`sudo -s 'rm x'`,
+		`sh -Ccl 0`,
+		`bash -l -c 'git status'`,
+		`bash -ic 'git status'`,
+		`bash --login -c x`,
 		// wrappers and command names
 		`command "$x"`,
 		`builtin "$x"`,
@@ -169,6 +173,8 @@ func TestHiddenCode(t *testing.T) {
 		`exec git status`,
 		`find . -name '*.go' -exec gofmt -l {} +`,
 		`echo a b | xargs -n1 echo`,
+		`bash -c 'git status'`,
+		`bash -i`,
 	}
 	for _, c := range known {
 		if got := Parse(c); got.Unknown != "" {

@@ -308,11 +308,21 @@ func (s *Effects) shell(argv []string, depth int) {
 		s.command(args, depth+1)
 		return
 	}
-	sawC := false
+	sawC, startup := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if isDynamic(a) {
 			s.setUnknown("sh with a computed argument")
+			return
+		}
+		if a == "--login" || a == "--rcfile" || a == "--init-file" || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a, "li") {
+			startup = true
+		}
+		if sawC && startup {
+			// A login or interactive shell runs its startup files
+			// (profile, rc, $ENV) before the script: commands the
+			// command line does not show.
+			s.setUnknown("sh -c in a login or interactive shell runs its startup files first")
 			return
 		}
 		if a == "--" || a == "-" {
