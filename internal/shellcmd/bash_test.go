@@ -56,9 +56,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// newBox makes the shims. Paths must be readable by nobody: when the test
-// runs as root, bash runs as nobody (it then cannot write outside the box
-// or signal other processes, and RLIMIT_NPROC bounds it).
+// getBox makes the shims once per process. When the test runs as root,
+// bash runs as nobody (it then cannot write outside the box or signal
+// other processes, and RLIMIT_NPROC bounds it), so the box is readable by
+// all. As another user a generated command runs as that user, in the box
+// directory; the seed corpus writes nothing outside it.
 func getBox(t testing.TB) *bashBox {
 	if _, err := os.Stat(bashPath); err != nil {
 		t.Skip("no /bin/bash")
