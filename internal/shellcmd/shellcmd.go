@@ -357,8 +357,9 @@ func (s *Effects) find(argv []string, depth int) {
 	for i := 1; i < len(argv); i++ {
 		switch argv[i] {
 		case "-exec", "-execdir", "-ok", "-okdir":
+			// The command ends at ";", or at "+" right after "{}".
 			j := i + 1
-			for j < len(argv) && argv[j] != ";" && argv[j] != "+" {
+			for j < len(argv) && argv[j] != ";" && !(argv[j] == "+" && j > i+1 && argv[j-1] == "{}") {
 				j++
 			}
 			if j > i+1 {
