@@ -423,6 +423,10 @@ func unwrap(argv []string) (inner, env []string, ok bool) {
 			i++
 			break
 		}
+		if a == "-" && argv[0] == "env" {
+			i++ // env - is env -i
+			continue
+		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			if (argv[0] == "env" || argv[0] == "sudo") && strings.Contains(a, "=") {
 				env = append(env, a)
@@ -479,6 +483,9 @@ func unwrap(argv []string) (inner, env []string, ok bool) {
 	case "flock":
 		if len(rest) > 0 {
 			rest = rest[1:] // the lock file
+		}
+		if len(rest) == 2 && (rest[0] == "-c" || rest[0] == "--command") {
+			rest = []string{"sh", "-c", rest[1]} // flock FILE -c CMD runs sh -c CMD
 		}
 	case "xargs":
 		if len(rest) == 0 {
