@@ -11,7 +11,8 @@ import (
 // before the call: the decision path of Execute, steps 1 to 3.
 type Explanation struct {
 	// Decision is what Execute acts on: Allow, ApprovalRequired (in
-	// dontAsk, a Deny with MODE_DENIED) or Deny, with reason, layer and
+	// dontAsk, a Deny with MODE_DENIED, or COMMAND_UNPARSEABLE for a
+	// command whose effect cannot be known) or Deny, with reason, layer and
 	// rule. Its Trace holds every capability layer's answer for every
 	// request of the call.
 	Decision capability.Decision

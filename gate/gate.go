@@ -421,7 +421,12 @@ func (x *exec) check(ctx context.Context, raw json.RawMessage, first bool) bool 
 		d = rewritten(d, prevDec, prevIn, in, prevReqs, prevKnown, x.reqs, x.known)
 	}
 	if d.Mode == capability.ApprovalRequired && x.mode == ModeDontAsk {
-		d.Mode, d.Reason, d.Layer, d.Rule = capability.Deny, capability.ReasonModeDenied, capability.LayerMode, "mode:dontAsk"
+		// A command whose effect cannot be known keeps its own reason:
+		// the denial says why it could not be allowed.
+		if d.Reason != capability.ReasonCommandUnparseable {
+			d.Reason = capability.ReasonModeDenied
+		}
+		d.Mode, d.Layer, d.Rule = capability.Deny, capability.LayerMode, "mode:dontAsk"
 	}
 	x.dec = d
 	if d.Mode == capability.Deny {

@@ -30,6 +30,8 @@ var shell = map[string]bool{
 	"BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "PROMPT_COMMAND": true,
 	"PS0": true, "PS1": true, "PS2": true, "PS3": true, "PS4": true, "IFS": true, "CDPATH": true,
 	"GLOBIGNORE": true, "INPUTRC": true, "HISTFILE": true, "HISTCONTROL": true, "PROMPT_DIRTRIM": true,
+	"BASH_XTRACEFD": true, "BASH_COMPAT": true, "BASH_LOADABLES_PATH": true, "POSIXLY_CORRECT": true,
+	"EXECIGNORE": true, "FIGNORE": true, "HOSTFILE": true, "MAIL": true, "MAILPATH": true, "MAILCHECK": true,
 }
 
 var search = map[string]bool{
@@ -45,7 +47,7 @@ var search = map[string]bool{
 // as environments are).
 func Of(name string) Class {
 	switch {
-	case shell[name], strings.HasPrefix(name, "LD_"), strings.HasPrefix(name, "BASH_FUNC_"):
+	case shell[name], strings.HasPrefix(name, "LD_"), strings.HasPrefix(name, "DYLD_"), strings.HasPrefix(name, "BASH_FUNC_"):
 		return Shell
 	case search[name], strings.HasPrefix(name, "GIT_"):
 		return Search

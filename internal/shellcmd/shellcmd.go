@@ -3,11 +3,48 @@
 // cannot be known before it runs.
 //
 // It parses with a real Bash parser (mvdan.cc/sh/v3/syntax) and unwraps
-// `sh -c`, eval, find -exec and wrappers such as sudo, env, nice, timeout
-// and xargs, so a rule about rm also sees `sudo env rm`. A word whose value
-// is only known at run time ($VAR, $(…), globs, ~) becomes a value no rule
-// word equals. Anything it cannot see through is reported in
-// [Effects.Unknown]; a caller must never allow such a command by rule.
+// `sh -c`, eval, trap actions, find -exec and wrappers such as sudo, env,
+// nice, timeout and xargs, so a rule about rm also sees `sudo env rm`. A
+// word whose value is only known at run time becomes a value no rule word
+// equals: one word ("$VAR", ~) or any number of words ($VAR unquoted,
+// $(…), globs, braces, "$@", the words xargs and find -exec {} + add).
+//
+// Anything it cannot see through is reported in [Effects.Unknown], with
+// the reason; a caller must never allow such a command by rule (the gate
+// asks, and denies in dontAsk and plan). Bash runs code from places that
+// are not commands, and each is Unknown:
+//
+//   - arithmetic that is not constant: (( x )), $((x)), $[x], let,
+//     for ((…)), the operands of [[ -eq … ]], declare -i, array
+//     subscripts (${a[i]}, a[i]=, ([i]=v)) and ${s:off:len}. Bash evaluates
+//     a variable's value in arithmetic again, so x='a[$(cmd)]' runs cmd.
+//     Numbers, operators, $#, $?, $$, $! and ${#x} are constant; a variable
+//     name is not, so `for ((i=0; i<3; i++))` is Unknown too.
+//   - indirect expansion ${!name} (not ${!prefix*} nor ${!a[@]}) and the
+//     transformations ${x@P} and other @ operators than Q E A a U u L K k.
+//   - a variable name taken from data or with a non-constant subscript:
+//     [[ -v ]], test -v and -R, read, printf -v, mapfile, getopts, wait -p,
+//     unset, {var}> redirections, and declarations (declare, typeset,
+//     local, export, readonly) with a computed word, -n or -i.
+//   - an assignment (prefix, standalone, declared, for/select, read, env
+//     VAR=) to a variable that changes what later commands run: the one
+//     list of package codeenv (PATH, HOME, IFS, BASH_ENV, ENV,
+//     PROMPT_COMMAND, PS0–PS4, GIT_*, LD_*, NODE_OPTIONS, …) and
+//     commandVars (EDITOR, PAGER, proxies, …). `IFS= read` is allowed.
+//   - trap or eval of a computed string, source and . of any file (its
+//     commands are not on the command line), and builtins that load or
+//     bind code: enable -f, hash -p, alias definitions, bind -x,
+//     compgen/complete -C -F -W, set -k, set -H, set -o vi|emacs, fc,
+//     shopt -s expand_aliases, sudo -s.
+//
+// What stays analyzable, so allow rules work: plain commands, pipelines,
+// lists, loops, functions, substitutions, `FOO=1 go test` (the prefixed
+// argv is a request of its own), `export X=1` and a standalone
+// assignment to an upper-case name (each a request of its own, shown as
+// written, because a later command may see it in its environment),
+// lower-case shell variables (x=1; echo $x), constant arithmetic, [ ] and
+// [[ ]] string and file tests, IFS= read -r, and trap or eval of literal
+// text (its commands are reported).
 //
 // Parse and Argv do no I/O and are safe for concurrent use.
 package shellcmd
@@ -22,11 +59,6 @@ import (
 
 // maxShellDepth bounds nested `sh -c` / eval / wrapper unwrapping.
 const maxShellDepth = 8
-
-// dynamicWord stands for a word whose value is only known when the shell
-// runs it ($VAR, $(…), globs, ~). It contains a NUL byte, so no rule word can
-// ever be equal to it.
-const dynamicWord = "\x00dynamic"
 
 // Effects is what a command line will do, as far as it can be known
 // before it runs.
@@ -81,11 +113,18 @@ func (s *Effects) parse(cmd string, depth int) {
 		s.setUnknown("the command contains a NUL byte or invalid UTF-8")
 		return
 	}
+	if strings.IndexByte(cmd, '\r') >= 0 {
+		// The parser reads a carriage return as a blank, bash as part
+		// of a word.
+		s.setUnknown("the command contains a carriage return")
+		return
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
 	if err != nil {
 		s.setUnknown("the command does not parse")
 		return
 	}
+	exempt := map[*syntax.Assign]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
@@ -93,8 +132,9 @@ func (s *Effects) parse(cmd string, depth int) {
 				s.redirect(r)
 			}
 		case *syntax.CallExpr:
-			s.call(n, depth)
+			s.call(n, depth, exempt)
 		}
+		s.node(n, exempt)
 		return true
 	})
 }
@@ -137,39 +177,41 @@ func (s *Effects) redirect(r *syntax.Redirect) {
 	}
 }
 
-func isDigits(v string) bool {
-	if v == "" {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *Effects) call(c *syntax.CallExpr, depth int) {
+func (s *Effects) call(c *syntax.CallExpr, depth int, exempt map[*syntax.Assign]bool) {
 	if len(c.Args) == 0 {
-		return // assignments only; their substitutions are walked
+		// Standalone assignments; their substitutions are walked. One to
+		// an environment-style name can change what later commands do
+		// (the name may be exported), so it is a request of its own.
+		for _, a := range c.Assigns {
+			if a.Name != nil && envStyle(a.Name.Value) {
+				s.Spawns = append(s.Spawns, []string{assignText(a)})
+			}
+		}
+		return
 	}
 	argv := make([]string, 0, len(c.Args))
 	for _, w := range c.Args {
-		v, ok := wordValue(w)
-		if !ok {
-			v = dynamicWord
-		}
-		argv = append(argv, v)
+		argv = append(argv, wordOf(w))
 	}
 	if len(c.Assigns) > 0 {
 		// VAR=x cmd: the environment can change what cmd does (LD_PRELOAD,
 		// GIT_SSH_COMMAND, ...), so the prefixed form is a request of its
 		// own that an allow rule for cmd does not cover.
 		full := make([]string, 0, len(c.Assigns)+len(argv))
+		only := true // only IFS for read: IFS= read -r line
 		for _, a := range c.Assigns {
 			full = append(full, assignText(a))
+			if a.Name != nil && a.Name.Value == "IFS" && (argv[0] == "read" || argv[0] == "mapfile" || argv[0] == "readarray") {
+				// The assignment lasts for the builtin only and
+				// changes nothing but how it splits its input.
+				exempt[a] = true
+			} else {
+				only = false
+			}
 		}
-		s.Spawns = append(s.Spawns, append(full, argv...))
+		if !only {
+			s.Spawns = append(s.Spawns, append(full, argv...))
+		}
 	}
 	s.command(argv, depth)
 }
@@ -181,11 +223,18 @@ func assignText(a *syntax.Assign) string {
 	if a.Value == nil {
 		return a.Name.Value + "="
 	}
-	v, ok := wordValue(a.Value)
-	if !ok {
+	if a.Array != nil || a.Index != nil {
+		return a.Name.Value + "=" + dynamicWord
+	}
+	op := "="
+	if a.Append {
+		op = "+="
+	}
+	v := wordOf(a.Value)
+	if isDynamic(v) {
 		v = dynamicWord
 	}
-	return a.Name.Value + "=" + v
+	return a.Name.Value + op + v
 }
 
 // command records argv and whatever command it wraps.
@@ -193,7 +242,7 @@ func (s *Effects) command(argv []string, depth int) {
 	if len(argv) == 0 {
 		return
 	}
-	if argv[0] == dynamicWord {
+	if isDynamic(argv[0]) {
 		s.setUnknown("the command name is computed")
 		s.Spawns = append(s.Spawns, argv)
 		return
@@ -210,6 +259,7 @@ func (s *Effects) command(argv []string, depth int) {
 		s.setUnknown("commands nested too deeply")
 		return
 	}
+	s.builtin(argv, depth)
 	switch argv[0] {
 	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox":
 		s.shell(argv, depth)
@@ -223,7 +273,12 @@ func (s *Effects) command(argv []string, depth int) {
 	case "find":
 		s.find(argv, depth)
 	default:
-		if inner, ok := unwrap(argv); ok {
+		if inner, env, ok := unwrap(argv); ok {
+			for _, e := range env {
+				if name, _, _ := strings.Cut(e, "="); dangerous(name) {
+					s.setUnknown(whyDangerVar)
+				}
+			}
 			if inner == nil {
 				s.setUnknown("a wrapper's command cannot be determined")
 				return
@@ -235,7 +290,7 @@ func (s *Effects) command(argv []string, depth int) {
 
 func literalJoin(words []string) (string, bool) {
 	for _, w := range words {
-		if w == dynamicWord {
+		if isDynamic(w) {
 			return "", false
 		}
 	}
@@ -253,40 +308,71 @@ func (s *Effects) shell(argv []string, depth int) {
 		s.command(args, depth+1)
 		return
 	}
+	sawC, startup := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") {
-			return // a script file or nothing: the spawn itself is the request
-		}
-		if a == "-o" || a == "+o" || a == "-O" || a == "+O" {
-			i++
-			continue
-		}
-		if strings.HasPrefix(a, "--") {
-			continue
-		}
-		if strings.Contains(a, "c") && strings.HasPrefix(a, "-") {
-			if i+1 >= len(args) || args[i+1] == dynamicWord {
-				s.setUnknown("sh -c with a computed script")
-				return
-			}
-			s.parse(args[i+1], depth+1)
+		if isDynamic(a) {
+			s.setUnknown("sh with a computed argument")
 			return
 		}
+		if a == "--login" || a == "--rcfile" || a == "--init-file" || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a, "li") {
+			startup = true
+		}
+		if sawC && startup {
+			// A login or interactive shell runs its startup files
+			// (profile, rc, $ENV) before the script: commands the
+			// command line does not show.
+			s.setUnknown("sh -c in a login or interactive shell runs its startup files first")
+			return
+		}
+		if a == "--" || a == "-" {
+			i++
+		} else if strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+") {
+			if a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file" {
+				i++
+			} else if !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+				sawC = true
+			}
+			continue
+		}
+		// The first operand: with -c the script, else a script file (the
+		// spawn itself is the request).
+		if !sawC {
+			return
+		}
+		if i >= len(args) {
+			break
+		}
+		s.parse(args[i], depth+1)
+		return
+	}
+	if sawC {
+		s.setUnknown("sh -c with a computed script")
 	}
 }
 
-// find records the commands of -exec, -execdir, -ok and -okdir.
+// find records the commands of -exec, -execdir, -ok and -okdir. find
+// puts the file names where {} is (all of them, for a command ended by +).
 func (s *Effects) find(argv []string, depth int) {
 	for i := 1; i < len(argv); i++ {
 		switch argv[i] {
 		case "-exec", "-execdir", "-ok", "-okdir":
+			// The command ends at ";", or at "+" right after "{}".
 			j := i + 1
-			for j < len(argv) && argv[j] != ";" && argv[j] != "+" {
+			for j < len(argv) && argv[j] != ";" && !(argv[j] == "+" && j > i+1 && argv[j-1] == "{}") {
 				j++
 			}
 			if j > i+1 {
-				s.command(argv[i+1:j], depth+1)
+				inner := append([]string(nil), argv[i+1:j]...)
+				for k, w := range inner {
+					if strings.Contains(w, "{}") {
+						inner[k] = dynamicWord
+						if j < len(argv) && argv[j] == "+" {
+							inner[k] = dynamicWords
+						}
+					}
+				}
+				s.command(inner, depth+1)
 			}
 			i = j
 		}
@@ -316,37 +402,47 @@ var wrapperArgs = map[string]string{
 	"caffeinate": "",
 }
 
-// unwrap returns the command a wrapper runs. ok is false when argv[0] is
-// not a wrapper; inner is nil when it is one but its command cannot be
+// unwrap returns the command a wrapper runs, and the NAME=value words it
+// puts in that command's environment (env, sudo). ok is false when argv[0]
+// is not a wrapper; inner is nil when it is one but its command cannot be
 // determined (a computed word where the command should be, env -S).
-func unwrap(argv []string) (inner []string, ok bool) {
+func unwrap(argv []string) (inner, env []string, ok bool) {
 	takes, ok := wrapperArgs[argv[0]]
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	args := argv[1:]
+	replace := "" // xargs -I
 	i := 0
 	for i < len(args) {
 		a := args[i]
-		if a == dynamicWord {
-			return nil, true
+		if isDynamic(a) {
+			return nil, env, true
 		}
 		if a == "--" {
 			i++
 			break
 		}
+		if a == "-" && argv[0] == "env" {
+			i++ // env - is env -i
+			continue
+		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			if argv[0] == "env" && strings.Contains(a, "=") {
+			if (argv[0] == "env" || argv[0] == "sudo") && strings.Contains(a, "=") {
+				env = append(env, a)
 				i++
 				continue
 			}
 			break
 		}
 		if argv[0] == "env" && (a == "-S" || strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string")) {
-			return nil, true
+			return nil, env, true
 		}
-		if argv[0] == "command" && (a == "-v" || a == "-V") {
-			return []string{}, true // a lookup, runs nothing
+		if argv[0] == "command" && strings.ContainsAny(a, "vV") {
+			return []string{}, env, true // a lookup, runs nothing
+		}
+		if argv[0] == "sudo" && (a == "-s" || a == "-i" || a == "--shell" || a == "--login") {
+			return nil, env, true // the command goes to a shell as one string
 		}
 		if strings.HasPrefix(a, "--") {
 			i++
@@ -354,6 +450,14 @@ func unwrap(argv []string) (inner []string, ok bool) {
 				i++
 			}
 			continue
+		}
+		if argv[0] == "xargs" && (a == "-I" || a == "-i" || strings.HasPrefix(a, "-I") || strings.HasPrefix(a, "-i")) {
+			replace = "{}"
+			if a == "-I" && i+1 < len(args) {
+				replace = args[i+1]
+			} else if len(a) > 2 {
+				replace = a[2:]
+			}
 		}
 		// -n5 carries its argument; -n 5 takes the next word.
 		if len(a) == 2 && strings.ContainsRune(takes, rune(a[1])) {
@@ -380,21 +484,34 @@ func unwrap(argv []string) (inner []string, ok bool) {
 		if len(rest) > 0 {
 			rest = rest[1:] // the lock file
 		}
+		if len(rest) == 2 && (rest[0] == "-c" || rest[0] == "--command") {
+			rest = []string{"sh", "-c", rest[1]} // flock FILE -c CMD runs sh -c CMD
+		}
 	case "xargs":
 		if len(rest) == 0 {
 			rest = []string{"echo"}
 		}
+		// xargs adds the words it reads, or puts them where -I says.
+		rest = append([]string(nil), rest...)
+		if replace != "" {
+			for k := 1; k < len(rest); k++ {
+				if strings.Contains(rest[k], replace) {
+					rest[k] = dynamicWord
+				}
+			}
+		}
+		rest = append(rest, dynamicWords)
 	}
 	if len(rest) == 0 {
 		if argv[0] == "command" || argv[0] == "exec" || argv[0] == "builtin" {
-			return []string{}, true
+			return []string{}, env, true
 		}
-		return nil, true
+		return nil, env, true
 	}
-	if rest[0] == dynamicWord {
-		return nil, true
+	if isDynamic(rest[0]) {
+		return nil, env, true
 	}
-	return rest, true
+	return rest, env, true
 }
 
 func longTakesArg(wrapper, opt string) bool {
@@ -405,84 +522,4 @@ func longTakesArg(wrapper, opt string) bool {
 		return true
 	}
 	return false
-}
-
-// wordValue returns the value of w when it is known before the shell runs.
-func wordValue(w *syntax.Word) (string, bool) {
-	if w == nil {
-		return "", false
-	}
-	var b strings.Builder
-	for i, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			v := p.Value
-			if i == 0 && strings.HasPrefix(v, "~") {
-				return "", false
-			}
-			if hasUnescaped(v, "*?[") || (strings.Contains(v, "{") && strings.Contains(v, "}")) {
-				return "", false
-			}
-			b.WriteString(unescape(v, false))
-		case *syntax.SglQuoted:
-			if p.Dollar && strings.Contains(p.Value, `\`) {
-				return "", false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
-				}
-				b.WriteString(unescape(l.Value, true))
-			}
-		default:
-			return "", false
-		}
-	}
-	return b.String(), true
-}
-
-func hasUnescaped(v, chars string) bool {
-	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' {
-			i++
-			continue
-		}
-		if strings.IndexByte(chars, v[i]) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// unescape removes shell backslash quoting: every backslash outside
-// quotes, and inside double quotes only before $ ` " \ and newline.
-func unescape(v string, dquoted bool) string {
-	if !strings.Contains(v, `\`) {
-		return v
-	}
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c != '\\' || i+1 >= len(v) {
-			b.WriteByte(c)
-			continue
-		}
-		n := v[i+1]
-		switch {
-		case n == '\n':
-			i++
-		case !dquoted || strings.IndexByte("$`\"\\", n) >= 0:
-			b.WriteByte(n)
-			i++
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }

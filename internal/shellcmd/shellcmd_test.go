@@ -19,9 +19,10 @@ func TestParseShell(t *testing.T) {
 		{"cat < in >> log &> all", [][]string{{"cat"}}, []string{"log", "all"}, false},
 		{"sudo -u root nice -n 3 rm x", [][]string{{"sudo", "-u", "root", "nice", "-n", "3", "rm", "x"}, {"nice", "-n", "3", "rm", "x"}, {"rm", "x"}}, nil, false},
 		{"X=1 ls", [][]string{{"X=1", "ls"}, {"ls"}}, nil, false},
-		{"ls $DIR", [][]string{{"ls", dynamicWord}}, nil, false},
-		{"ls *.go", [][]string{{"ls", dynamicWord}}, nil, false},
-		{"$CMD x", [][]string{{dynamicWord, "x"}}, nil, true},
+		{"ls $DIR", [][]string{{"ls", dynamicWords}}, nil, false},
+		{`ls "$DIR"`, [][]string{{"ls", dynamicWord}}, nil, false},
+		{"ls *.go", [][]string{{"ls", dynamicWords}}, nil, false},
+		{"$CMD x", [][]string{{dynamicWords, "x"}}, nil, true},
 		{"echo > $F", [][]string{{"echo"}}, nil, true},
 		{"if", nil, nil, true},
 	}

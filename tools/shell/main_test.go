@@ -80,6 +80,8 @@ type fixtureOpts struct {
 	noExec bool
 	// redactor is the gate's; nil is the default one.
 	redactor *secret.Redactor
+	// mode is the gate's permission mode (default: ModeDefault).
+	mode gate.Mode
 }
 
 // defaultRules allow the command words the attacks use: whatever gets
@@ -161,6 +163,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		Policy:   func(tool.Plugin) (capability.Decider, error) { return f.set, nil },
 		Audit:    f.sink,
 		Rules:    o.rules,
+		Mode:     o.mode,
 		Output:   gate.OutputOptions{SpillDir: filepath.Join(f.root, "spill")},
 		Redactor: o.redactor,
 		Capabilities: func(tool.Plugin) (tool.Env, error) {

@@ -39,7 +39,11 @@ type ptySession struct {
 	mu     sync.Mutex // serializes input and the read cursor
 	cursor int64
 	closed bool
-	res    tool.CommandResult
+	// partial: text was sent without Enter and no ^C followed. The shell
+	// would read the next text as the rest of that line, a line the gate
+	// never saw whole, so text is refused until ^C ends it.
+	partial bool
+	res     tool.CommandResult
 }
 
 const ptyIDSchema = `{"type":"string","pattern":"^p[0-9]{1,9}$"}`
@@ -66,7 +70,8 @@ func (m *Manager) ptySpecs() []tool.Spec {
 			Description: "Send input lines (each checked like a Bash command) or a control key to a PTY shell.",
 			Prompt: "Sends text to the shell, followed by Enter unless enter is false. Every line is parsed and matched against the permission rules exactly like a Bash command before it reaches the shell. " +
 				"Control characters are refused in text (the terminal would interpret them); send ^C, ^D, ^Z or ^\\ with control: \"c\", \"d\", \"z\" or \"\\\\\". " +
-				"A line ending in a backslash (continuation) is refused; send complete commands.",
+				"A line ending in a backslash (continuation) is refused; send complete commands. " +
+				"After text sent with enter false, more text is refused until control \"c\" (the shell would read it as the rest of that line).",
 			Schema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["pty_id"],"properties":{"pty_id":` + ptyIDSchema +
 				`,"text":{"type":"string","maxLength":16384,"pattern":"` + textPattern + `"},"enter":{"type":"boolean"},"control":{"enum":["c","d","z","\\"]}}}`),
 			CheckPermissions: func(_ context.Context, in tool.Input) tool.Permission {
@@ -75,7 +80,7 @@ func (m *Manager) ptySpecs() []tool.Spec {
 				}
 				return tool.Permission{Behavior: tool.Ask, Reason: "input for a shell"}
 			},
-			Accesses: sendAccesses,
+			Accesses: m.sendAccesses,
 			Preview:  previewString("text"),
 			Call:     m.callPtySend,
 		},
@@ -133,6 +138,9 @@ func (m *Manager) ptyArgv() []string {
 	return argv
 }
 
+// errPartial refuses text after a line sent without Enter.
+var errPartial = fail(capability.ReasonPtyInputRefused, "PtySend: the previous text was sent without Enter; the shell would read this text as the rest of that line, which was never checked whole: send control \"c\" first")
+
 // checkText refuses what the terminal or the shell would not pass on as
 // the checked text: control characters, and a line continuation.
 func checkText(s string) error {
@@ -155,10 +163,19 @@ func checkText(s string) error {
 
 // sendAccesses declares every non-blank line of the text as a shell
 // command, so the gate parses and checks each one before it is sent.
-func sendAccesses(in tool.Input) ([]tool.Access, error) {
+// Text after a partial line is refused (see ptySession.partial).
+func (m *Manager) sendAccesses(in tool.Input) ([]tool.Access, error) {
 	t, _ := in.String("text")
 	if err := checkText(t); err != nil {
 		return nil, err
+	}
+	if p, err := m.pty(in); err == nil && t != "" {
+		p.mu.Lock()
+		partial := p.partial
+		p.mu.Unlock()
+		if partial {
+			return nil, errPartial
+		}
 	}
 	var acc []tool.Access
 	for _, line := range strings.Split(t, "\n") {
@@ -344,12 +361,22 @@ func (m *Manager) callPtySend(_ context.Context, _ tool.Env, in tool.Input) (too
 		return tool.Result{}, fail(capability.ReasonPtyUnknown, "the shell of %s has exited", p.id)
 	default:
 	}
+	if si.Text != "" && p.partial {
+		return tool.Result{}, errPartial
+	}
 	if err := safeTermios(int(p.master.Fd())); err != nil {
 		return tool.Result{}, fail(capability.ReasonShellSandbox, "PtySend: resetting the terminal: %v", err)
 	}
 	p.master.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if _, err := p.master.Write(data); err != nil {
+		p.partial = true // some of it may have arrived: fail closed
 		return tool.Result{}, fail(capability.ReasonToolError, "PtySend: the shell is not reading its input: %v", err)
+	}
+	if si.Text != "" {
+		p.partial = si.Enter != nil && !*si.Enter
+	}
+	if si.Control == "c" {
+		p.partial = false
 	}
 	return tool.Result{Content: fmt.Sprintf("sent %d bytes to %s", len(data), p.id)}, nil
 }
