@@ -369,6 +369,7 @@ func (r *Runtime) options() []agent.Option {
 		agent.WithGateBinder(r.ref.Bind), agent.WithWorkspace(r.dir), agent.WithMode(r.opts.Mode),
 		agent.WithRules(r.opts.Rules), agent.WithAudit(r.opts.Audit),
 		agent.WithNetwork(r.opts.Resolver, r.opts.RootCAs), agent.WithHooks(r.hooks),
+		agent.WithProtected(r.opts.Home, r.opts.Settings.UserDir),
 	}
 	if r.exec != nil {
 		opts = append(opts, agent.WithProcessRunner(r.exec))

@@ -96,10 +96,38 @@ type FS struct {
 	dir     *os.File // the workspace directory, opened through root
 	dirfd   int      // dir's descriptor, the anchor of every openat2
 
+	// protected are the identities of the directories no operation may
+	// reach (Options.Protected), recorded when the FS was created.
+	protected []fileID
+
 	// state is 1 bit "closed" and, above it, the count of operations in
 	// flight, so that Close never closes dirfd under a running openat2 (the
 	// number could be reused by an unrelated directory).
 	state atomic.Int64
+}
+
+// fileID is a file's identity: its device and inode numbers.
+type fileID struct{ dev, ino uint64 }
+
+// Options configure [NewWithOptions]; the zero value is what [New] does.
+type Options struct {
+	// Protected are absolute host paths of directories that no operation
+	// may reach, whatever name leads there: their device and inode are
+	// recorded when the FS is created, and an operation whose canonical
+	// path passes through a directory of that identity, or a listing, walk
+	// or rename that meets one, is refused with PROTECTED_PATH even when
+	// the checker allows the name. Norma protects its state directory so:
+	// a deny rule matches the name the directory had when the policy was
+	// compiled, and this also holds when the directory was renamed since,
+	// is reached through a bind mount of it, or when the rule was written
+	// for a name the workspace spells differently (a symbolic link on the
+	// way to it). A path that does not exist is left out; one that is not a
+	// directory is an error. The check costs one fstatat(2) per component
+	// of each operation's path (and one per directory a walk enters); a
+	// rename made between that check and the use is not seen, which only
+	// a process outside the OS sandbox could do, since the sandbox keeps
+	// these names from being changed.
+	Protected []string
 }
 
 // New opens root, an absolute path to an existing directory, as the
@@ -108,6 +136,11 @@ type FS struct {
 // afterwards does not redirect the guard. New returns [ErrUnsupportedPlatform]
 // where the guard cannot enforce its guarantees.
 func New(root string, checker capability.Decider) (*FS, error) {
+	return NewWithOptions(root, checker, nil)
+}
+
+// NewWithOptions is [New] with options; nil opts is New.
+func NewWithOptions(root string, checker capability.Decider, opts *Options) (*FS, error) {
 	if checker == nil {
 		return nil, errors.New("fsguard: New: nil checker")
 	}
@@ -128,6 +161,19 @@ func New(root string, checker capability.Decider) (*FS, error) {
 		d.Close()
 		r.Close()
 		return nil, err
+	}
+	if opts != nil {
+		for _, p := range opts.Protected {
+			id, ok, err := dirID(p)
+			if err != nil {
+				d.Close()
+				r.Close()
+				return nil, fmt.Errorf("fsguard: New: protected directory: %w", err)
+			}
+			if ok {
+				f.protected = append(f.protected, id)
+			}
+		}
 	}
 	return f, nil
 }
@@ -257,8 +303,28 @@ func escape(detail string) *capability.Error {
 }
 
 // check asks the checker about kind on the canonical path p and turns
-// anything but Allow into a *capability.Error.
+// anything but Allow into a *capability.Error; an allowed path that passes
+// through a protected directory is refused too.
 func (f *FS) check(ctx context.Context, kind capability.Kind, p string) error {
+	if err := f.decide(ctx, kind, p); err != nil {
+		return err
+	}
+	if len(f.protected) > 0 {
+		return f.reach(kind, p)
+	}
+	return nil
+}
+
+// protectedErr is the refusal of a path that reaches a protected
+// directory.
+func protectedErr(kind capability.Kind, p string) *capability.Error {
+	return capability.Denied(capability.ReasonProtectedPath, capability.Request{Kind: kind, Path: p}.String(),
+		"the path leads into a directory Norma protects (its state directory), whatever its name")
+}
+
+// decide is check without the protected directories: the checker's
+// answer alone.
+func (f *FS) decide(ctx context.Context, kind capability.Kind, p string) error {
 	req := capability.Request{Kind: kind, Path: p}
 	d, panicked := callPolicy(ctx, f.checker, req)
 	if d.Mode == capability.Allow && !panicked {

@@ -4,6 +4,8 @@ package fsguard
 
 import (
 	"context"
+
+	"github.com/norma-run/norma/capability"
 	"io/fs"
 	"os"
 )
@@ -53,3 +55,7 @@ func (f *FS) sysWalk(context.Context, string, fs.WalkDirFunc) error {
 }
 
 func useErr(err error) error { return err }
+
+func dirID(string) (fileID, bool, error) { return fileID{}, false, ErrUnsupportedPlatform }
+
+func (f *FS) reach(capability.Kind, string) error { return ErrUnsupportedPlatform }

@@ -114,6 +114,7 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		ReadOnly:  append([]string{p.dir, p.h.ca.CertPath()}, paths.ReadOnly...),
 		ReadWrite: paths.ReadWrite,
 		Deny:      paths.Deny,
+		Pin:       paths.Pin,
 		Env:       env,
 		Network:   sandbox.NetBroker,
 		Broker:    ln.serve,

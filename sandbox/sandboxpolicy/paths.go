@@ -30,7 +30,7 @@ var DefaultLimits = sandbox.Limits{NProc: 64, NoFile: 512, FSize: 256 << 20, CPU
 // Paths are the host paths a sandboxed process sees: the fields of the
 // same names in [sandbox.Spec].
 type Paths struct {
-	ReadOnly, ReadWrite, Deny []string
+	ReadOnly, ReadWrite, Deny, Pin []string
 }
 
 // Derive derives the sandbox's view of the workspace ws from the effective
@@ -45,7 +45,15 @@ type Paths struct {
 //     process sees nothing rather than too much);
 //   - under every granted directory, each entry the policy does not allow
 //     (a deny glob such as **/.env*, a file outside a narrower grant) is
-//     added to Deny, which the sandbox hides.
+//     added to Deny, which the sandbox hides;
+//   - inside every read-write directory, each directory between it and a
+//     hidden entry, and each between it and the literal prefix of a deny
+//     glob (docs/private/*.key → docs/private, .norma/policy.yaml →
+//     .norma; the longest prefix that exists), is added to Pin, which the
+//     sandbox makes a mount point that cannot be renamed or removed. The
+//     policy decides by name; pins keep the names true, so that neither
+//     `mv docs docs2` nor `mv .norma x && mkdir .norma` can move a denied
+//     tree out from under its deny rule or replace a protected one.
 //
 // Write candidates that do not exist yet are created (they are granted
 // writes); read candidates that do not exist are left out. layers are the
@@ -80,7 +88,50 @@ func Derive(ctx context.Context, ws string, set *policy.Set, layers ...manifest.
 	if p.Deny, err = hidden(ctx, ws, set, p); err != nil {
 		return Paths{}, err
 	}
+	p.Pin = pinned(ws, p, layers)
 	return p, nil
+}
+
+// pinned returns the sorted directories Derive pins (see there): inside
+// each read-write bind, the ancestors of every hidden entry and the
+// longest existing literal prefix of every deny glob with its ancestors,
+// the bind itself and anything hidden left out.
+func pinned(ws string, p Paths, layers []manifest.Permissions) []string {
+	var out []string
+	add := func(abs string) {
+		for _, root := range p.ReadWrite {
+			for a := abs; a != root && within(a, root); a = filepath.Dir(a) {
+				out = append(out, a)
+			}
+		}
+	}
+	for _, d := range p.Deny {
+		add(filepath.Dir(d))
+	}
+	for _, l := range layers {
+		if l.Filesystem == nil {
+			continue
+		}
+		for _, g := range l.Filesystem.Deny {
+			pre := literalDir(manifest.WorkspaceGlob(g))
+			if pre == "" || pre == "." || !filepath.IsLocal(filepath.FromSlash(pre)) {
+				continue
+			}
+			abs := filepath.Join(ws, filepath.FromSlash(pre))
+			for abs != ws {
+				if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+					break
+				}
+				abs = filepath.Dir(abs)
+			}
+			add(abs)
+		}
+	}
+	out = slices.DeleteFunc(out, func(a string) bool {
+		return slices.ContainsFunc(p.Deny, func(d string) bool { return within(a, d) })
+	})
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // candidates returns the sorted, distinct literal directories of the

@@ -267,6 +267,7 @@ func (r *Runner) spec(ctx context.Context, cmd tool.Command) (sandbox.Spec, erro
 		ReadOnly:  p.ReadOnly,
 		ReadWrite: p.ReadWrite,
 		Deny:      p.Deny,
+		Pin:       p.Pin,
 		Env:       setEnv(r.env, cmd.Env, false),
 		Network:   r.cfg.Network,
 		Broker:    r.cfg.Broker,
