@@ -143,3 +143,64 @@ func TestProtectionByIdentity(t *testing.T) {
 	}
 	treetest.Equal(t, dir, before)
 }
+
+// TestStateDirByIdentity: the file tools refuse Norma's state directory by
+// identity. The state directory is named through a symbolic link (the
+// floor resolves it, so the deny rule names the real directory), and is
+// then renamed on the host after the session started, which no sandboxed
+// process can do: under its new name no deny rule matches, and Read,
+// Glob and Grep still refuse it or find nothing in it.
+func TestStateDirByIdentity(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, ".local/state/norma")
+	if err := os.MkdirAll(filepath.Join(state, "secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "secrets", secret.KeyFileName), []byte(identityCanary), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".local/state/norma", filepath.Join(dir, "state-link")); err != nil {
+		t.Fatal(err)
+	}
+	const script = `turns:
+  - tool_calls:
+      - {id: byname, name: Read, input: {path: .local/state/norma/secrets/vault.key}}
+      - {id: moved, name: Read, input: {path: .local/state/moved/secrets/vault.key}}
+      - {id: glob, name: Glob, input: {pattern: "**/vault.key"}}
+      - {id: grep, name: Grep, input: {pattern: CANARY}}
+  - text: done
+`
+	rt, err := workspace.Open(t.Context(), workspace.Options{Dir: dir, Home: filepath.Join(dir, "state-link"),
+		Rules: policy.Rules{Allow: []string{"Read", "Glob", "Grep"}}, Audit: nopSink{}, NoSandbox: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	sc, err := scripted.Parse("script.yaml", []byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.Session(t.Context(), agent.WithProvider(scripted.New(sc), "scripted"), agent.WithStateDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := os.Rename(state, filepath.Join(dir, ".local/state/moved")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Run(t.Context(), "read the state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// byname: the floor's deny names the real directory, though the state
+	// directory was given through state-link.
+	want := map[string]string{"byname": string(capability.ReasonFilesystemReadDenied), "moved": string(capability.ReasonProtectedPath), "glob": "ALLOWED", "grep": "ALLOWED"}
+	for _, c := range out.Calls {
+		if strings.Contains(c.Result+c.Message, identityCanary) || strings.Contains(c.Result, "moved/") {
+			t.Errorf("call %s reached the state directory: %q %q", c.ID, c.Result, c.Message)
+		}
+		if c.Reason != want[c.ID] {
+			t.Errorf("call %s = %s %q, want %s", c.ID, c.Reason, c.Message, want[c.ID])
+		}
+	}
+}
