@@ -149,7 +149,8 @@ func TestProtectionByIdentity(t *testing.T) {
 // floor resolves it, so the deny rule names the real directory), and is
 // then renamed on the host after the session started, which no sandboxed
 // process can do: under its new name no deny rule matches, and Read,
-// Glob and Grep still refuse it or find nothing in it.
+// Glob and Grep still refuse it or find nothing in it, and Bash finds it
+// hidden (the sandbox hides it by identity too).
 func TestStateDirByIdentity(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, ".local/state/norma")
@@ -168,10 +169,12 @@ func TestStateDirByIdentity(t *testing.T) {
       - {id: moved, name: Read, input: {path: .local/state/moved/secrets/vault.key}}
       - {id: glob, name: Glob, input: {pattern: "**/vault.key"}}
       - {id: grep, name: Grep, input: {pattern: CANARY}}
+      - {id: bash, name: Bash, input: {command: "cat .local/state/moved/secrets/vault.key; ls -la .local/state/moved; grep -r CANARY ."}}
   - text: done
 `
+	sandboxtest.Require(t)
 	rt, err := workspace.Open(t.Context(), workspace.Options{Dir: dir, Home: filepath.Join(dir, "state-link"),
-		Rules: policy.Rules{Allow: []string{"Read", "Glob", "Grep"}}, Audit: nopSink{}, NoSandbox: true})
+		Rules: policy.Rules{Allow: []string{"Read", "Glob", "Grep", "Bash"}}, Audit: nopSink{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,9 +197,10 @@ func TestStateDirByIdentity(t *testing.T) {
 	}
 	// byname: the floor's deny names the real directory, though the state
 	// directory was given through state-link.
-	want := map[string]string{"byname": string(capability.ReasonFilesystemReadDenied), "moved": string(capability.ReasonProtectedPath), "glob": "ALLOWED", "grep": "ALLOWED"}
+	want := map[string]string{"byname": string(capability.ReasonFilesystemReadDenied), "moved": string(capability.ReasonProtectedPath), "glob": "ALLOWED", "grep": "ALLOWED", "bash": "ALLOWED"}
 	for _, c := range out.Calls {
-		if strings.Contains(c.Result+c.Message, identityCanary) || strings.Contains(c.Result, "moved/") {
+		if strings.Contains(c.Result+c.Message, identityCanary) || (c.Tool != "Bash" && strings.Contains(c.Result, "moved/")) ||
+			(c.Tool == "Bash" && !strings.Contains(c.Result, "ls: cannot open directory '.local/state/moved': Permission denied")) {
 			t.Errorf("call %s reached the state directory: %q %q", c.ID, c.Result, c.Message)
 		}
 		if c.Reason != want[c.ID] {

@@ -257,7 +257,7 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 		}
 	}
 	return sandboxpolicy.NewRunner(sandboxpolicy.RunnerConfig{Workspace: r.dir, Policy: r.builtin.Policy,
-		Layers: layers, Env: r.opts.ShellEnv, Limits: sandboxpolicy.DefaultLimits})
+		Layers: layers, Protected: []string{r.opts.Home, r.opts.Settings.UserDir}, Env: r.opts.ShellEnv, Limits: sandboxpolicy.DefaultLimits})
 }
 
 // loadPlugins loads every installed plugin through the plugin host, with

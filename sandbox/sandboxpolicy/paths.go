@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/manifest"
@@ -55,11 +56,18 @@ type Paths struct {
 //     `mv docs docs2` nor `mv .norma x && mkdir .norma` can move a denied
 //     tree out from under its deny rule or replace a protected one.
 //
+// prot are directories hidden by identity, whatever their name (Norma's
+// state directory, recorded by [Protect] when the run opened): a directory
+// under a bind with the device and inode of one is hidden too, so that a
+// state directory renamed on the host or bound into the workspace under
+// another name stays out of reach (a bind that is itself protected is an
+// error).
+//
 // Write candidates that do not exist yet are created (they are granted
 // writes); read candidates that do not exist are left out. layers are the
 // permissions of the policy's layers (manifest, grant, workspace, run).
 // More than [MaxWalk] entries under the granted directories is an error.
-func Derive(ctx context.Context, ws string, set *policy.Set, layers ...manifest.Permissions) (Paths, error) {
+func Derive(ctx context.Context, ws string, set *policy.Set, prot Protected, layers ...manifest.Permissions) (Paths, error) {
 	var p Paths
 	ws, err := filepath.Abs(ws)
 	if err != nil {
@@ -85,7 +93,7 @@ func Derive(ctx context.Context, ws string, set *policy.Set, layers ...manifest.
 	p.ReadOnly = slices.DeleteFunc(p.ReadOnly, func(r string) bool {
 		return slices.ContainsFunc(p.ReadWrite, func(w string) bool { return within(r, w) })
 	})
-	if p.Deny, err = hidden(ctx, ws, set, p); err != nil {
+	if p.Deny, err = hidden(ctx, ws, set, p, prot.ids); err != nil {
 		return Paths{}, err
 	}
 	p.Pin = pinned(ws, p, layers)
@@ -172,11 +180,50 @@ func granted(ctx context.Context, set *policy.Set, kind capability.Kind, cands [
 	return out
 }
 
+// dirID is a directory's identity: device and inode.
+type dirID struct{ dev, ino uint64 }
+
+// Protected is a set of directories known by identity (device and
+// inode), recorded by [Protect]. The zero value protects nothing. It is
+// immutable and safe for concurrent use.
+type Protected struct{ ids map[dirID]bool }
+
+// Protect records the identities of the existing directories among
+// paths (symbolic links followed; "" and missing paths are skipped), so
+// that [Derive] hides them under whatever name they have later.
+func Protect(paths ...string) (Protected, error) {
+	ids := map[dirID]bool{}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return Protected{}, err
+		}
+		if id, ok := idOf(fi); ok && fi.IsDir() {
+			ids[id] = true
+		}
+	}
+	return Protected{ids: ids}, nil
+}
+
+func idOf(fi fs.FileInfo) (dirID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return dirID{}, false
+	}
+	return dirID{dev: uint64(st.Dev), ino: st.Ino}, true
+}
+
 // hidden walks the binds of p and returns every entry under them the
-// policy does not allow. A read-write bind is judged on writes (what the
-// process may change there it may also read back); a read-only one on
-// reads.
-func hidden(ctx context.Context, ws string, set *policy.Set, p Paths) ([]string, error) {
+// policy does not allow, and every directory whose identity is in ids. A
+// read-write bind is judged on writes (what the process may change there
+// it may also read back); a read-only one on reads.
+func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids map[dirID]bool) ([]string, error) {
 	var deny []string
 	seen := 0
 	for _, root := range slices.Concat(p.ReadOnly, p.ReadWrite) {
@@ -190,6 +237,19 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths) ([]string,
 			}
 			if seen++; seen > MaxWalk {
 				return fmt.Errorf("sandboxpolicy: more than MaxWalk (%d) entries under the granted paths", MaxWalk)
+			}
+			if len(ids) > 0 && d.IsDir() {
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				if id, _ := idOf(fi); ids[id] {
+					if abs == root {
+						return fmt.Errorf("sandboxpolicy: %s is a protected directory and cannot be granted", abs)
+					}
+					deny = append(deny, abs)
+					return filepath.SkipDir
+				}
 			}
 			if abs == root {
 				return nil // granted by the decision in Derive

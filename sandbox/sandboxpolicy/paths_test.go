@@ -35,6 +35,7 @@ func TestDerive(t *testing.T) {
 		created                   []string // directories Derive must create
 		root                      bool     // propose the workspace root too, as tools/shell does
 		extra                     []string // files besides tree
+		protected                 []string // directories hidden by identity
 	}{{
 		name:     "literal prefixes, deny hidden",
 		fs:       "    read: [workspace://docs/**]\n    write: [workspace://out/**]\n    deny: [workspace://**/.env*]\n",
@@ -59,6 +60,17 @@ func TestDerive(t *testing.T) {
 		readWrite: []string{"."},
 		deny:      []string{".env", ".local/state/norma", ".norma/policy.yaml", "docs/.env", "docs/api/keys/k.pem", "src/.env.local"},
 		pin:       []string{".local", ".local/state", ".norma", "docs", "docs/api", "docs/api/keys", "src"},
+	}, {
+		// A protected directory is hidden by identity under any name (here
+		// one no deny rule matches), and its parents are pinned.
+		name:      "protected by identity",
+		fs:        "    read: [workspace://**]\n    write: [workspace://**]\n",
+		root:      true,
+		extra:     []string{"home/renamed-state/secrets/key"},
+		protected: []string{"home/renamed-state", "missing"},
+		readWrite: []string{"."},
+		deny:      []string{"home/renamed-state"},
+		pin:       []string{"home"},
 	}, {
 		name:      "write covers read",
 		fs:        "    read: [workspace://docs/api/**]\n    write: [workspace://docs/**]\n",
@@ -97,16 +109,20 @@ func TestDerive(t *testing.T) {
 				layers = append(layers, manifest.Permissions{Filesystem: &manifest.Filesystem{
 					Read: []string{manifest.WorkspaceScheme + "."}, Write: []string{manifest.WorkspaceScheme + "."}}})
 			}
-			got, err := Derive(t.Context(), ws, set, layers...)
-			if err != nil {
-				t.Fatalf("Derive: %v", err)
-			}
 			abs := func(rel []string) []string {
 				var out []string
 				for _, r := range rel {
 					out = append(out, filepath.Join(ws, r))
 				}
 				return out
+			}
+			prot, err := Protect(abs(tc.protected)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Derive(t.Context(), ws, set, prot, layers...)
+			if err != nil {
+				t.Fatalf("Derive: %v", err)
 			}
 			// A bind nested in another is walked twice: its entries may repeat.
 			slices.Sort(got.Deny)
