@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/fileid"
 )
 
 // Scheme is the URI prefix a tool may put in front of a workspace-relative
@@ -98,16 +99,13 @@ type FS struct {
 
 	// protected are the identities of the directories no operation may
 	// reach (Options.Protected), recorded when the FS was created.
-	protected []fileID
+	protected fileid.Set
 
 	// state is 1 bit "closed" and, above it, the count of operations in
 	// flight, so that Close never closes dirfd under a running openat2 (the
 	// number could be reused by an unrelated directory).
 	state atomic.Int64
 }
-
-// fileID is a file's identity: its device and inode numbers.
-type fileID struct{ dev, ino uint64 }
 
 // Options configure [NewWithOptions]; the zero value is what [New] does.
 type Options struct {
@@ -163,16 +161,10 @@ func NewWithOptions(root string, checker capability.Decider, opts *Options) (*FS
 		return nil, err
 	}
 	if opts != nil {
-		for _, p := range opts.Protected {
-			id, ok, err := dirID(p)
-			if err != nil {
-				d.Close()
-				r.Close()
-				return nil, fmt.Errorf("fsguard: New: protected directory: %w", err)
-			}
-			if ok {
-				f.protected = append(f.protected, id)
-			}
+		if f.protected, err = fileid.Record(opts.Protected...); err != nil {
+			d.Close()
+			r.Close()
+			return nil, fmt.Errorf("fsguard: New: protected directory: %w", err)
 		}
 	}
 	return f, nil
@@ -309,7 +301,7 @@ func (f *FS) check(ctx context.Context, kind capability.Kind, p string) error {
 	if err := f.decide(ctx, kind, p); err != nil {
 		return err
 	}
-	if len(f.protected) > 0 {
+	if f.protected.Len() > 0 {
 		return f.reach(kind, p)
 	}
 	return nil

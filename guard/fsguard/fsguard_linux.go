@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/fileid"
 )
 
 // resolveFlags make the kernel refuse, at use time, any ".." above the
@@ -384,7 +385,7 @@ func writeAll(fd int, data []byte) error {
 }
 
 func (f *FS) sysMkdirAll(ctx context.Context, p string, perm fs.FileMode) error {
-	if len(f.protected) > 0 {
+	if f.protected.Len() > 0 {
 		// Existing directories are not checked, but one that is (or lies
 		// in) a protected directory is refused: even its existence is
 		// not told.
@@ -507,25 +508,6 @@ func (f *FS) sysRename(ctx context.Context, oldp, newp string) error {
 	return unix.Renameat(ofd, obase, nfd, nbase)
 }
 
-// dirID returns the identity of the directory p; ok is false when p does
-// not exist.
-func dirID(p string) (id fileID, ok bool, err error) {
-	if !strings.HasPrefix(p, "/") {
-		return id, false, fmt.Errorf("%q is not an absolute path", p)
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		if err == unix.ENOENT {
-			return id, false, nil
-		}
-		return id, false, &fs.PathError{Op: "stat", Path: p, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return id, false, fmt.Errorf("%s is not a directory", p)
-	}
-	return fileID{dev: st.Dev, ino: st.Ino}, true, nil
-}
-
 // isProtected reports whether the entry name of the directory open at fd
 // (or, with fd the workspace's, the canonical path name) is a protected
 // directory. A name that does not exist is not.
@@ -534,7 +516,7 @@ func (f *FS) isProtected(fd int, name string) bool {
 	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return false
 	}
-	return slices.Contains(f.protected, fileID{dev: st.Dev, ino: st.Ino})
+	return f.protected.Has(fileid.ID{Dev: st.Dev, Ino: st.Ino})
 }
 
 // reach refuses the canonical path p when it or a directory on the way to
@@ -570,7 +552,7 @@ func (f *FS) checkEntry(ctx context.Context, kind capability.Kind, fd int, name,
 	if err := f.decide(ctx, kind, p); err != nil {
 		return err
 	}
-	if len(f.protected) > 0 && typ.IsDir() && f.isProtected(fd, name) {
+	if f.protected.Len() > 0 && typ.IsDir() && f.isProtected(fd, name) {
 		return protectedErr(kind, p)
 	}
 	return nil

@@ -56,6 +56,4 @@ func (f *FS) sysWalk(context.Context, string, fs.WalkDirFunc) error {
 
 func useErr(err error) error { return err }
 
-func dirID(string) (fileID, bool, error) { return fileID{}, false, ErrUnsupportedPlatform }
-
 func (f *FS) reach(capability.Kind, string) error { return ErrUnsupportedPlatform }

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/fileid"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox"
@@ -180,50 +180,25 @@ func granted(ctx context.Context, set *policy.Set, kind capability.Kind, cands [
 	return out
 }
 
-// dirID is a directory's identity: device and inode.
-type dirID struct{ dev, ino uint64 }
-
 // Protected is a set of directories known by identity (device and
 // inode), recorded by [Protect]. The zero value protects nothing. It is
 // immutable and safe for concurrent use.
-type Protected struct{ ids map[dirID]bool }
+type Protected struct{ ids fileid.Set }
 
-// Protect records the identities of the existing directories among
-// paths (symbolic links followed; "" and missing paths are skipped), so
-// that [Derive] hides them under whatever name they have later.
+// Protect records the identities of the directories among paths (see
+// fileid.Record: symbolic links followed, "" and missing paths skipped,
+// a path that is not a directory an error), so that [Derive] hides them
+// under whatever name they have later.
 func Protect(paths ...string) (Protected, error) {
-	ids := map[dirID]bool{}
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return Protected{}, err
-		}
-		if id, ok := idOf(fi); ok && fi.IsDir() {
-			ids[id] = true
-		}
-	}
-	return Protected{ids: ids}, nil
-}
-
-func idOf(fi fs.FileInfo) (dirID, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return dirID{}, false
-	}
-	return dirID{dev: uint64(st.Dev), ino: st.Ino}, true
+	ids, err := fileid.Record(paths...)
+	return Protected{ids: ids}, err
 }
 
 // hidden walks the binds of p and returns every entry under them the
 // policy does not allow, and every directory whose identity is in ids. A
 // read-write bind is judged on writes (what the process may change there
 // it may also read back); a read-only one on reads.
-func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids map[dirID]bool) ([]string, error) {
+func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid.Set) ([]string, error) {
 	var deny []string
 	seen := 0
 	for _, root := range slices.Concat(p.ReadOnly, p.ReadWrite) {
@@ -238,12 +213,12 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids map[di
 			if seen++; seen > MaxWalk {
 				return fmt.Errorf("sandboxpolicy: more than MaxWalk (%d) entries under the granted paths", MaxWalk)
 			}
-			if len(ids) > 0 && d.IsDir() {
+			if ids.Len() > 0 && d.IsDir() {
 				fi, err := d.Info()
 				if err != nil {
 					return err
 				}
-				if id, _ := idOf(fi); ids[id] {
+				if id, ok := fileid.Of(fi); ok && ids.Has(id) {
 					if abs == root {
 						return fmt.Errorf("sandboxpolicy: %s is a protected directory and cannot be granted", abs)
 					}
