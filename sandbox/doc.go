@@ -25,8 +25,10 @@
 //  2. builds a minimal root on a tmpfs: a fresh /proc (with /proc/sys
 //     read-only), a read-only tmpfs /dev with the bound nodes, a private
 //     tmpfs /tmp and /dev/shm, a synthetic /etc/passwd and /etc/group, the
-//     grants at their absolute host paths, and the denied paths covered by
-//     empty mode-000 objects; then remounts that root read-only and
+//     grants at their absolute host paths, the pinned paths ([Spec.Pin])
+//     bound onto themselves, so that they cannot be renamed, removed or
+//     replaced, and the denied paths covered by empty mode-000 objects
+//     (mount points too); then remounts that root read-only and
 //     pivot_roots into it, detaching the host tree. "/" is never bound;
 //  3. in broker mode brings lo up, listens on 127.0.0.1:0 and passes the
 //     listening socket to the host (SCM_RIGHTS): the host accepts
@@ -84,7 +86,9 @@
 // refused, but a denied directory's contents may have links elsewhere in a
 // grant); CPU and memory exhaustion beyond the rlimits when no delegated
 // cgroup v2 exists; covert channels. Deny paths that do not exist when the
-// run starts are not hidden if the process creates them.
+// run starts are not hidden if the process creates them, and a pin or a
+// mask made for one process does not bind processes started before it
+// (each sandbox is built from the paths of its own start).
 //
 // Runner, Start and Run are safe for concurrent use. The filter is written
 // for linux/amd64; other platforms fail closed.

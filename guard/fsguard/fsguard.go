@@ -79,7 +79,9 @@ var errNotInitialized = errors.New("fsguard: FS not created with New")
 // refused with SPECIAL_FILE_REFUSED.
 //
 // What the guard does not protect against: like [os.Root] it does not stop
-// traversal of mount points or bind mounts inside the workspace; it cannot
+// traversal of mount points or bind mounts inside the workspace (except
+// into a directory of [Options.Protected], which it recognizes by
+// identity under any name); it cannot
 // bound what another process does with a file once opened; a file opened
 // before a permission change keeps working; files returned by Open and
 // OpenFile stay usable after Close. The OS sandbox is the second line.
