@@ -208,3 +208,24 @@ func TestStateDirByIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceInsideStateDir: a workspace inside Norma's state directory
+// is refused (its tools would reach the state below it under names no
+// deny rule matches); the state directory as the workspace itself is
+// allowed, and the floor then denies every path of it.
+func TestWorkspaceInsideStateDir(t *testing.T) {
+	home := t.TempDir()
+	inside := filepath.Join(home, "runs")
+	if err := os.MkdirAll(inside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workspace.Open(t.Context(), workspace.Options{Dir: inside, Home: home, Audit: nopSink{}, NoSandbox: true}); err == nil ||
+		!strings.Contains(err.Error(), "inside Norma's state directory") {
+		t.Fatalf("Open(workspace inside the state directory) = %v, want a refusal", err)
+	}
+	rt, err := workspace.Open(t.Context(), workspace.Options{Dir: home, Home: home, Audit: nopSink{}, NoSandbox: true})
+	if err != nil {
+		t.Fatalf("Open(workspace = state directory) = %v", err)
+	}
+	rt.Close()
+}

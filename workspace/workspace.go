@@ -164,6 +164,15 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("workspace: %s is not a directory", o.Dir)
 	}
+	if o.Home != "" {
+		// The floor keeps the state directory out of a workspace that
+		// holds it; a workspace inside the state directory would hand the
+		// tools the part of it below the workspace, under names no deny
+		// rule matches.
+		if rel, err := filepath.Rel(realPath(o.Home), realPath(dir)); err == nil && rel != "." && filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("workspace: %s lies inside Norma's state directory %s; choose a workspace outside it", o.Dir, o.Home)
+		}
+	}
 	layer := o.Policy
 	if layer == nil {
 		if layer, err = LoadPolicy(dir); err != nil {
