@@ -97,6 +97,7 @@ type config struct {
 	sink          audit.Sink
 	stateDir      string
 	wsDir         string
+	protected     []string
 	runID         string
 	resume        bool
 	user          string
@@ -278,6 +279,14 @@ func WithStateDir(dir string) Option { return func(c *config) error { c.stateDir
 // WithWorkspace sets the workspace directory the built-in tools work in,
 // through a guarded file system; without it they get no file system.
 func WithWorkspace(dir string) Option { return func(c *config) error { c.wsDir = dir; return nil } }
+
+// WithProtected names directories the built-in tools' file system refuses
+// by identity, whatever name leads to them (fsguard.Options.Protected):
+// the workspace passes Norma's state and user settings directories. The
+// state directory of [WithStateDir] is always protected.
+func WithProtected(dirs ...string) Option {
+	return func(c *config) error { c.protected = append(c.protected, dirs...); return nil }
+}
 
 // WithRunID names the run (see [ValidRunID]); by default a random id.
 func WithRunID(id string) Option {

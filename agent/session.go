@@ -173,7 +173,8 @@ func (s *Session) build(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agent: workspace: %w", err)
 		}
-		if fsys, err = fsguard.New(abs, builtin); err != nil {
+		protected := slices.DeleteFunc(append(slices.Clone(c.protected), c.stateDir), func(d string) bool { return d == "" })
+		if fsys, err = fsguard.NewWithOptions(abs, builtin, &fsguard.Options{Protected: protected}); err != nil {
 			return fmt.Errorf("agent: workspace: %w", err)
 		}
 		wsDir = abs

@@ -13,4 +13,9 @@ const (
 	// neither a regular file nor a directory (a FIFO, socket or device node),
 	// because opening or reading it can block, or act on hardware.
 	ReasonSpecialFileRefused Reason = "SPECIAL_FILE_REFUSED"
+	// ReasonProtectedPath: the path passes through a directory the guard
+	// protects by identity (Norma's state directory), whatever name leads
+	// there: renamed since the policy was compiled, reached through a bind
+	// mount or through a spelling a deny rule does not match.
+	ReasonProtectedPath Reason = "PROTECTED_PATH"
 )

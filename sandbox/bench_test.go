@@ -1,8 +1,11 @@
 package sandbox_test
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/norma-run/norma/sandbox"
@@ -64,5 +67,33 @@ func BenchmarkLaunchTrueDefaultLimits(b *testing.B) {
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("Run(true) = %+v, %v", res, err)
 		}
+	}
+}
+
+// BenchmarkLaunchPins is the cost of the pins (Spec.Pin, one recursive
+// self bind mount each) on a launch: /bin/true with a read-write
+// workspace grant and 0, 8, 32 or 256 pinned directories.
+func BenchmarkLaunchPins(b *testing.B) {
+	requireSandbox(b)
+	ws := b.TempDir()
+	var pins []string
+	for i := range 256 {
+		d := filepath.Join(ws, fmt.Sprintf("d%02d", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		pins = append(pins, d)
+	}
+	for _, n := range []int{0, 8, 32, 256} {
+		b.Run(fmt.Sprintf("pins=%d", n), func(b *testing.B) {
+			s := sandbox.Spec{Argv: []string{"/bin/true"}, ReadWrite: []string{ws}, Pin: pins[:n]}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := sandbox.Run(b.Context(), s)
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("Run(true) = %+v, %v", res, err)
+				}
+			}
+		})
 	}
 }

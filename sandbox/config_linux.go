@@ -19,6 +19,7 @@ type initConfig struct {
 	RO      []string   `json:"ro,omitempty"`
 	RW      []string   `json:"rw,omitempty"`
 	Deny    []denyPath `json:"deny,omitempty"`
+	Pin     []string   `json:"pin,omitempty"`
 	Env     []string   `json:"env,omitempty"`
 	Network string     `json:"network"`
 	Limits  Limits     `json:"limits"`
@@ -167,6 +168,10 @@ func buildConfig(s *Spec) (*initConfig, error) {
 		}
 		c.Deny = append(c.Deny, denyPath{Path: cp, Dir: fi.IsDir()})
 	}
+	var err error
+	if c.Pin, err = pins(s.Pin, c); err != nil {
+		return nil, err
+	}
 	dir := s.Dir
 	if dir == "" {
 		dir = "/tmp"
@@ -179,4 +184,33 @@ func buildConfig(s *Spec) (*initConfig, error) {
 	}
 	c.Dir = dir
 	return c, nil
+}
+
+// pins returns the canonical paths of ps that the init must pin: those
+// that exist inside a read-write grant and are neither a grant nor under
+// a denied path, sorted parents first and without duplicates.
+func pins(ps []string, c *initConfig) ([]string, error) {
+	var out []string
+	for _, p := range ps {
+		cp, err := canonical(p)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // nothing to pin
+			}
+			return nil, NewError(capability.ReasonSandboxSpecInvalid, "pin", p, "", err)
+		}
+		if slices.Contains(c.RW, cp) || slices.Contains(c.RO, cp) ||
+			!slices.ContainsFunc(c.RW, func(g string) bool { return within(cp, g) }) ||
+			slices.ContainsFunc(c.Deny, func(d denyPath) bool { return within(cp, d.Path) }) {
+			continue
+		}
+		out = append(out, cp)
+	}
+	slices.SortFunc(out, func(a, b string) int {
+		if d := strings.Count(a, "/") - strings.Count(b, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	return slices.Compact(out), nil
 }

@@ -25,8 +25,10 @@
 //  2. builds a minimal root on a tmpfs: a fresh /proc (with /proc/sys
 //     read-only), a read-only tmpfs /dev with the bound nodes, a private
 //     tmpfs /tmp and /dev/shm, a synthetic /etc/passwd and /etc/group, the
-//     grants at their absolute host paths, and the denied paths covered by
-//     empty mode-000 objects; the directories the private /tmp holds for
+//     grants at their absolute host paths, the pinned paths ([Spec.Pin])
+//     bound onto themselves, so that they cannot be renamed, removed or
+//     replaced, and the denied paths covered by empty mode-000 objects
+//     (mount points too); the directories the private /tmp holds for
 //     grants under the host's /tmp are made read-only too (a write beside
 //     a grant fails with EROFS rather than landing in the private tmpfs);
 //     then remounts that root read-only and pivot_roots into it,
@@ -97,8 +99,10 @@
 // refused, but a denied directory's contents may have links elsewhere in a
 // grant); CPU exhaustion within the rlimits, and memory use up to
 // RLIMIT_AS per process (not per tree) when no memory cgroup is writable;
-// covert channels. Deny paths that do not exist when the
-// run starts are not hidden if the process creates them.
+// covert channels. Deny paths that do not exist when the run starts are
+// not hidden if the process creates them, and a pin or a mask made for one
+// process does not bind processes started before it (each sandbox is built
+// from the paths of its own start).
 //
 // Runner, Start and Run are safe for concurrent use. The filter is written
 // for linux/amd64; other platforms fail closed.

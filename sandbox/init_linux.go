@@ -446,6 +446,11 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 			return nil, err
 		}
 	}
+	// Pinned paths, then denied ones: every path whose name must stay
+	// becomes a mount point, which cannot be renamed or removed.
+	if err := pin(cfg.Pin); err != nil {
+		return nil, err
+	}
 	// Denied paths: cover each with an empty, mode-000, read-only object.
 	if err := maskDenied(cfg.Deny); err != nil {
 		return nil, err
@@ -526,6 +531,23 @@ func writeIdentity() error {
 	for name, body := range files {
 		if err := writeFile(stage+name, []byte(body), 0o644); err != nil {
 			return setupFail("write", name, err)
+		}
+	}
+	return nil
+}
+
+// pin makes each path (sorted parents first) a mount point of itself. The
+// bind is recursive, so a grant or pin already mounted below stays
+// visible, and it keeps the flags of the mount it is taken from (a pin
+// inside a read-write grant stays writable). rename(2), unlink(2) and
+// rmdir(2) of a mount point fail with EBUSY in the namespace that holds
+// it, which is the sandboxed process's; a rename of an ancestor would
+// carry the mount along, which is why Derive pins every ancestor too.
+func pin(paths []string) error {
+	for _, p := range paths {
+		target := stage + p
+		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return setupFail("pin", p, err)
 		}
 	}
 	return nil

@@ -184,6 +184,18 @@ type Spec struct {
 	// refused (the other names could not be hidden). A deny path that does
 	// not exist is ignored.
 	Deny []string
+	// Pin are paths inside read-write grants whose names must stay what
+	// they are: each becomes a mount point of itself, with the access of
+	// the grant it lies in, and the kernel refuses to rename, remove or
+	// replace a mount point (EBUSY) or to link or rename anything across
+	// it (EXDEV). Pinning every directory between a grant and a hidden or
+	// protected path keeps a process from moving that path out from under
+	// the name a deny rule matches (mv docs docs2 exposing docs/private as
+	// docs2/private to the next, name-based check) or from replacing its
+	// parent (mv .norma x && mkdir .norma). A Deny path is a mount point
+	// already. A pin that does not exist, lies outside every read-write
+	// grant, is a grant itself or lies under a Deny path is ignored.
+	Pin []string
 	// Env is the complete environment, as KEY=VALUE. Nothing is inherited.
 	Env []string
 	// Network is the network mode; NetBroker requires Broker.
@@ -269,7 +281,7 @@ func (s *Spec) validate() error {
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
 		return specErr("argv", "", "empty command")
 	}
-	for _, group := range [][]string{s.ReadOnly, s.ReadWrite, s.Deny} {
+	for _, group := range [][]string{s.ReadOnly, s.ReadWrite, s.Deny, s.Pin} {
 		for _, p := range group {
 			if !filepath.IsAbs(p) {
 				return specErr("path", p, "not absolute")

@@ -169,9 +169,14 @@ var protected = []string{
 // files, and Norma's state and user settings directories when they lie
 // inside the workspace (a run in $HOME). A deny in the workspace layer
 // binds every built-in tool and plugin and hides the paths in the shell's
-// sandbox.
+// sandbox, whose pins keep these names from being moved (see
+// sandboxpolicy.Derive); the file tools also refuse the directories by
+// identity (agent.WithProtected). The directories are compared with
+// symbolic links resolved, as the guards name paths: a workspace or a
+// state directory given through a link is still found inside.
 func withFloor(l *manifest.Layer, dir string, denyGlobs []string, others ...string) *manifest.Layer {
 	deny := slices.Clone(protected)
+	dir = realPath(dir)
 	for _, o := range others {
 		if o == "" {
 			continue
@@ -180,7 +185,7 @@ func withFloor(l *manifest.Layer, dir string, denyGlobs []string, others ...stri
 		if err != nil {
 			continue
 		}
-		rel, err := filepath.Rel(dir, abs)
+		rel, err := filepath.Rel(dir, realPath(abs))
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || strings.ContainsAny(rel, "*?[]{}\\") {
 			continue
 		}
@@ -212,6 +217,15 @@ func withFloor(l *manifest.Layer, dir string, denyGlobs []string, others ...stri
 	}
 	out.Permissions.Filesystem = fs
 	return out
+}
+
+// realPath is p with symbolic links resolved, or p itself when it cannot
+// be resolved (it does not exist yet: nothing to find under it).
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // ruleDenies are the globs of the path deny rules (Read, Write, Edit): they

@@ -178,6 +178,15 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("workspace: %s is not a directory", o.Dir)
 	}
+	if o.Home != "" {
+		// The floor keeps the state directory out of a workspace that
+		// holds it; a workspace inside the state directory would hand the
+		// tools the part of it below the workspace, under names no deny
+		// rule matches.
+		if rel, err := filepath.Rel(realPath(o.Home), realPath(dir)); err == nil && rel != "." && filepath.IsLocal(rel) {
+			return nil, fmt.Errorf("workspace: %s lies inside Norma's state directory %s; choose a workspace outside it", o.Dir, o.Home)
+		}
+	}
 	tr, err := resolve(dir, &o, o.Policy != nil)
 	if err != nil {
 		return nil, err
@@ -284,7 +293,7 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 		}
 	}
 	return sandboxpolicy.NewRunner(sandboxpolicy.RunnerConfig{Workspace: r.dir, Policy: r.builtin.Policy,
-		Layers: layers, Env: r.opts.ShellEnv, Limits: r.opts.Limits})
+		Layers: layers, Protected: []string{r.opts.Home, r.opts.Settings.UserDir}, Env: r.opts.ShellEnv, Limits: r.opts.Limits})
 }
 
 // loadPlugins loads every installed plugin through the plugin host, with
@@ -402,6 +411,7 @@ func (r *Runtime) options() []agent.Option {
 		agent.WithRules(r.opts.Rules), agent.WithAudit(r.opts.Audit),
 		agent.WithNetwork(r.opts.Resolver, r.opts.RootCAs), agent.WithHooks(r.hooks),
 		agent.WithRedactor(r.opts.Redactor),
+		agent.WithProtected(r.opts.Home, r.opts.Settings.UserDir),
 	}
 	if r.exec != nil {
 		opts = append(opts, agent.WithProcessRunner(r.exec))

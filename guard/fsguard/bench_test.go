@@ -63,6 +63,21 @@ func BenchmarkReadFileSmall(b *testing.B) {
 			}
 		}
 	})
+	// With a protected directory (Norma's state directory, as a run opens
+	// the guard): one fstatat per component of the path.
+	prot, err := NewWithOptions(filepath.Join(base, "ws"), benchPolicy(), &Options{Protected: []string{filepath.Join(base, "outside")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prot.Close()
+	b.Run("guard-protected", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := prot.ReadFile(ctx, "sub/code.go"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("os", func(b *testing.B) {
 		p := filepath.Join(base, "ws/sub/code.go")
 		b.ReportAllocs()
@@ -129,6 +144,21 @@ func BenchmarkWalkDir50k(b *testing.B) {
 		for b.Loop() {
 			n := 0
 			f.WalkDir(ctx, "tree", func(string, fs.DirEntry, error) error { n++; return nil })
+			if n < 50_000 {
+				b.Fatalf("walked %d entries", n)
+			}
+		}
+	})
+	prot, err := NewWithOptions(filepath.Join(base, "ws"), benchPolicy(), &Options{Protected: []string{filepath.Join(base, "outside")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prot.Close()
+	b.Run("guard-globs-protected", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			n := 0
+			prot.WalkDir(ctx, "tree", func(string, fs.DirEntry, error) error { n++; return nil })
 			if n < 50_000 {
 				b.Fatalf("walked %d entries", n)
 			}

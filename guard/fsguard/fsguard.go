@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/fileid"
 )
 
 // Scheme is the URI prefix a tool may put in front of a workspace-relative
@@ -78,7 +79,9 @@ var errNotInitialized = errors.New("fsguard: FS not created with New")
 // refused with SPECIAL_FILE_REFUSED.
 //
 // What the guard does not protect against: like [os.Root] it does not stop
-// traversal of mount points or bind mounts inside the workspace; it cannot
+// traversal of mount points or bind mounts inside the workspace (except
+// into a directory of [Options.Protected], which it recognizes by
+// identity under any name); it cannot
 // bound what another process does with a file once opened; a file opened
 // before a permission change keeps working; files returned by Open and
 // OpenFile stay usable after Close. The OS sandbox is the second line.
@@ -96,10 +99,35 @@ type FS struct {
 	dir     *os.File // the workspace directory, opened through root
 	dirfd   int      // dir's descriptor, the anchor of every openat2
 
+	// protected are the identities of the directories no operation may
+	// reach (Options.Protected), recorded when the FS was created.
+	protected fileid.Set
+
 	// state is 1 bit "closed" and, above it, the count of operations in
 	// flight, so that Close never closes dirfd under a running openat2 (the
 	// number could be reused by an unrelated directory).
 	state atomic.Int64
+}
+
+// Options configure [NewWithOptions]; the zero value is what [New] does.
+type Options struct {
+	// Protected are absolute host paths of directories that no operation
+	// may reach, whatever name leads there: their device and inode are
+	// recorded when the FS is created, and an operation whose canonical
+	// path passes through a directory of that identity, or a listing, walk
+	// or rename that meets one, is refused with PROTECTED_PATH even when
+	// the checker allows the name. Norma protects its state directory so:
+	// a deny rule matches the name the directory had when the policy was
+	// compiled, and this also holds when the directory was renamed since,
+	// is reached through a bind mount of it, or when the rule was written
+	// for a name the workspace spells differently (a symbolic link on the
+	// way to it). A path that does not exist is left out; one that is not a
+	// directory is an error. The check costs one fstatat(2) per component
+	// of each operation's path (and one per directory a walk enters); a
+	// rename made between that check and the use is not seen, which only
+	// a process outside the OS sandbox could do, since the sandbox keeps
+	// these names from being changed.
+	Protected []string
 }
 
 // New opens root, an absolute path to an existing directory, as the
@@ -108,6 +136,11 @@ type FS struct {
 // afterwards does not redirect the guard. New returns [ErrUnsupportedPlatform]
 // where the guard cannot enforce its guarantees.
 func New(root string, checker capability.Decider) (*FS, error) {
+	return NewWithOptions(root, checker, nil)
+}
+
+// NewWithOptions is [New] with options; nil opts is New.
+func NewWithOptions(root string, checker capability.Decider, opts *Options) (*FS, error) {
 	if checker == nil {
 		return nil, errors.New("fsguard: New: nil checker")
 	}
@@ -128,6 +161,13 @@ func New(root string, checker capability.Decider) (*FS, error) {
 		d.Close()
 		r.Close()
 		return nil, err
+	}
+	if opts != nil {
+		if f.protected, err = fileid.Record(opts.Protected...); err != nil {
+			d.Close()
+			r.Close()
+			return nil, fmt.Errorf("fsguard: New: protected directory: %w", err)
+		}
 	}
 	return f, nil
 }
@@ -257,8 +297,28 @@ func escape(detail string) *capability.Error {
 }
 
 // check asks the checker about kind on the canonical path p and turns
-// anything but Allow into a *capability.Error.
+// anything but Allow into a *capability.Error; an allowed path that passes
+// through a protected directory is refused too.
 func (f *FS) check(ctx context.Context, kind capability.Kind, p string) error {
+	if err := f.decide(ctx, kind, p); err != nil {
+		return err
+	}
+	if f.protected.Len() > 0 {
+		return f.reach(kind, p)
+	}
+	return nil
+}
+
+// protectedErr is the refusal of a path that reaches a protected
+// directory.
+func protectedErr(kind capability.Kind, p string) *capability.Error {
+	return capability.Denied(capability.ReasonProtectedPath, capability.Request{Kind: kind, Path: p}.String(),
+		"the path leads into a directory Norma protects (its state directory), whatever its name")
+}
+
+// decide is check without the protected directories: the checker's
+// answer alone.
+func (f *FS) decide(ctx context.Context, kind capability.Kind, p string) error {
 	req := capability.Request{Kind: kind, Path: p}
 	d, panicked := callPolicy(ctx, f.checker, req)
 	if d.Mode == capability.Allow && !panicked {

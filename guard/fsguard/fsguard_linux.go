@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/fileid"
 )
 
 // resolveFlags make the kernel refuse, at use time, any ".." above the
@@ -384,6 +385,14 @@ func writeAll(fd int, data []byte) error {
 }
 
 func (f *FS) sysMkdirAll(ctx context.Context, p string, perm fs.FileMode) error {
+	if f.protected.Len() > 0 {
+		// Existing directories are not checked, but one that is (or lies
+		// in) a protected directory is refused: even its existence is
+		// not told.
+		if err := f.reach(capability.FSWrite, p); err != nil {
+			return err
+		}
+	}
 	if p == "." {
 		return nil
 	}
@@ -499,6 +508,56 @@ func (f *FS) sysRename(ctx context.Context, oldp, newp string) error {
 	return unix.Renameat(ofd, obase, nfd, nbase)
 }
 
+// isProtected reports whether the entry name of the directory open at fd
+// (or, with fd the workspace's, the canonical path name) is a protected
+// directory. A name that does not exist is not.
+func (f *FS) isProtected(fd int, name string) bool {
+	var st unix.Stat_t
+	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return false
+	}
+	return f.protected.Has(fileid.ID{Dev: st.Dev, Ino: st.Ino})
+}
+
+// reach refuses the canonical path p when it or a directory on the way to
+// it is protected. p has no symbolic link, so each prefix names exactly
+// the directory the operation will pass through.
+func (f *FS) reach(kind capability.Kind, p string) error {
+	if f.isProtected(f.dirfd, ".") {
+		return protectedErr(kind, p)
+	}
+	if p == "." {
+		return nil
+	}
+	for i := 0; ; {
+		j := strings.IndexByte(p[i:], '/')
+		q := p
+		if j >= 0 {
+			q = p[:i+j]
+		}
+		if f.isProtected(f.dirfd, q) {
+			return protectedErr(kind, p)
+		}
+		if j < 0 {
+			return nil
+		}
+		i += j + 1
+	}
+}
+
+// checkEntry is check for the entry name of the directory open at fd,
+// whose canonical path is p: the directories above it were checked on the
+// way down, so only the entry itself is looked at.
+func (f *FS) checkEntry(ctx context.Context, kind capability.Kind, fd int, name, p string, typ fs.FileMode) error {
+	if err := f.decide(ctx, kind, p); err != nil {
+		return err
+	}
+	if f.protected.Len() > 0 && typ.IsDir() && f.isProtected(fd, name) {
+		return protectedErr(kind, p)
+	}
+	return nil
+}
+
 func (f *FS) checkTree(ctx context.Context, fd int, oldp, newp string, n *int, buf []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -512,10 +571,10 @@ func (f *FS) checkTree(ctx context.Context, fd int, oldp, newp string, n *int, b
 			return denied(capability.ReasonInvalidRequest, capability.FSWrite, oldp, "directory too large to rename through the guard")
 		}
 		o, nw := oldp+"/"+e.name, newp+"/"+e.name
-		if err := f.check(ctx, capability.FSWrite, o); err != nil {
+		if err := f.checkEntry(ctx, capability.FSWrite, fd, e.name, o, e.typ); err != nil {
 			return err
 		}
-		if err := f.check(ctx, capability.FSWrite, nw); err != nil {
+		if err := f.decide(ctx, capability.FSWrite, nw); err != nil {
 			return err
 		}
 		if e.typ.IsDir() {
@@ -704,7 +763,7 @@ func (f *FS) sysReadDir(ctx context.Context, p string) ([]fs.DirEntry, error) {
 	out := make([]fs.DirEntry, 0, len(ents))
 	for _, e := range ents {
 		child := join(p, e.name)
-		if f.check(ctx, capability.FSRead, child) != nil {
+		if f.checkEntry(ctx, capability.FSRead, fd, e.name, child, e.typ) != nil {
 			continue
 		}
 		out = append(out, &dirEntry{f: f, path: child, name: e.name, typ: e.typ})
@@ -758,7 +817,7 @@ func (f *FS) walkDir(ctx context.Context, parentfd int, name, p string, d *dirEn
 	}
 	for _, e := range ents {
 		child := join(p, e.name)
-		if f.check(ctx, capability.FSRead, child) != nil {
+		if f.checkEntry(ctx, capability.FSRead, fd, e.name, child, e.typ) != nil {
 			continue // denied entries are neither reported nor entered
 		}
 		cd := &dirEntry{f: f, path: child, name: e.name, typ: e.typ}

@@ -4,6 +4,8 @@ package fsguard
 
 import (
 	"context"
+
+	"github.com/norma-run/norma/capability"
 	"io/fs"
 	"os"
 )
@@ -53,3 +55,5 @@ func (f *FS) sysWalk(context.Context, string, fs.WalkDirFunc) error {
 }
 
 func useErr(err error) error { return err }
+
+func (f *FS) reach(capability.Kind, string) error { return ErrUnsupportedPlatform }

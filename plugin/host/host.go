@@ -72,6 +72,9 @@ type Host struct {
 	mu      sync.Mutex
 	plugins map[string]*Plugin
 	cache   *policy.Cache
+	// prot is the state directory by identity, recorded when the host was
+	// created: every plugin sandbox hides it under any name.
+	prot sandboxpolicy.Protected
 }
 
 // New returns a Host.
@@ -95,7 +98,11 @@ func New(cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Host{cfg: cfg, ca: ca, plugins: map[string]*Plugin{}, cache: policy.NewCache(0)}, nil
+	prot, err := sandboxpolicy.Protect(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	return &Host{cfg: cfg, ca: ca, plugins: map[string]*Plugin{}, cache: policy.NewCache(0), prot: prot}, nil
 }
 
 // Close stops every plugin.

@@ -104,7 +104,7 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		}
 		env = append(env, e)
 	}
-	paths, err := sandboxpolicy.Derive(ctx, cfg.Workspace, p.set, p.m.Permissions, p.grantPerms())
+	paths, err := sandboxpolicy.Derive(ctx, cfg.Workspace, p.set, p.h.prot, p.m.Permissions, p.grantPerms())
 	if err != nil {
 		return sandbox.Spec{}, err
 	}
@@ -114,6 +114,7 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		ReadOnly:  append([]string{p.dir, p.h.ca.CertPath()}, paths.ReadOnly...),
 		ReadWrite: paths.ReadWrite,
 		Deny:      paths.Deny,
+		Pin:       paths.Pin,
 		Env:       env,
 		Network:   sandbox.NetBroker,
 		Broker:    ln.serve,

@@ -1,8 +1,9 @@
 // Package sandboxpolicy builds a sandbox's mounts and limits from a
 // compiled policy, so the OS enforces the same answer the policy gives
 // ("enforce twice"). [Derive] turns the effective file capabilities of a
-// [policy.Set] into the read-only, read-write and hidden paths of a
-// [sandbox.Spec]; [DefaultLimits] are the resource limits Norma gives a
+// [policy.Set] into the read-only, read-write, hidden and pinned paths of
+// a [sandbox.Spec] (pins keep the names the policy decides on from being
+// moved; [Protect] adds directories hidden by identity); [DefaultLimits] are the resource limits Norma gives a
 // sandboxed process tree when nothing narrower is configured. [Runner] is
 // the built-in tools' process capability (a tool.Runner): every command it
 // runs or starts gets a sandbox derived at that moment from the one

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/fileid"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox"
@@ -42,7 +43,7 @@ const DefaultMemory = 4 << 30
 // Paths are the host paths a sandboxed process sees: the fields of the
 // same names in [sandbox.Spec].
 type Paths struct {
-	ReadOnly, ReadWrite, Deny []string
+	ReadOnly, ReadWrite, Deny, Pin []string
 }
 
 // Derive derives the sandbox's view of the workspace ws from the effective
@@ -57,13 +58,28 @@ type Paths struct {
 //     process sees nothing rather than too much);
 //   - under every granted directory, each entry the policy does not allow
 //     (a deny glob such as **/.env*, a file outside a narrower grant) is
-//     added to Deny, which the sandbox hides.
+//     added to Deny, which the sandbox hides;
+//   - inside every read-write directory, each directory between it and a
+//     hidden entry, and each between it and the literal prefix of a deny
+//     glob (docs/private/*.key → docs/private, .norma/policy.yaml →
+//     .norma; the longest prefix that exists), is added to Pin, which the
+//     sandbox makes a mount point that cannot be renamed or removed. The
+//     policy decides by name; pins keep the names true, so that neither
+//     `mv docs docs2` nor `mv .norma x && mkdir .norma` can move a denied
+//     tree out from under its deny rule or replace a protected one.
+//
+// prot are directories hidden by identity, whatever their name (Norma's
+// state directory, recorded by [Protect] when the run opened): a directory
+// under a bind with the device and inode of one is hidden too, so that a
+// state directory renamed on the host or bound into the workspace under
+// another name stays out of reach (a bind that is itself protected is an
+// error).
 //
 // Write candidates that do not exist yet are created (they are granted
 // writes); read candidates that do not exist are left out. layers are the
 // permissions of the policy's layers (manifest, grant, workspace, run).
 // More than [MaxWalk] entries under the granted directories is an error.
-func Derive(ctx context.Context, ws string, set *policy.Set, layers ...manifest.Permissions) (Paths, error) {
+func Derive(ctx context.Context, ws string, set *policy.Set, prot Protected, layers ...manifest.Permissions) (Paths, error) {
 	var p Paths
 	ws, err := filepath.Abs(ws)
 	if err != nil {
@@ -89,10 +105,53 @@ func Derive(ctx context.Context, ws string, set *policy.Set, layers ...manifest.
 	p.ReadOnly = slices.DeleteFunc(p.ReadOnly, func(r string) bool {
 		return slices.ContainsFunc(p.ReadWrite, func(w string) bool { return within(r, w) })
 	})
-	if p.Deny, err = hidden(ctx, ws, set, p); err != nil {
+	if p.Deny, err = hidden(ctx, ws, set, p, prot.ids); err != nil {
 		return Paths{}, err
 	}
+	p.Pin = pinned(ws, p, layers)
 	return p, nil
+}
+
+// pinned returns the sorted directories Derive pins (see there): inside
+// each read-write bind, the ancestors of every hidden entry and the
+// longest existing literal prefix of every deny glob with its ancestors,
+// the bind itself and anything hidden left out.
+func pinned(ws string, p Paths, layers []manifest.Permissions) []string {
+	var out []string
+	add := func(abs string) {
+		for _, root := range p.ReadWrite {
+			for a := abs; a != root && within(a, root); a = filepath.Dir(a) {
+				out = append(out, a)
+			}
+		}
+	}
+	for _, d := range p.Deny {
+		add(filepath.Dir(d))
+	}
+	for _, l := range layers {
+		if l.Filesystem == nil {
+			continue
+		}
+		for _, g := range l.Filesystem.Deny {
+			pre := literalDir(manifest.WorkspaceGlob(g))
+			if pre == "" || pre == "." || !filepath.IsLocal(filepath.FromSlash(pre)) {
+				continue
+			}
+			abs := filepath.Join(ws, filepath.FromSlash(pre))
+			for abs != ws {
+				if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+					break
+				}
+				abs = filepath.Dir(abs)
+			}
+			add(abs)
+		}
+	}
+	out = slices.DeleteFunc(out, func(a string) bool {
+		return slices.ContainsFunc(p.Deny, func(d string) bool { return within(a, d) })
+	})
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // candidates returns the sorted, distinct literal directories of the
@@ -133,11 +192,25 @@ func granted(ctx context.Context, set *policy.Set, kind capability.Kind, cands [
 	return out
 }
 
+// Protected is a set of directories known by identity (device and
+// inode), recorded by [Protect]. The zero value protects nothing. It is
+// immutable and safe for concurrent use.
+type Protected struct{ ids fileid.Set }
+
+// Protect records the identities of the directories among paths (see
+// fileid.Record: symbolic links followed, "" and missing paths skipped,
+// a path that is not a directory an error), so that [Derive] hides them
+// under whatever name they have later.
+func Protect(paths ...string) (Protected, error) {
+	ids, err := fileid.Record(paths...)
+	return Protected{ids: ids}, err
+}
+
 // hidden walks the binds of p and returns every entry under them the
-// policy does not allow. A read-write bind is judged on writes (what the
-// process may change there it may also read back); a read-only one on
-// reads.
-func hidden(ctx context.Context, ws string, set *policy.Set, p Paths) ([]string, error) {
+// policy does not allow, and every directory whose identity is in ids. A
+// read-write bind is judged on writes (what the process may change there
+// it may also read back); a read-only one on reads.
+func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid.Set) ([]string, error) {
 	var deny []string
 	seen := 0
 	for _, root := range slices.Concat(p.ReadOnly, p.ReadWrite) {
@@ -151,6 +224,19 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths) ([]string,
 			}
 			if seen++; seen > MaxWalk {
 				return fmt.Errorf("sandboxpolicy: more than MaxWalk (%d) entries under the granted paths", MaxWalk)
+			}
+			if ids.Len() > 0 && d.IsDir() {
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				if id, ok := fileid.Of(fi); ok && ids.Has(id) {
+					if abs == root {
+						return fmt.Errorf("sandboxpolicy: %s is a protected directory and cannot be granted", abs)
+					}
+					deny = append(deny, abs)
+					return filepath.SkipDir
+				}
 			}
 			if abs == root {
 				return nil // granted by the decision in Derive

@@ -31,8 +31,11 @@ func TestDerive(t *testing.T) {
 		name                      string
 		fs                        string // the manifest's filesystem block
 		readOnly, readWrite, deny []string
+		pin                       []string
 		created                   []string // directories Derive must create
 		root                      bool     // propose the workspace root too, as tools/shell does
+		extra                     []string // files besides tree
+		protected                 []string // directories hidden by identity
 	}{{
 		name:     "literal prefixes, deny hidden",
 		fs:       "    read: [workspace://docs/**]\n    write: [workspace://out/**]\n    deny: [workspace://**/.env*]\n",
@@ -45,6 +48,29 @@ func TestDerive(t *testing.T) {
 		root:     true,
 		readOnly: []string{"."}, readWrite: []string{"src"},
 		deny: []string{".env", "docs/.env", "secret", "src/.env.local"},
+	}, {
+		// Read-write root: every directory between the root and a hidden
+		// path, or the existing prefix of a deny glob, keeps its name.
+		name: "pins",
+		fs: "    read: [workspace://**]\n    write: [workspace://**]\n" +
+			"    deny: [workspace://**/.env*, 'workspace://docs/api/keys/*.pem', workspace://.norma/policy.yaml," +
+			" workspace://.norma/settings.local.yaml, workspace://.local/state/norma/**, workspace://gone/x/**]\n",
+		root:      true,
+		extra:     []string{".norma/policy.yaml", ".norma/memory/m.md", ".local/state/norma/secrets/key", "docs/api/keys/k.pem"},
+		readWrite: []string{"."},
+		deny:      []string{".env", ".local/state/norma", ".norma/policy.yaml", "docs/.env", "docs/api/keys/k.pem", "src/.env.local"},
+		pin:       []string{".local", ".local/state", ".norma", "docs", "docs/api", "docs/api/keys", "src"},
+	}, {
+		// A protected directory is hidden by identity under any name (here
+		// one no deny rule matches), and its parents are pinned.
+		name:      "protected by identity",
+		fs:        "    read: [workspace://**]\n    write: [workspace://**]\n",
+		root:      true,
+		extra:     []string{"home/renamed-state/secrets/key"},
+		protected: []string{"home/renamed-state", "missing"},
+		readWrite: []string{"."},
+		deny:      []string{"home/renamed-state"},
+		pin:       []string{"home"},
 	}, {
 		name:      "write covers read",
 		fs:        "    read: [workspace://docs/api/**]\n    write: [workspace://docs/**]\n",
@@ -61,7 +87,7 @@ func TestDerive(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
-			for _, f := range tree {
+			for _, f := range slices.Concat(tree, tc.extra) {
 				p := filepath.Join(ws, f)
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					t.Fatal(err)
@@ -80,11 +106,8 @@ func TestDerive(t *testing.T) {
 			}
 			layers := []manifest.Permissions{m.Permissions}
 			if tc.root {
-				layers = append(layers, manifest.Permissions{Filesystem: &manifest.Filesystem{Read: []string{manifest.WorkspaceScheme + "."}}})
-			}
-			got, err := Derive(t.Context(), ws, set, layers...)
-			if err != nil {
-				t.Fatalf("Derive: %v", err)
+				layers = append(layers, manifest.Permissions{Filesystem: &manifest.Filesystem{
+					Read: []string{manifest.WorkspaceScheme + "."}, Write: []string{manifest.WorkspaceScheme + "."}}})
 			}
 			abs := func(rel []string) []string {
 				var out []string
@@ -93,13 +116,22 @@ func TestDerive(t *testing.T) {
 				}
 				return out
 			}
+			prot, err := Protect(abs(tc.protected)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Derive(t.Context(), ws, set, prot, layers...)
+			if err != nil {
+				t.Fatalf("Derive: %v", err)
+			}
 			// A bind nested in another is walked twice: its entries may repeat.
 			slices.Sort(got.Deny)
 			got.Deny = slices.Compact(got.Deny)
 			for _, c := range []struct {
 				field     string
 				got, want []string
-			}{{"ReadOnly", got.ReadOnly, abs(tc.readOnly)}, {"ReadWrite", got.ReadWrite, abs(tc.readWrite)}, {"Deny", got.Deny, abs(tc.deny)}} {
+			}{{"ReadOnly", got.ReadOnly, abs(tc.readOnly)}, {"ReadWrite", got.ReadWrite, abs(tc.readWrite)}, {"Deny", got.Deny, abs(tc.deny)},
+				{"Pin", got.Pin, abs(tc.pin)}} {
 				if !slices.Equal(c.got, c.want) {
 					t.Errorf("Derive(%q).%s:\n\tgot  %q\n\twant %q", tc.fs, c.field, c.got, c.want)
 				}

@@ -36,6 +36,11 @@ type RunnerConfig struct {
 	// the workspace root (docs/** proposes docs); Policy decides which of
 	// them are granted. Nil proposes the workspace root only.
 	Layers []manifest.Permissions
+	// Protected are directories every process is kept out of by identity
+	// as well as by the policy's deny rules (Norma's state and user
+	// settings directories; see [Derive]); their identities are recorded
+	// by NewRunner.
+	Protected []string
 	// Env is the complete environment, KEY=VALUE; nothing is inherited.
 	// PATH, HOME and TMPDIR get defaults when absent. Names a shell
 	// interprets as code (BASH_ENV, ENV, PROMPT_COMMAND, PS1, BASH_FUNC_*,
@@ -68,9 +73,10 @@ type RunnerConfig struct {
 // Errors are *capability.Error values (layer sandbox, see
 // [sandbox.NewError]); on error nothing ran.
 type Runner struct {
-	cfg RunnerConfig
-	ws  string
-	env []string
+	cfg  RunnerConfig
+	ws   string
+	env  []string
+	prot Protected
 }
 
 var _ tool.Runner = (*Runner)(nil)
@@ -114,7 +120,11 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Limits == (sandbox.Limits{}) {
 		cfg.Limits = DefaultLimits
 	}
-	return &Runner{cfg: cfg, ws: ws, env: setEnv(cfg.Env, defaultEnv, true)}, nil
+	prot, err := Protect(cfg.Protected...)
+	if err != nil {
+		return nil, configErr("protected directory: %v", err)
+	}
+	return &Runner{cfg: cfg, ws: ws, env: setEnv(cfg.Env, defaultEnv, true), prot: prot}, nil
 }
 
 // checkEnv validates environment entries: KEY=VALUE, each name once, no
@@ -256,7 +266,7 @@ func (r *Runner) spec(ctx context.Context, cmd tool.Command) (sandbox.Spec, erro
 		Read:  []string{manifest.WorkspaceScheme + "."},
 		Write: []string{manifest.WorkspaceScheme + "."},
 	}}
-	p, err := Derive(ctx, r.ws, r.cfg.Policy, append(slices.Clone(r.cfg.Layers), root)...)
+	p, err := Derive(ctx, r.ws, r.cfg.Policy, r.prot, append(slices.Clone(r.cfg.Layers), root)...)
 	if err != nil {
 		return sandbox.Spec{}, sandbox.NewError(capability.ReasonSandboxSetupFailed, "derive", "",
 			"deriving the sandbox's view of the workspace", err)
@@ -271,6 +281,7 @@ func (r *Runner) spec(ctx context.Context, cmd tool.Command) (sandbox.Spec, erro
 		ReadOnly:  p.ReadOnly,
 		ReadWrite: p.ReadWrite,
 		Deny:      p.Deny,
+		Pin:       p.Pin,
 		Env:       setEnv(r.env, cmd.Env, false),
 		Network:   r.cfg.Network,
 		Broker:    r.cfg.Broker,

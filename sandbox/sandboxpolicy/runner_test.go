@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/treetest"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox"
@@ -247,5 +248,30 @@ echo made > src/ok.txt && echo control-ok`
 				}
 			}
 		})
+	}
+}
+
+// TestRunnerStartPins: a process started with Start (what background
+// tasks and PTY sessions use) gets the same pins as Run: renaming the
+// parent of a hidden file or removing it fails in the sandbox, and the
+// workspace is unchanged.
+func TestRunnerStartPins(t *testing.T) {
+	sandboxtest.Require(t)
+	r, err := NewRunner(newRunnerConfig(t, runnerFS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := treetest.Snapshot(t, r.ws)
+	for _, script := range []string{"mv docs docs2", "mv src src2", "rmdir docs/.env", "mv docs/.env docs/env && cat docs/env"} {
+		var out bytes.Buffer
+		p, err := r.Start(t.Context(), tool.Command{Argv: []string{"/bin/sh", "-c", script}, Stdout: &out, Stderr: &out})
+		if err != nil {
+			t.Fatalf("Start(%q): %v", script, err)
+		}
+		res, err := p.Wait()
+		if err != nil || res.ExitCode == 0 || strings.Contains(out.String(), "content of") {
+			t.Errorf("Start(%q) = %+v, %v, output %q; want a failure that shows nothing", script, res, err, out.String())
+		}
+		treetest.Equal(t, r.ws, before)
 	}
 }

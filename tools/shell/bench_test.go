@@ -46,7 +46,7 @@ func BenchmarkSandboxPaths(b *testing.B) {
 	ls := layers(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := sandboxpolicy.Derive(b.Context(), f.ws, f.set, ls...); err != nil {
+		if _, err := sandboxpolicy.Derive(b.Context(), f.ws, f.set, sandboxpolicy.Protected{}, ls...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -57,7 +57,7 @@ func BenchmarkSandboxPaths(b *testing.B) {
 func BenchmarkSandboxTrue(b *testing.B) {
 	requireSandbox(b)
 	f := newFixture(b, fixtureOpts{})
-	p, err := sandboxpolicy.Derive(b.Context(), f.ws, f.set, layers(b)...)
+	p, err := sandboxpolicy.Derive(b.Context(), f.ws, f.set, sandboxpolicy.Protected{}, layers(b)...)
 	if err != nil {
 		b.Fatal(err)
 	}
