@@ -6,11 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/treetest"
 	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/provider/scripted"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
 	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/workspace"
@@ -92,15 +90,7 @@ func TestProtectionByIdentity(t *testing.T) {
 	// After Open, which records the workspace files it accepted (their
 	// first sight) in the state directory: from here on, nothing changes.
 	before := treetest.Snapshot(t, dir)
-	sc, err := scripted.Parse("script.yaml", []byte(identityScript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Session(t.Context(), agent.WithProvider(scripted.New(sc), "scripted"), agent.WithStateDir(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := scriptedSession(t, rt, identityScript)
 	out, err := s.Run(t.Context(), "break the names")
 	if err != nil {
 		t.Fatal(err)
@@ -181,15 +171,7 @@ func TestStateDirByIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	sc, err := scripted.Parse("script.yaml", []byte(script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := rt.Session(t.Context(), agent.WithProvider(scripted.New(sc), "scripted"), agent.WithStateDir(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := scriptedSession(t, rt, script)
 	if err := os.Rename(state, filepath.Join(dir, ".local/state/moved")); err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/provider/scripted"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
 	"github.com/norma-run/norma/workspace"
 )
@@ -49,15 +47,7 @@ func TestBashThroughTheRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rt.Close()
-			sc, err := scripted.Parse("script.yaml", []byte(script))
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := rt.Session(t.Context(), agent.WithProvider(scripted.New(sc), "scripted"), agent.WithStateDir(t.TempDir()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := scriptedSession(t, rt, script)
 			out, err := s.Run(t.Context(), "write and read")
 			if err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -273,11 +272,7 @@ func TestDoorPluginPreviewAndStderr(t *testing.T) {
 	sandboxtest.Require(t)
 	home, work, ws := t.TempDir(), t.TempDir(), t.TempDir()
 	bin := filepath.Join(work, "echo-bin")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "../../examples/plugins/echo")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	buildEcho(t, bin)
 	key := filepath.Join(work, "dev")
 	mustNorma(t, "plugin", "keygen", "--out", key)
 	mustNorma(t, "--home", home, "plugin", "trust", "add", key+".pub", "--publisher", "Example", "--prefix", "com.example")

@@ -14,6 +14,16 @@ import (
 // The plugin host re-executes this test binary as the sandbox init.
 func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
+// buildEcho builds the example echo plugin's binary (static) at out.
+func buildEcho(t *testing.T, out string) {
+	t.Helper()
+	build := exec.Command("go", "build", "-trimpath", "-o", out, "../../examples/plugins/echo")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+}
+
 // TestPluginCLIToRun is what a user does with a plugin, through the CLI
 // only: keygen, trust, sign, verify, install headless with a grant file,
 // list, then `norma run` calling the plugin's tool through the gate, and
@@ -23,11 +33,7 @@ func TestPluginCLIToRun(t *testing.T) {
 	home, work := t.TempDir(), t.TempDir()
 	pkg := filepath.Join(work, "echo")
 	os.MkdirAll(filepath.Join(pkg, "bin"), 0o755)
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(pkg, "bin", "echo"), "../../examples/plugins/echo")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	buildEcho(t, filepath.Join(pkg, "bin", "echo"))
 	data, _ := os.ReadFile("../../examples/plugins/echo/manifest.yaml")
 	os.WriteFile(filepath.Join(pkg, "manifest.yaml"), data, 0o644)
 	grant := filepath.Join(work, "grant.yaml")
@@ -200,11 +206,7 @@ func TestPluginDevSameVersionCLI(t *testing.T) {
 	sandboxtest.Require(t)
 	home, work, ws := t.TempDir(), t.TempDir(), t.TempDir()
 	bin := filepath.Join(work, "echo-bin")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "../../examples/plugins/echo")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	buildEcho(t, bin)
 	grant := filepath.Join(work, "grant.yaml")
 	os.WriteFile(grant, []byte("schema_version: 2\nkind: grant\npermissions: {}\n"), 0o644)
 	mustNorma(t, "--home", home, "plugin", "install", "--dev", echoPkg(t, echoManifest("1.0.0", "", "  {}\n"), bin, ""), "--yes", "--grant", grant)
