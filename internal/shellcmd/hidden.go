@@ -30,6 +30,7 @@ const (
 	whyBuiltinArg = "a builtin whose computed argument can run commands or change how later commands are found"
 	whyLet        = "let evaluates arithmetic"
 	whyRunsCode   = "a builtin that runs or loads code the command does not show"
+	whyExtGlob    = "an extended glob pattern holds an expansion (bash runs it; the parser keeps the pattern as text)"
 )
 
 // commandVars are variables that programs read to decide what to run
@@ -205,6 +206,13 @@ func (s *Effects) node(n syntax.Node, exempt map[*syntax.Assign]bool) {
 			if v, ok := wordValue(n.Name); !ok || dangerous(v) {
 				s.setUnknown(whyDangerVar)
 			}
+		}
+	case *syntax.ExtGlob:
+		// The parser keeps @(…), !(…), +(…), *(…) and ?(…) as literal
+		// text, but bash expands what is inside: [[ x == @($(cmd)) ]]
+		// (where [[ ]] always reads extended globs) runs cmd.
+		if n.Pattern != nil && strings.ContainsAny(n.Pattern.Value, "$`") {
+			s.setUnknown(whyExtGlob)
 		}
 	case *syntax.Redirect:
 		if n.N != nil && !isDigits(n.N.Value) {

@@ -56,6 +56,14 @@ func TestHiddenCode(t *testing.T) {
 		`read -r 'a[$(id)]' <<<1`,
 		`mapfile "$x" </dev/null`,
 		`mapfile -C cb m </dev/null`,
+		// extended globs: the parser keeps the pattern as text, bash
+		// expands it ([[ ]] reads extended globs without shopt)
+		`echo hi && [[ x == @($(id)) ]]`,
+		"[[ x == +(`id`) ]]",
+		`[[ x != !($(id)) ]]`,
+		`[[ x = *($(id)|b) ]]`,
+		`[[ x == a?(${y:-$(id)})b ]]`,
+		"shopt -s extglob\necho @($(id))",
 		`unset "$x"`,
 		`unset 'A[$(id)]'`,
 		`unset a[1]`,
