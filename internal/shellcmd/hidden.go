@@ -402,7 +402,9 @@ func (s *Effects) builtin(argv []string, depth int) {
 // (run commands, functions, expansions), alias definitions, set -k (any
 // NAME=value argument enters the environment), set -H and history
 // expansion, set -a (every later assignment enters the environment),
-// line editing (completion rewrites the line), fc (re-runs history). A computed argument to any of them is refused.
+// line editing (completion rewrites the line), fc (re-runs history),
+// interactive comments (off, a PTY shell runs what follows # on a line
+// the parser read as a comment). A computed argument to any of them is refused.
 func (s *Effects) risky(name string, args []string) {
 	for i, a := range args {
 		if isDynamic(a) {
@@ -444,7 +446,7 @@ func (s *Effects) risky(name string, args []string) {
 			}
 			if (a == "-o" || a == "+o") && i+1 < len(args) {
 				switch args[i+1] {
-				case "keyword", "histexpand", "emacs", "vi", "allexport":
+				case "keyword", "histexpand", "emacs", "vi", "allexport", "interactive-comments":
 					s.setUnknown(whyRunsCode)
 				}
 			}
@@ -452,7 +454,7 @@ func (s *Effects) risky(name string, args []string) {
 				return // positional parameters
 			}
 		case "shopt":
-			if a == "expand_aliases" {
+			if a == "expand_aliases" || a == "interactive_comments" {
 				s.setUnknown(whyRunsCode)
 			}
 		case "fc":

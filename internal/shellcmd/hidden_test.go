@@ -124,6 +124,8 @@ func TestHiddenCode(t *testing.T) {
 		`set -H`,
 		`set "$x"`,
 		`shopt -s expand_aliases`,
+		`shopt -u interactive_comments`,
+		`set +o interactive-comments`,
 		`fc -s`,
 		`sudo -s 'rm x'`,
 		`sh -Ccl 0`,

@@ -87,6 +87,15 @@ func TestPTYHiddenCode(t *testing.T) {
 			t.Errorf("PtySend(%q) in dontAsk = %s %q; want COMMAND_UNPARSEABLE", line, r.Reason, r.Content)
 		}
 	}
+	// Without interactive comments the shell runs what follows #, which
+	// the analysis reads as a comment: the option is refused, so the
+	// line after it is only an echo.
+	for _, line := range []string{`set +o interactive-comments`, `shopt -u interactive_comments`} {
+		if r := f.exec(t, "PtySend", map[string]any{"pty_id": id, "text": line}); r.Reason != capability.ReasonCommandUnparseable || !r.IsError {
+			t.Errorf("PtySend(%q) in dontAsk = %s %q; want COMMAND_UNPARSEABLE", line, r.Reason, r.Content)
+		}
+	}
+	sendRead(t, f, id, `echo comment-ok # ; echo ran >marker`, `comment-ok`)
 	// Everything sent was processed: the shell answers, and still holds x.
 	if got := sendRead(t, f, id, `echo "still-$x"`, `still-a\[`); !strings.Contains(got, "still-a[") {
 		t.Fatalf("PTY after refusals = %q", got)
