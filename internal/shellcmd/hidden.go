@@ -46,6 +46,12 @@ var commandVars = map[string]bool{
 	"all_proxy": true, "ALL_PROXY": true, "no_proxy": true, "NO_PROXY": true,
 }
 
+// intVars are bash's integer variables: a value assigned to one, by any
+// means (RANDOM=v, read, printf -v, for, getopts), is evaluated as
+// arithmetic, so RANDOM='a[$(cmd)]' runs cmd. Only a literal number may
+// be assigned to one (OPTIND=1).
+var intVars = map[string]bool{"RANDOM": true, "SRANDOM": true, "OPTIND": true, "HISTCMD": true}
+
 // dangerous reports whether assigning name can change what later
 // commands do beyond their arguments: a variable of the one list of
 // those that change which code runs ([codeenv.Of]: BASH_ENV, PS4, IFS,
@@ -55,7 +61,7 @@ func dangerous(name string) bool {
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i]
 	}
-	return codeenv.Of(name) != codeenv.None || commandVars[name]
+	return codeenv.Of(name) != codeenv.None || commandVars[name] || intVars[name]
 }
 
 // envStyle reports whether a name is written like an environment
@@ -102,6 +108,13 @@ func numericWord(w *syntax.Word) bool {
 		return numericParam(p)
 	}
 	return false
+}
+
+// numberValue reports whether an assigned value is a decimal number
+// written literally.
+func numberValue(w *syntax.Word) bool {
+	v, ok := wordValue(w)
+	return ok && isDigits(v)
 }
 
 // numberLit reports whether v is an integer constant (10, 0x1f, 2#101).
@@ -256,7 +269,7 @@ func (s *Effects) assign(a *syntax.Assign) {
 	if a.Name == nil {
 		return // a declaration's option or computed word: see decl
 	}
-	if dangerous(a.Name.Value) {
+	if dangerous(a.Name.Value) && !(intVars[a.Name.Value] && a.Index == nil && a.Array == nil && !a.Append && numberValue(a.Value)) {
 		s.setUnknown(whyDangerVar)
 	}
 	if a.Index != nil && !subscriptLiteral(a.Index) {

@@ -100,6 +100,16 @@ func TestHiddenCode(t *testing.T) {
 		`read -r PATH <<<x`,
 		`printf -v PATH %s /tmp`,
 		`exec {IFS}>/dev/null`,
+		// integer variables evaluate what is assigned to them
+		`RANDOM='a[$(id)]'`,
+		`export SRANDOM="$x"`,
+		`read RANDOM <<<x`,
+		`printf -v OPTIND %s x`,
+		`for OPTIND in x; do echo; done`,
+		`mapfile HISTCMD </dev/null`,
+		`getopts ab OPTIND`,
+		`OPTIND=x`,
+		`OPTIND+=1`,
 		// traps, eval, source, code-loading builtins
 		`trap "$x" EXIT`,
 		`eval "$x"`,
@@ -145,6 +155,7 @@ func TestHiddenCode(t *testing.T) {
 	}
 	known := []string{
 		`git status`,
+		`OPTIND=1`,
 		`ls -la | grep x`,
 		`for f in *.go; do gofmt -l "$f"; done`,
 		`FOO=1 go test ./...`,
