@@ -269,7 +269,7 @@ func (s *Effects) assign(a *syntax.Assign) {
 	if a.Name == nil {
 		return // a declaration's option or computed word: see decl
 	}
-	if dangerous(a.Name.Value) && !(intVars[a.Name.Value] && a.Index == nil && a.Array == nil && !a.Append && numberValue(a.Value)) {
+	if dangerous(a.Name.Value) && !(intVars[a.Name.Value] && a.Index == nil && a.Array == nil && !a.Append && (a.Value == nil || numberValue(a.Value))) {
 		s.setUnknown(whyDangerVar)
 	}
 	if a.Index != nil && !subscriptLiteral(a.Index) {

@@ -156,6 +156,7 @@ func TestHiddenCode(t *testing.T) {
 	known := []string{
 		`git status`,
 		`OPTIND=1`,
+		`f() { local OPTIND; getopts ab o; }`,
 		`ls -la | grep x`,
 		`for f in *.go; do gofmt -l "$f"; done`,
 		`FOO=1 go test ./...`,
