@@ -2,12 +2,14 @@ package secret
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -15,7 +17,8 @@ import (
 
 // Redactor rewrites output so that no live secret value (nor a placeholder
 // standing in for one), and no token of a known format, survives. It knows
-// each value in its raw, URL-query-escaped, lower-case hex and base64 forms
+// each value in its raw, reversed, ROT13, URL-query-escaped, hex (either
+// case), base32 and base64 forms
 // (standard and URL alphabets, with and without padding, and the stable
 // part of the value's encoding at each of the three byte offsets inside a
 // longer encoded text: "user:VALUE" or "VALUE\n" piped to base64 is caught,
@@ -34,7 +37,8 @@ import (
 // only.
 //
 // What it does not catch: a value transformed otherwise (compressed,
-// encrypted, split by other text, upper-case hex, JSON- or shell-escaped
+// encrypted, split by other text or separators (sed 's/./&-/g', od -c),
+// case-changed, JSON- or shell-escaped
 // when it holds a quote or a backslash), a token format not listed. It
 // implements audit.Redactor.
 type Redactor struct {
@@ -128,11 +132,50 @@ func valueForms(name string, raw []byte) []lit {
 			}
 		}
 	}
+	// Encodings a model undoes at a glance: upper-case hex (xxd -u),
+	// base32 (at each of the five byte offsets inside a longer text, as
+	// for base64), the value reversed (rev) and ROT13 (tr a-zA-Z n-za-mN-ZA-M).
+	forms = append(forms, []byte(strings.ToUpper(hex.EncodeToString(raw))), reversed(raw))
+	if r := rot13(raw); !bytes.Equal(r, raw) {
+		forms = append(forms, r)
+	}
+	for _, enc := range []*base32.Encoding{base32.StdEncoding, base32.StdEncoding.WithPadding(base32.NoPadding)} {
+		forms = append(forms, []byte(enc.EncodeToString(raw)))
+		for skip := range 5 {
+			part := raw[skip:]
+			part = part[:len(part)-len(part)%5]
+			if len(part) >= 10 {
+				forms = append(forms, []byte(enc.EncodeToString(part)))
+			}
+		}
+	}
 	ps := make([]lit, 0, len(forms))
 	for _, f := range forms {
 		ps = append(ps, lit{b: f, name: name, value: true})
 	}
 	return ps
+}
+
+func reversed(b []byte) []byte {
+	r := make([]byte, len(b))
+	for i, c := range b {
+		r[len(b)-1-i] = c
+	}
+	return r
+}
+
+func rot13(b []byte) []byte {
+	r := make([]byte, len(b))
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z':
+			c = 'a' + (c-'a'+13)%26
+		case c >= 'A' && c <= 'Z':
+			c = 'A' + (c-'A'+13)%26
+		}
+		r[i] = c
+	}
+	return r
 }
 
 // AddPlaceholder registers a placeholder (and its token alone).

@@ -2,7 +2,9 @@ package secret
 
 import (
 	"bytes"
+	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"io"
 	"net/url"
 	"strings"
@@ -89,6 +91,10 @@ func TestRedact(t *testing.T) {
 		{name: "twice", in: canary + canary, want: "[REDACTED:tok][REDACTED:tok]"},
 		{name: "query escaped", in: "?pw=" + url.QueryEscape("p@ss w/rd&more"), want: "?pw=[REDACTED:b]"},
 		{name: "base64", in: base64.StdEncoding.EncodeToString([]byte(canary)), want: "[REDACTED:tok]"},
+		{name: "upper-case hex", in: strings.ToUpper(hex.EncodeToString([]byte(canary))), want: "[REDACTED:tok]"},
+		{name: "reversed", in: "x=" + string(reversed([]byte(canary))), want: "x=[REDACTED:tok]"},
+		{name: "rot13", in: string(rot13([]byte(canary))), want: "[REDACTED:tok]"},
+		{name: "base32", in: base32.StdEncoding.EncodeToString([]byte(canary)), want: "[REDACTED:tok]"},
 		{name: "placeholder", in: "TOKEN=" + p.String(), want: "TOKEN=[REDACTED:tok]"},
 		{name: "placeholder token alone", in: "x" + p.Token() + "x", want: "x[REDACTED:tok]x"},
 		{name: "prefix only", in: canary[:10], want: canary[:10]},

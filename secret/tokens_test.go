@@ -123,7 +123,7 @@ func TestWriterHoldsBackOnlyPatternStarts(t *testing.T) {
 		{"Password: ", "Password: "},
 		{"token=" + canary[:5], "token="},
 		{"x " + ghClassic[:10], "x "},
-		{"name", "name"},
+		{"names", "names"},
 	} {
 		var buf bytes.Buffer
 		w := r.Writer(&buf)

@@ -1,7 +1,10 @@
 package workspace
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -163,6 +166,41 @@ func HookNeedsTrust(dir string, h settings.Hook) (bool, error) {
 var protected = []string{
 	".norma/policy.yaml", ".norma/settings.yaml", ".norma/settings.local.yaml", ".norma/hooks/**",
 	".git/hooks/**",
+}
+
+// makeInside creates the user settings directory when it lies inside the
+// workspace and does not exist yet (a run in $HOME without
+// ~/.config/norma). A directory that exists is pinned by the sandbox and
+// hidden by identity; a missing one is neither, and Bash could create
+// settings.yaml in it, which the next run would read as the user's own
+// settings, trusted without `norma policy trust`.
+func makeInside(ws, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Lstat(abs); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	// The nearest existing ancestor decides, with links resolved.
+	parent := filepath.Dir(abs)
+	for {
+		if _, err := os.Lstat(parent); err == nil || filepath.Dir(parent) == parent {
+			break
+		}
+		parent = filepath.Dir(parent)
+	}
+	rel, err := filepath.Rel(realPath(ws), realPath(parent))
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return nil
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return fmt.Errorf("workspace: creating the user settings directory %s inside the workspace: %w", dir, err)
+	}
+	return nil
 }
 
 // withFloor adds the workspace's floor to its policy layer: the protected

@@ -207,6 +207,9 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, err
 	}
 	layer = withNetwork(layer, st.Network)
+	if err := makeInside(dir, o.Settings.UserDir); err != nil {
+		return nil, err
+	}
 	layer = withFloor(layer, dir, ruleDenies(o.Rules), o.Home, o.Settings.UserDir)
 	if o.RunID == "" {
 		o.RunID = agent.NewRunID()

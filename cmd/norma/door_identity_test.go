@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,5 +133,51 @@ func TestDoorProtectionByIdentity(t *testing.T) {
 	}
 	if strings.Join(kept, "\n") != strings.Join(now, "\n") {
 		t.Errorf("the workspace changed outside the state directory:\nbefore\n%s\nafter\n%s", strings.Join(kept, "\n"), strings.Join(now, "\n"))
+	}
+}
+
+// TestDoorHardLinkToDeniedTree: a hard link to a file of a denied tree,
+// made before the deny rule existed, does not show the file's content
+// under its other name. Bash refuses to start (the sandbox cannot hide a
+// file with several names, and says which), the Read tool refuses the
+// link, and the canary never appears in any output.
+func TestDoorHardLinkToDeniedTree(t *testing.T) {
+	sandboxtest.Require(t)
+	ws := t.TempDir()
+	for name, body := range map[string]string{
+		"docs/private/secret": runCanary + "\n",
+		".norma/policy.yaml":  "schema_version: 2\nkind: workspace\npermissions:\n  filesystem:\n    deny: [workspace://docs/private/**]\n",
+		"notes/readme.md":     "notes\n",
+	} {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(ws, "docs/private/secret"), filepath.Join(ws, "notes/link")); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "script.yaml")
+	if err := os.WriteFile(script, []byte("turns:\n  - tool_calls:\n"+
+		"      - {id: bash, name: Bash, input: {command: \"cat notes/link\"}}\n"+
+		"      - {id: read, name: Read, input: {path: notes/link}}\n  - text: done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := door(t, "--home", t.TempDir(), "run", "--workspace", ws, "--script", script, "--yes", "--json", "go")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out+errs, runCanary) {
+		t.Fatalf("the denied file's content reached the output:\n%s", out)
+	}
+	calls := toolCalls(jsonLines(t, out))
+	if c := calls["bash"]; c == nil || c["is_error"] != true || c["reason"] != "SANDBOX_SPEC_INVALID" || !strings.Contains(fmt.Sprint(c["message"]), "notes/link") {
+		t.Errorf("Bash cat notes/link = %v; want SANDBOX_SPEC_INVALID naming notes/link", c)
+	}
+	if c := calls["read"]; c == nil || c["reason"] != "HARDLINK_REFUSED" {
+		t.Errorf("Read notes/link = %v; want HARDLINK_REFUSED", c)
 	}
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"encoding/base32"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,6 +166,70 @@ func TestDoorRunRedactsSecrets(t *testing.T) {
 		"call_1_1 Read redacted.db_password", "call_1_1 Read redacted.github-token", "call_1_2 Bash redacted.db_password"} {
 		if !masked[want] {
 			t.Errorf("no output_redacted event with %s; events %v", want, evs)
+		}
+	}
+}
+
+// TestDoorRunRedactsEncodings: a vault secret in a workspace file, printed
+// by Bash reversed, as upper-case hex, in base32 and in ROT13 (encodings a
+// model undoes at a glance), reaches neither the model's input (the tool
+// results) nor state.json in any of these forms; each result holds the
+// mask.
+func TestDoorRunRedactsEncodings(t *testing.T) {
+	e := newRunEnv(t)
+	vault := "VAULT-" + runCanary + "-9f2c71ab4e"
+	set := exec.Command(normaBin(t), "--home", e.home, "secret", "set", "db_password")
+	set.Stdin = strings.NewReader(vault + "\n")
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Fatalf("secret set: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(e.ws, "cfg.txt"), []byte(vault), 0o644)
+	rev := []byte(vault)
+	slices.Reverse(rev)
+	rot := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return 'a' + (r-'a'+13)%26
+		case r >= 'A' && r <= 'Z':
+			return 'A' + (r-'A'+13)%26
+		}
+		return r
+	}, vault)
+	forms := map[string]string{
+		"rev":   string(rev),
+		"hexu":  strings.ToUpper(hex.EncodeToString([]byte(vault))),
+		"b32":   base32.StdEncoding.EncodeToString([]byte(vault)),
+		"rot13": rot,
+	}
+	script := "turns:\n  - tool_calls:\n" +
+		"      - {id: rev, name: Bash, input: {command: \"rev cfg.txt\"}}\n" +
+		"      - {id: hexu, name: Bash, input: {command: \"od -An -vtx1 cfg.txt | tr -d ' \\\\n' | tr a-f A-F\"}}\n" +
+		"      - {id: b32, name: Bash, input: {command: \"base32 -w0 cfg.txt\"}}\n" +
+		"      - {id: rot13, name: Bash, input: {command: \"tr a-zA-Z n-za-mN-ZA-M < cfg.txt\"}}\n" +
+		"  - text: done\n"
+	code, out, errs := doorEnv(t, rtEnv(t), "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+		"--script", e.script(t, script), "--yes", "--json", "go")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	calls := toolCalls(jsonLines(t, out))
+	var runID string
+	for _, ev := range jsonLines(t, out) {
+		if ev["event"] == "session_started" {
+			runID, _ = ev["run_id"].(string)
+		}
+	}
+	state, err := os.ReadFile(filepath.Join(e.home, "runs", runID, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, form := range forms {
+		res, _ := calls[id]["result"].(string)
+		if !strings.Contains(res, "[REDACTED:db_password]") {
+			t.Errorf("%s result = %q; want the mask", id, res)
+		}
+		if strings.Contains(out+errs, form) || strings.Contains(string(state), form) {
+			t.Errorf("the %s form of the secret reached the output or state.json", id)
 		}
 	}
 }

@@ -185,3 +185,40 @@ func TestAttackReadDenyRuleBashCat(t *testing.T) {
 		t.Error("Bash read a file under a Read deny rule; its content reached the model")
 	}
 }
+
+// TestDoorUserSettingsCreatedInWorkspace: the user settings directory
+// lies inside the workspace ($XDG_CONFIG_HOME under it, as ~/.config is
+// for a run in $HOME) and does not exist yet. Bash creates it and a
+// settings.yaml with an allow rule by a path the gate does not see as a
+// write (cp); the next run in dontAsk must not apply that rule: the
+// command it would allow is denied and never runs.
+func TestDoorUserSettingsCreatedInWorkspace(t *testing.T) {
+	sandboxtest.Require(t)
+	ws, home := t.TempDir(), t.TempDir()
+	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(ws, "cfg")}
+	plant := "turns:\n  - tool_calls:\n" +
+		"      - {id: p, name: Bash, input: {command: \"printf 'permissions:\\\\n  allow: [\\\"Bash(touch:*)\\\"]\\\\n' > x.yaml && mkdir -p cfg/norma && cp x.yaml cfg/norma/settings.yaml\"}}\n  - text: done\n"
+	sp := filepath.Join(t.TempDir(), "plant.yaml")
+	rtWrite(t, sp, plant, 0o644)
+	if code, out, errs := doorEnv(t, env, "--home", home, "run", "--workspace", ws, "--provider", "scripted", "--script", sp, "--yes", "--json", "go"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "x.yaml")); err != nil || !strings.Contains(string(b), "touch") {
+		t.Fatalf("the planting command did not run: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "cfg/norma/settings.yaml")); err == nil {
+		t.Errorf("Bash created the user settings file inside the workspace")
+	}
+	use := filepath.Join(t.TempDir(), "use.yaml")
+	rtWrite(t, use, "turns:\n  - tool_calls:\n      - {id: u, name: Bash, input: {command: \"touch pwned\"}}\n  - text: done\n", 0o644)
+	code, out, errs := doorEnv(t, env, "--home", home, "run", "--workspace", ws, "--provider", "scripted", "--script", use, "--mode", "dontAsk", "--json", "go")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	if c := toolCalls(jsonLines(t, out))["u"]; c == nil || c["decision"] != "deny" {
+		t.Errorf("touch after planting = %v; want denied", c)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "pwned")); err == nil {
+		t.Fatal("a planted user setting was applied: pwned exists")
+	}
+}

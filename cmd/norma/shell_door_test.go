@@ -33,6 +33,7 @@ func TestDoorHiddenShellCode(t *testing.T) {
 		`PS4='$(echo ran >marker)'; set -x; true`,
 		`x='echo ran >marker'; trap "$x" EXIT`,
 		`echo 'echo ran >marker' >s.sh; source ./s.sh`,
+		`echo hi && [[ x == @($(echo ran >marker)) ]]`,
 	}
 	var script strings.Builder
 	script.WriteString("turns:\n  - tool_calls:\n")

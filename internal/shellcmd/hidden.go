@@ -30,6 +30,7 @@ const (
 	whyBuiltinArg = "a builtin whose computed argument can run commands or change how later commands are found"
 	whyLet        = "let evaluates arithmetic"
 	whyRunsCode   = "a builtin that runs or loads code the command does not show"
+	whyExtGlob    = "an extended glob pattern holds an expansion (bash runs it; the parser keeps the pattern as text)"
 )
 
 // commandVars are variables that programs read to decide what to run
@@ -45,6 +46,12 @@ var commandVars = map[string]bool{
 	"all_proxy": true, "ALL_PROXY": true, "no_proxy": true, "NO_PROXY": true,
 }
 
+// intVars are bash's integer variables: a value assigned to one, by any
+// means (RANDOM=v, read, printf -v, for, getopts), is evaluated as
+// arithmetic, so RANDOM='a[$(cmd)]' runs cmd. Only a literal number may
+// be assigned to one (OPTIND=1).
+var intVars = map[string]bool{"RANDOM": true, "SRANDOM": true, "OPTIND": true, "HISTCMD": true}
+
 // dangerous reports whether assigning name can change what later
 // commands do beyond their arguments: a variable of the one list of
 // those that change which code runs ([codeenv.Of]: BASH_ENV, PS4, IFS,
@@ -54,7 +61,7 @@ func dangerous(name string) bool {
 	if i := strings.IndexByte(name, '['); i >= 0 {
 		name = name[:i]
 	}
-	return codeenv.Of(name) != codeenv.None || commandVars[name]
+	return codeenv.Of(name) != codeenv.None || commandVars[name] || intVars[name]
 }
 
 // envStyle reports whether a name is written like an environment
@@ -101,6 +108,13 @@ func numericWord(w *syntax.Word) bool {
 		return numericParam(p)
 	}
 	return false
+}
+
+// numberValue reports whether an assigned value is a decimal number
+// written literally.
+func numberValue(w *syntax.Word) bool {
+	v, ok := wordValue(w)
+	return ok && isDigits(v)
 }
 
 // numberLit reports whether v is an integer constant (10, 0x1f, 2#101).
@@ -206,6 +220,13 @@ func (s *Effects) node(n syntax.Node, exempt map[*syntax.Assign]bool) {
 				s.setUnknown(whyDangerVar)
 			}
 		}
+	case *syntax.ExtGlob:
+		// The parser keeps @(…), !(…), +(…), *(…) and ?(…) as literal
+		// text, but bash expands what is inside: [[ x == @($(cmd)) ]]
+		// (where [[ ]] always reads extended globs) runs cmd.
+		if n.Pattern != nil && strings.ContainsAny(n.Pattern.Value, "$`") {
+			s.setUnknown(whyExtGlob)
+		}
 	case *syntax.Redirect:
 		if n.N != nil && !isDigits(n.N.Value) {
 			// {var}>file assigns the descriptor to var.
@@ -248,7 +269,7 @@ func (s *Effects) assign(a *syntax.Assign) {
 	if a.Name == nil {
 		return // a declaration's option or computed word: see decl
 	}
-	if dangerous(a.Name.Value) {
+	if dangerous(a.Name.Value) && !(intVars[a.Name.Value] && a.Index == nil && a.Array == nil && !a.Append && (a.Value == nil || numberValue(a.Value))) {
 		s.setUnknown(whyDangerVar)
 	}
 	if a.Index != nil && !subscriptLiteral(a.Index) {
@@ -394,7 +415,9 @@ func (s *Effects) builtin(argv []string, depth int) {
 // (run commands, functions, expansions), alias definitions, set -k (any
 // NAME=value argument enters the environment), set -H and history
 // expansion, set -a (every later assignment enters the environment),
-// line editing (completion rewrites the line), fc (re-runs history). A computed argument to any of them is refused.
+// line editing (completion rewrites the line), fc (re-runs history),
+// interactive comments (off, a PTY shell runs what follows # on a line
+// the parser read as a comment). A computed argument to any of them is refused.
 func (s *Effects) risky(name string, args []string) {
 	for i, a := range args {
 		if isDynamic(a) {
@@ -436,7 +459,7 @@ func (s *Effects) risky(name string, args []string) {
 			}
 			if (a == "-o" || a == "+o") && i+1 < len(args) {
 				switch args[i+1] {
-				case "keyword", "histexpand", "emacs", "vi", "allexport":
+				case "keyword", "histexpand", "emacs", "vi", "allexport", "interactive-comments":
 					s.setUnknown(whyRunsCode)
 				}
 			}
@@ -444,7 +467,7 @@ func (s *Effects) risky(name string, args []string) {
 				return // positional parameters
 			}
 		case "shopt":
-			if a == "expand_aliases" {
+			if a == "expand_aliases" || a == "interactive_comments" {
 				s.setUnknown(whyRunsCode)
 			}
 		case "fc":

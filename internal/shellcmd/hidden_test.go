@@ -56,6 +56,14 @@ func TestHiddenCode(t *testing.T) {
 		`read -r 'a[$(id)]' <<<1`,
 		`mapfile "$x" </dev/null`,
 		`mapfile -C cb m </dev/null`,
+		// extended globs: the parser keeps the pattern as text, bash
+		// expands it ([[ ]] reads extended globs without shopt)
+		`echo hi && [[ x == @($(id)) ]]`,
+		"[[ x == +(`id`) ]]",
+		`[[ x != !($(id)) ]]`,
+		`[[ x = *($(id)|b) ]]`,
+		`[[ x == a?(${y:-$(id)})b ]]`,
+		"shopt -s extglob\necho @($(id))",
 		`unset "$x"`,
 		`unset 'A[$(id)]'`,
 		`unset a[1]`,
@@ -92,6 +100,16 @@ func TestHiddenCode(t *testing.T) {
 		`read -r PATH <<<x`,
 		`printf -v PATH %s /tmp`,
 		`exec {IFS}>/dev/null`,
+		// integer variables evaluate what is assigned to them
+		`RANDOM='a[$(id)]'`,
+		`export SRANDOM="$x"`,
+		`read RANDOM <<<x`,
+		`printf -v OPTIND %s x`,
+		`for OPTIND in x; do echo; done`,
+		`mapfile HISTCMD </dev/null`,
+		`getopts ab OPTIND`,
+		`OPTIND=x`,
+		`OPTIND+=1`,
 		// traps, eval, source, code-loading builtins
 		`trap "$x" EXIT`,
 		`eval "$x"`,
@@ -116,6 +134,8 @@ func TestHiddenCode(t *testing.T) {
 		`set -H`,
 		`set "$x"`,
 		`shopt -s expand_aliases`,
+		`shopt -u interactive_comments`,
+		`set +o interactive-comments`,
 		`fc -s`,
 		`sudo -s 'rm x'`,
 		`sh -Ccl 0`,
@@ -135,6 +155,8 @@ func TestHiddenCode(t *testing.T) {
 	}
 	known := []string{
 		`git status`,
+		`OPTIND=1`,
+		`f() { local OPTIND; getopts ab o; }`,
 		`ls -la | grep x`,
 		`for f in *.go; do gofmt -l "$f"; done`,
 		`FOO=1 go test ./...`,

@@ -30,7 +30,11 @@
 //     VAR=) to a variable that changes what later commands run: the one
 //     list of package codeenv (PATH, HOME, IFS, BASH_ENV, ENV,
 //     PROMPT_COMMAND, PS0–PS4, GIT_*, LD_*, NODE_OPTIONS, …) and
-//     commandVars (EDITOR, PAGER, proxies, …). `IFS= read` is allowed.
+//     commandVars (EDITOR, PAGER, proxies, …), or of any but a literal
+//     number to an integer variable (RANDOM, SRANDOM, OPTIND, HISTCMD:
+//     bash evaluates the value as arithmetic). `IFS= read` is allowed.
+//   - an extended glob pattern that holds an expansion
+//     ([[ x == @($(cmd)) ]]: the parser keeps the pattern as text).
 //   - trap or eval of a computed string, source and . of any file (its
 //     commands are not on the command line), and builtins that load or
 //     bind code: enable -f, hash -p, alias definitions, bind -x,

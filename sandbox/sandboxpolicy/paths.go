@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/fileid"
@@ -207,11 +208,14 @@ func Protect(paths ...string) (Protected, error) {
 }
 
 // hidden walks the binds of p and returns every entry under them the
-// policy does not allow, and every directory whose identity is in ids. A
+// policy does not allow, every directory whose identity is in ids, and
+// every other name of a hidden file (a hard link made before the deny
+// rule existed would show its content under a name the policy allows). A
 // read-write bind is judged on writes (what the process may change there
 // it may also read back); a read-only one on reads.
 func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid.Set) ([]string, error) {
 	var deny []string
+	var links []linked // allowed regular files with more than one name
 	seen := 0
 	for _, root := range slices.Concat(p.ReadOnly, p.ReadWrite) {
 		kind := capability.FSRead
@@ -243,6 +247,9 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid
 			}
 			rel, _ := filepath.Rel(ws, abs)
 			if set.Decide(ctx, capability.Request{Kind: kind, Path: filepath.ToSlash(rel)}).Mode == capability.Allow {
+				if id, ok := multiLink(d); ok {
+					links = append(links, linked{abs, id})
+				}
 				return nil
 			}
 			deny = append(deny, abs)
@@ -255,7 +262,59 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid
 			return nil, err
 		}
 	}
+	if len(links) == 0 {
+		return deny, nil
+	}
+	// Only when the allowed names include hard links: the identities of
+	// the hidden files with more than one name, then every allowed name
+	// of one of them is hidden too.
+	linkIDs := map[fileid.ID]bool{}
+	for _, root := range deny {
+		err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if seen++; seen > MaxWalk {
+				return fmt.Errorf("sandboxpolicy: more than MaxWalk (%d) entries under the granted paths", MaxWalk)
+			}
+			if id, ok := multiLink(d); ok {
+				linkIDs[id] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range links {
+		if linkIDs[l.id] {
+			deny = append(deny, l.abs)
+		}
+	}
 	return deny, nil
+}
+
+// linked is a file name and the identity of the file it names.
+type linked struct {
+	abs string
+	id  fileid.ID
+}
+
+// multiLink returns the identity of a regular file with more than one
+// link.
+func multiLink(d fs.DirEntry) (fileid.ID, bool) {
+	if !d.Type().IsRegular() {
+		return fileid.ID{}, false
+	}
+	fi, err := d.Info()
+	if err != nil {
+		return fileid.ID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink < 2 {
+		return fileid.ID{}, false
+	}
+	return fileid.OfStat(st), true
 }
 
 // literalDir returns the directory part of a glob before its first

@@ -32,10 +32,11 @@ func TestDerive(t *testing.T) {
 		fs                        string // the manifest's filesystem block
 		readOnly, readWrite, deny []string
 		pin                       []string
-		created                   []string // directories Derive must create
-		root                      bool     // propose the workspace root too, as tools/shell does
-		extra                     []string // files besides tree
-		protected                 []string // directories hidden by identity
+		created                   []string    // directories Derive must create
+		root                      bool        // propose the workspace root too, as tools/shell does
+		extra                     []string    // files besides tree
+		protected                 []string    // directories hidden by identity
+		links                     [][2]string // hard links: new name, existing file
 	}{{
 		name:     "literal prefixes, deny hidden",
 		fs:       "    read: [workspace://docs/**]\n    write: [workspace://out/**]\n    deny: [workspace://**/.env*]\n",
@@ -72,6 +73,18 @@ func TestDerive(t *testing.T) {
 		deny:      []string{"home/renamed-state"},
 		pin:       []string{"home"},
 	}, {
+		// A hard link to a denied file, made before the deny rule, is
+		// hidden under its allowed name too (the sandbox then refuses
+		// the spec: it cannot hide a file with several names); other hard
+		// links stay.
+		name:      "hard links of a denied file",
+		fs:        "    read: [workspace://**]\n    write: [workspace://**]\n    deny: [workspace://secret/**]\n",
+		root:      true,
+		links:     [][2]string{{"docs/key-link", "secret/key"}, {"src/main-link.go", "src/main.go"}},
+		readWrite: []string{"."},
+		deny:      []string{"docs/key-link", "secret"},
+		pin:       []string{"docs"},
+	}, {
 		name:      "write covers read",
 		fs:        "    read: [workspace://docs/api/**]\n    write: [workspace://docs/**]\n",
 		readWrite: []string{"docs"},
@@ -93,6 +106,11 @@ func TestDerive(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := os.WriteFile(p, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, l := range tc.links {
+				if err := os.Link(filepath.Join(ws, l[1]), filepath.Join(ws, l[0])); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -28,6 +28,10 @@ var hiddenAttacks = []string{
 	`x='a[$(echo ran >marker)]'; declare "$x=1"`,
 	`declare -i y; y='a[$(echo ran >marker)]'`,
 	`let 'y=a[$(echo ran >marker)]'`,
+	`for OPTIND in 'a[$(echo ran >marker)]'; do echo; done`,
+	`read RANDOM <<< 'a[$(echo ran >marker)]'`,
+	`printf -v SRANDOM %s 'a[$(echo ran >marker)]'`,
+	"echo hi && [[ x == @($(echo ran >marker)) ]]",
 	`PS4='$(echo ran >marker)'; set -x; true`,
 	`x='echo ran >marker'; trap "$x" EXIT`,
 	`x='echo ran >marker'; eval "$x"`,
@@ -87,6 +91,15 @@ func TestPTYHiddenCode(t *testing.T) {
 			t.Errorf("PtySend(%q) in dontAsk = %s %q; want COMMAND_UNPARSEABLE", line, r.Reason, r.Content)
 		}
 	}
+	// Without interactive comments the shell runs what follows #, which
+	// the analysis reads as a comment: the option is refused, so the
+	// line after it is only an echo.
+	for _, line := range []string{`set +o interactive-comments`, `shopt -u interactive_comments`} {
+		if r := f.exec(t, "PtySend", map[string]any{"pty_id": id, "text": line}); r.Reason != capability.ReasonCommandUnparseable || !r.IsError {
+			t.Errorf("PtySend(%q) in dontAsk = %s %q; want COMMAND_UNPARSEABLE", line, r.Reason, r.Content)
+		}
+	}
+	sendRead(t, f, id, `echo comment-ok # ; echo ran >marker`, `comment-ok`)
 	// Everything sent was processed: the shell answers, and still holds x.
 	if got := sendRead(t, f, id, `echo "still-$x"`, `still-a\[`); !strings.Contains(got, "still-a[") {
 		t.Fatalf("PTY after refusals = %q", got)
