@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -23,6 +22,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/norma-run/norma/internal/syncbuf"
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
@@ -207,23 +208,6 @@ func (s *recSink) reasons() []string {
 	return out
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // env is one end-to-end setup: two upstreams, a policy, a vault, a broker
 // and a plugin-side client.
 type env struct {
@@ -238,12 +222,12 @@ type env struct {
 	resolver *fakeResolver
 	broker   *Broker
 	sink     *recSink
-	logs     *syncBuffer
+	logs     *syncbuf.Buffer
 	client   *http.Client
 	proxyURL *url.URL
 	ca       *CA
 	red      *secret.Redactor
-	seen     *syncBuffer // every response the plugin saw
+	seen     *syncbuf.Buffer // every response the plugin saw
 }
 
 type envOptions struct {
@@ -302,7 +286,7 @@ permissions:
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	pki := newTestPKI(t, "api.example.invalid", "evil.example.invalid", "internal.example.invalid", "other.example.invalid", "loop3.example.invalid")
-	e := &env{t: t, sink: &recSink{}, logs: &syncBuffer{}, seen: &syncBuffer{}, red: secret.NewRedactor()}
+	e := &env{t: t, sink: &recSink{}, logs: &syncbuf.Buffer{}, seen: &syncbuf.Buffer{}, red: secret.NewRedactor()}
 	e.api = startUpstream(t, "api.example.invalid", "127.0.0.1", pki, e.apiHandler)
 	e.evil = startUpstream(t, "evil.example.invalid", "127.0.0.2", pki, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "evil landing")

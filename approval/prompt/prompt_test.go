@@ -5,9 +5,10 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/norma-run/norma/internal/syncbuf"
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/approval/prompt"
@@ -152,24 +153,6 @@ func TestApproveContext(t *testing.T) {
 // the text after it.
 const waitFor = "\x00wait:"
 
-// syncBuffer is a bytes.Buffer the prompt writes while the key script reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestApproveForm(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -188,7 +171,7 @@ func TestApproveForm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuf.Buffer
 			pr, pw := io.Pipe()
 			defer pw.Close()
 			go func() {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"io/fs"
@@ -10,9 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/norma-run/norma/internal/syncbuf"
 
 	"github.com/creack/pty"
 
@@ -26,31 +26,13 @@ import (
 // a pipe, so the prompt is the line-oriented one), and answer it the way a
 // person types: one line after the question shows.
 
-// syncBuf is an output buffer written by one goroutine and read by the test.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // terminalRun is `norma run` with stdin on a pseudo-terminal.
 type terminalRun struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	tty  *os.File
-	out  syncBuf
-	errb syncBuf
+	out  syncbuf.Buffer
+	errb syncbuf.Buffer
 	done chan error
 }
 
