@@ -113,16 +113,7 @@ func TestDoorRunRedactsSecrets(t *testing.T) {
 		t.Errorf("the TaskOutput reads = %q, %q; want the mask", r3, r4)
 	}
 
-	var runID string
-	for _, ev := range jsonLines(t, out) {
-		if ev["event"] == "session_started" {
-			runID, _ = ev["run_id"].(string)
-		}
-	}
-	state, err := os.ReadFile(filepath.Join(e.home, "runs", runID, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runID, state := runStateFile(t, e.home, out)
 	leaks("state.json", string(state))
 	if !strings.Contains(string(state), "[REDACTED:db_password]") || !strings.Contains(string(state), "[REDACTED:github-token]") {
 		t.Errorf("state.json lacks the masks:\n%s", state)
@@ -213,16 +204,7 @@ func TestDoorRunRedactsEncodings(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
 	}
 	calls := toolCalls(jsonLines(t, out))
-	var runID string
-	for _, ev := range jsonLines(t, out) {
-		if ev["event"] == "session_started" {
-			runID, _ = ev["run_id"].(string)
-		}
-	}
-	state, err := os.ReadFile(filepath.Join(e.home, "runs", runID, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, state := runStateFile(t, e.home, out)
 	for id, form := range forms {
 		res, _ := calls[id]["result"].(string)
 		if !strings.Contains(res, "[REDACTED:db_password]") {
@@ -232,4 +214,21 @@ func TestDoorRunRedactsEncodings(t *testing.T) {
 			t.Errorf("the %s form of the secret reached the output or state.json", id)
 		}
 	}
+}
+
+// runStateFile is the id and the state.json of the run whose --json output
+// is out.
+func runStateFile(t *testing.T, home, out string) (string, []byte) {
+	t.Helper()
+	var runID string
+	for _, ev := range jsonLines(t, out) {
+		if ev["event"] == "session_started" {
+			runID, _ = ev["run_id"].(string)
+		}
+	}
+	state, err := os.ReadFile(filepath.Join(home, "runs", runID, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runID, state
 }
