@@ -8,7 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
+
+	"github.com/norma-run/norma/internal/fileid"
 )
 
 // WorkspaceID returns the identity of the workspace directory dir that an
@@ -38,7 +39,7 @@ func WorkspaceID(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("approval: workspace: %w", err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	id, ok := fileid.Of(fi)
 	if !ok || !fi.IsDir() {
 		return "", fmt.Errorf("approval: workspace %s is not a directory with an inode", abs)
 	}
@@ -46,8 +47,8 @@ func WorkspaceID(dir string) (string, error) {
 	h.Write([]byte("norma-workspace-v1\x00"))
 	h.Write([]byte(abs))
 	h.Write([]byte{0})
-	h.Write([]byte(strconv.FormatUint(uint64(st.Dev), 10)))
+	h.Write([]byte(strconv.FormatUint(id.Dev, 10)))
 	h.Write([]byte{0})
-	h.Write([]byte(strconv.FormatUint(st.Ino, 10)))
+	h.Write([]byte(strconv.FormatUint(id.Ino, 10)))
 	return "wsid:" + hex.EncodeToString(h.Sum(nil))[:40], nil
 }
