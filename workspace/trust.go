@@ -312,7 +312,7 @@ func resolve(dir string, o *Options, skipPolicy bool) (applied, error) {
 		if !c.Delta.Empty() {
 			a.changes = append(a.changes, c)
 		}
-		if store != nil {
+		if store != nil && !o.ReadOnly && !o.Describe {
 			if err := store.Accept(dir, rel, c.content.data, c.content.absent, by); err != nil {
 				return a, err
 			}

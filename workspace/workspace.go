@@ -128,6 +128,11 @@ type Options struct {
 	// vault is opened, no state is written, and their tools cannot be
 	// called. For deciding without running (Explain).
 	Describe bool
+	// ReadOnly writes nothing to the state directory: a narrowing change
+	// of a workspace file is applied but not recorded as accepted, so that
+	// deciding without running (Explain) leaves no trace. Describe
+	// implies it.
+	ReadOnly bool
 	// Warn receives problems that do not stop the run, such as a plugin
 	// that does not load; nil discards them.
 	Warn func(error)

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -277,5 +279,36 @@ func TestDoorWebFetch(t *testing.T) {
 	}
 	if !web.asked("/page") || !web.asked("/hop") || web.asked("/secret") {
 		t.Errorf("the server saw %v: want /page and /hop, never /secret", web.paths)
+	}
+}
+
+// TestDoorExplainWritesNoState: explain applies a narrowing workspace
+// policy seen for the first time, as a run would, but records nothing in
+// the state directory: deciding without running leaves no trace. The run
+// that follows records it.
+func TestDoorExplainWritesNoState(t *testing.T) {
+	e := newRunEnv(t)
+	if err := os.MkdirAll(filepath.Join(e.ws, ".norma"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	narrow := "schema_version: 2\nkind: workspace\npermissions:\n  filesystem:\n    deny: [\"workspace://docs/**\"]\n"
+	if err := os.WriteFile(filepath.Join(e.ws, ".norma", "policy.yaml"), []byte(narrow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trust := filepath.Join(e.home, "policy-trust.json")
+	code, out, errs := door(t, "--home", e.home, "policy", "explain", "--workspace", e.ws, "--tool", "Read", "--input", `{"path":"docs/intro.md"}`, "--json")
+	var ex map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &ex) != nil || ex["decision"] != "deny" || ex["reason"] != "FILESYSTEM_READ_DENIED" {
+		t.Fatalf("explain Read docs/intro.md: exit %d %s%s; want deny FILESYSTEM_READ_DENIED", code, out, errs)
+	}
+	if _, err := os.Stat(trust); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("explain wrote %s (%v); it must write nothing", trust, err)
+	}
+	code, _, errs = door(t, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted", "--script", e.script(t, "turns:\n  - text: done\n"), "--yes", "--json", "go")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, errs)
+	}
+	if _, err := os.Stat(trust); err != nil {
+		t.Errorf("the run did not record the narrowing policy it applied: %v", err)
 	}
 }

@@ -124,7 +124,7 @@ func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed boo
 	if err != nil {
 		return nil, err
 	}
-	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run,
+	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run, ReadOnly: true,
 		ModeGiven: cmd.Flags().Lookup("mode") != nil && cmd.Flags().Changed("mode"), Settings: settingsFiles(f.Settings),
 		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }}
 	if o.Dir == "" {
