@@ -58,6 +58,7 @@ func (c *checker) manifest(m *Manifest) {
 
 	c.permissions(&m.Permissions, "/permissions", false)
 	fillAllowList(&m.Permissions)
+	c.launch(m)
 
 	if ew := m.Permissions.ExternalWrites; ew != nil && ew.Default == "deny" {
 		for i, tl := range m.Tools {

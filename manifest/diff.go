@@ -86,7 +86,55 @@ func Diff(old, new *Manifest) Delta {
 			d.Removed = append(d.Removed, Change{Kind: "tool", From: toolSummary(ot), Item: ot.Name})
 		}
 	}
+	diffLaunch(&d, old, new)
 	return d
+}
+
+// diffLaunch reports a new command line or environment as widening (the
+// user sees what will start before it does) and a data directory gained
+// or dropped.
+func diffLaunch(d *Delta, old, new *Manifest) {
+	if o, n := launchLine(old), launchLine(new); o != n {
+		d.Widened = append(d.Widened, Change{Kind: "launch", From: o, To: n, Item: n})
+	}
+	switch {
+	case !old.DataDir && new.DataDir:
+		d.Added = append(d.Added, Change{Kind: "data_dir", To: "a data directory of its own", Item: "data_dir"})
+	case old.DataDir && !new.DataDir:
+		d.Removed = append(d.Removed, Change{Kind: "data_dir", From: "a data directory of its own", Item: "data_dir"})
+	}
+}
+
+// LaunchLine is the command line and environment of m's server as the
+// install screen and a diff show them, templates unexpanded:
+// "ENTRYPOINT ARG… [K=V …]", each word quoted when it needs it.
+func LaunchLine(m *Manifest) string { return launchLine(m) }
+
+func launchLine(m *Manifest) string {
+	words := []string{quoteWord(m.Entrypoint)}
+	for _, a := range m.Args {
+		words = append(words, quoteWord(a))
+	}
+	keys := make([]string, 0, len(m.Env))
+	for k := range m.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if len(keys) > 0 {
+		words = append(words, "[env")
+		for _, k := range keys {
+			words = append(words, k+"="+quoteWord(m.Env[k]))
+		}
+		words[len(words)-1] += "]"
+	}
+	return strings.Join(words, " ")
+}
+
+func quoteWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n\"'\\[]=") {
+		return s
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 func toolSummary(t Tool) string {

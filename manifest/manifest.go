@@ -17,13 +17,25 @@ import (
 // Manifest is a normalized plugin manifest. Construct it with Parse or
 // ParseFile; a Manifest built by hand is not validated.
 type Manifest struct {
-	SchemaVersion int         `json:"schema_version" yaml:"schema_version"`
-	ID            string      `json:"id" yaml:"id"`
-	Version       string      `json:"version" yaml:"version"`
-	Description   string      `json:"description,omitempty" yaml:"description,omitempty"`
-	Entrypoint    string      `json:"entrypoint" yaml:"entrypoint"`
-	Tools         []Tool      `json:"tools" yaml:"tools"`
-	Permissions   Permissions `json:"permissions" yaml:"permissions"`
+	SchemaVersion int    `json:"schema_version" yaml:"schema_version"`
+	ID            string `json:"id" yaml:"id"`
+	Version       string `json:"version" yaml:"version"`
+	Description   string `json:"description,omitempty" yaml:"description,omitempty"`
+	Entrypoint    string `json:"entrypoint" yaml:"entrypoint"`
+	// Args follow the entrypoint on its command line and Env is added to
+	// its environment. Both may use the templates of [Expand]: ${package},
+	// ${data}, ${workspace} and ${secret:NAME} (a declared secret, which
+	// reaches the server as its broker placeholder, never its value).
+	Args []string          `json:"args,omitempty" yaml:"args,omitempty"`
+	Env  map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
+	// DataDir asks for a writable directory of the plugin's own, kept
+	// across runs outside the workspace and the package (STATE/plugins/ID/data).
+	// It holds the server's state (server-memory's graph), not the user's
+	// files, so it is shown on the install screen and in a diff but is not
+	// a permission on anything of the user's.
+	DataDir     bool        `json:"data_dir,omitempty" yaml:"data_dir,omitempty"`
+	Tools       []Tool      `json:"tools" yaml:"tools"`
+	Permissions Permissions `json:"permissions" yaml:"permissions"`
 
 	digestOnce sync.Once
 	digest     string

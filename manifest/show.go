@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/norma-run/norma/internal/termtext"
 )
 
 // Show writes the install screen: what the plugin can do, in plain words
@@ -36,6 +38,11 @@ func Show(w io.Writer, m *Manifest) {
 			notes = append(notes, "asks for approval on every call")
 		}
 		fmt.Fprintf(w, "  %-24s %s\n", t.Name, strings.Join(notes, "; "))
+	}
+
+	fmt.Fprintf(w, "\nStarts, inside the sandbox:\n  %s\n", termtext.Escape(LaunchLine(m)))
+	if m.DataDir {
+		fmt.Fprintln(w, "  with a data directory of its own, kept across runs (STATE/plugins/"+m.ID+"/data)")
 	}
 
 	if fs := p.Filesystem; fs != nil && len(fs.Deny) > 0 {
@@ -102,6 +109,9 @@ func Summary(m *Manifest) []string {
 		out = append(out, "reach "+strings.Join(origins, ", "))
 	} else {
 		out = append(out, "reach no network")
+	}
+	if m.DataDir {
+		out = append(out, "keep data of its own across runs")
 	}
 	for _, s := range p.Secrets {
 		out = append(out, fmt.Sprintf("use the secret %q toward %s", s.Name, s.Purpose))

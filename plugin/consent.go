@@ -129,6 +129,9 @@ var changeGroup = map[string]Group{
 	"tool":                    GroupTools,
 	"tool.effects":            GroupTools,
 	"tool.approval":           GroupTools,
+	// What starts, and a data directory of its own: accepted with the tools.
+	"launch":   GroupTools,
+	"data_dir": GroupTools,
 }
 
 // questions turns what delta d adds or widens into consent items per group.
