@@ -29,6 +29,8 @@ type Option func(*config) error
 // *host.Plugin implements it.
 type Plugin interface {
 	Manifest() *manifest.Manifest
+	// ServerName is the name its tools go by: mcp__SERVER__TOOL.
+	ServerName() string
 	Policy() *policy.Set
 	Tools() ([]tool.CoreTool, error)
 }

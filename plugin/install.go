@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -119,6 +120,16 @@ type State struct {
 	// with the state (signed versions stay in the trust store's
 	// [PluginTrust.Versions]).
 	History map[string]Digest `json:"history,omitempty"`
+	// Name is the server name given at install ([InstallOptions.Name]).
+	Name string `json:"name,omitempty"`
+}
+
+// ServerName is the name the plugin's tools go by: mcp__NAME__TOOL.
+func (st *State) ServerName() string {
+	if st.Name != "" {
+		return st.Name
+	}
+	return st.ID
 }
 
 // add records version with state vs as installed: in Versions (its files
@@ -166,6 +177,10 @@ type InstallOptions struct {
 	// scopes and injection, modes), and all its deny globs apply. The
 	// stored grant is never wider than the file on any dimension.
 	Grant *manifest.Layer
+	// Name is the server name the plugin's tools go by on the wire
+	// (mcp__NAME__TOOL), as `norma mcp add NAME` gives it; "" means the
+	// plugin id. Install refuses a name another plugin already uses.
+	Name string
 }
 
 // Result reports what Install, Update or Consent did.
@@ -307,7 +322,10 @@ func (m *Manager) Install(ctx context.Context, src string, o InstallOptions) (*R
 	if err != nil {
 		return nil, err
 	}
-	st := &State{ID: mf.ID, Active: mf.Version, Versions: map[string]*VersionState{}}
+	if err := m.checkName(mf.ID, o.Name); err != nil {
+		return nil, err
+	}
+	st := &State{ID: mf.ID, Active: mf.Version, Versions: map[string]*VersionState{}, Name: o.Name}
 	st.add(mf.Version, m.versionState(s))
 	b := &Binding{ID: mf.ID, MinVersion: mf.Version, MaxVersion: mf.Version, PermissionDigest: mf.Permissions.Digest(), Generation: 1, ConsentedAt: m.o.Now().UTC()}
 	if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {
@@ -997,4 +1015,39 @@ func removeTree(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
+}
+
+// checkName refuses a server name that is malformed or that another
+// installed plugin already goes by (as its name or its id).
+func (m *Manager) checkName(id, name string) error {
+	if name == "" {
+		name = id
+	} else if !ValidServerName(name) {
+		return newErr(capability.ReasonPluginState, "install", id, fmt.Sprintf("server name %q: use letters, digits, '-' and '_' (at most 48, no \"__\")", name), nil)
+	}
+	all, err := m.List()
+	if err != nil {
+		return err
+	}
+	for _, st := range all {
+		if st.ID != id && (st.ServerName() == name || st.ID == name) {
+			return newErr(capability.ReasonPluginState, "install", id, fmt.Sprintf("server name %q is already used by %s", name, st.ID), nil)
+		}
+	}
+	return nil
+}
+
+// ValidServerName reports whether name can be a server name: 1 to 48
+// letters, digits, '-' and '_', without "__" (the separator of
+// mcp__NAME__TOOL) and not starting or ending with '_'.
+func ValidServerName(name string) bool {
+	if name == "" || len(name) > 48 || strings.Contains(name, "__") || name[0] == '_' || name[len(name)-1] == '_' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c == '-' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }

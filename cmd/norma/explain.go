@@ -172,7 +172,7 @@ func explainTool(cmd *cobra.Command, f LayerFiles, mode gate.Mode, name, input s
 	}
 	defer rt.Close()
 	if d := rt.Declared(); d != nil && !strings.HasPrefix(name, "mcp__") {
-		name = host.ToolName(d.Manifest().ID, name)
+		name = host.ToolName(d.ServerName(), name)
 	}
 	if input == "" {
 		input = "{}"

@@ -20,9 +20,10 @@ var anyObject = json.RawMessage(`{"type":"object"}`)
 // input schema that admits any object, and a call that is refused. `norma
 // policy explain --manifest` decides on it through the gate.
 type Declared struct {
-	m    *manifest.Manifest
-	set  *policy.Set
-	pins map[string]pinnedTool // the served tools of the last start; nil: unknown
+	m      *manifest.Manifest
+	server string // the server name of its tools (mcp__SERVER__TOOL)
+	set    *policy.Set
+	pins   map[string]pinnedTool // the served tools of the last start; nil: unknown
 }
 
 // Declare returns the plugin of manifest m, not installed, as if it were
@@ -35,11 +36,14 @@ func Declare(cfg Config, m *manifest.Manifest, grant *manifest.Layer) (*Declared
 	if err != nil {
 		return nil, err
 	}
-	return &Declared{m: m, set: set}, nil
+	return &Declared{m: m, server: m.ID, set: set}, nil
 }
 
 // Manifest returns the plugin's manifest.
 func (d *Declared) Manifest() *manifest.Manifest { return d.m }
+
+// ServerName is the server name its tools go by (mcp__SERVER__TOOL).
+func (d *Declared) ServerName() string { return d.server }
 
 // Policy returns the plugin's compiled policy.
 func (d *Declared) Policy() *policy.Set { return d.set }
@@ -58,7 +62,7 @@ func (d *Declared) Tools() ([]tool.CoreTool, error) {
 			}
 			desc, schema = pt.Description, pt.InputSchema
 		}
-		t, err := tool.Build(toolSpec(d.m, mt, desc, schema, 0, refuseCall))
+		t, err := tool.Build(toolSpec(d.server, d.m, mt, desc, schema, 0, refuseCall))
 		if err != nil {
 			return nil, err
 		}
@@ -89,7 +93,7 @@ func Describe(cfg Config, id string) (*Declared, error) {
 		}
 		return nil, err
 	}
-	d := &Declared{m: p.m, set: p.set}
+	d := &Declared{m: p.m, server: p.server, set: p.set}
 	if pins, ok := p.readPins(); ok {
 		d.pins = pins
 	}

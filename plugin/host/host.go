@@ -138,6 +138,7 @@ func (h *Host) Stop(ctx context.Context, id string) error {
 type Plugin struct {
 	h        *Host
 	state    *plugin.State
+	server   string // its tools' server name: mcp__SERVER__TOOL
 	m        *manifest.Manifest
 	dir      string
 	grant    *manifest.Layer
@@ -244,13 +245,16 @@ func (h *Host) prepare(id string) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{h: h, state: st, m: m, dir: dir, grant: grant, set: set,
+	return &Plugin{h: h, state: st, server: st.ServerName(), m: m, dir: dir, grant: grant, set: set,
 		lockPath: filepath.Join(h.cfg.Home, "plugins", id, "tools.pin.json"), stderr: newRing(64 << 10),
 		credits: make(chan string, 16)}, nil
 }
 
 // Manifest returns the plugin's manifest.
 func (p *Plugin) Manifest() *manifest.Manifest { return p.m }
+
+// ServerName is the server name its tools go by (mcp__SERVER__TOOL).
+func (p *Plugin) ServerName() string { return p.server }
 
 // Policy returns the plugin's compiled policy Set.
 func (p *Plugin) Policy() *policy.Set { return p.set }

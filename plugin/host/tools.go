@@ -20,8 +20,11 @@ import (
 	"github.com/norma-run/norma/tool"
 )
 
-// ToolName is the registry name of a plugin tool.
-func ToolName(pluginID, name string) string { return "mcp__" + pluginID + "__" + name }
+// ToolName is the registry name of a plugin tool: mcp__SERVER__TOOL, as
+// Claude Code names them, where SERVER is the plugin's server name
+// ([plugin.State.ServerName]: the name given to `norma mcp add`, else the
+// plugin id).
+func ToolName(server, name string) string { return "mcp__" + server + "__" + name }
 
 // Tools returns the plugin's tools as CoreTools for the registry. Their
 // security metadata comes from the manifest, never from the server. They
@@ -36,7 +39,7 @@ func (p *Plugin) Tools() ([]tool.CoreTool, error) {
 		call := func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			return p.call(ctx, mt.Name, in.Raw(), env.IdempotencyKey)
 		}
-		t, err := tool.Build(toolSpec(p.m, mt, pt.Description, pt.InputSchema, p.h.cfg.CallTimeout, call))
+		t, err := tool.Build(toolSpec(p.server, p.m, mt, pt.Description, pt.InputSchema, p.h.cfg.CallTimeout, call))
 		if err != nil {
 			return nil, err
 		}
@@ -48,12 +51,12 @@ func (p *Plugin) Tools() ([]tool.CoreTool, error) {
 // toolSpec is the registry spec of m's declared tool mt, with the
 // description and input schema the server gave (or stand-ins), running
 // call. Everything the gate judges comes from the manifest.
-func toolSpec(m *manifest.Manifest, mt manifest.Tool, description string, schema json.RawMessage, timeout time.Duration,
+func toolSpec(server string, m *manifest.Manifest, mt manifest.Tool, description string, schema json.RawMessage, timeout time.Duration,
 	call func(context.Context, tool.Env, tool.Input) (tool.Result, error)) tool.Spec {
 	writes := mt.WritesExternal()
 	readOnly := !writes && mt.Effects.Data != "send"
 	return tool.Spec{
-		Name:            ToolName(m.ID, mt.Name),
+		Name:            ToolName(server, mt.Name),
 		Description:     description,
 		Prompt:          fmt.Sprintf("Plugin %s tool %s. %s", m.Ref(), mt.Name, mt.Description),
 		Schema:          schema,
