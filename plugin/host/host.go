@@ -235,7 +235,9 @@ func (h *Host) prepare(id string) (*Plugin, error) {
 	dir := h.cfg.Manager.Dir(id, st.Active)
 	m, err := manifest.ParseFile(filepath.Join(dir, "manifest.yaml"))
 	if err != nil {
-		return nil, err
+		// Installed packages were checked; one changed on disk since.
+		return nil, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPluginManifestInvalid,
+			Layer: capability.LayerPlugin}, Detail: err.Error(), Err: err}
 	}
 	grant, bind, err := h.cfg.Manager.Grant(id)
 	if err != nil {
