@@ -65,7 +65,9 @@ func TestDoorPluginLoadFailure(t *testing.T) {
 				return w.install(t, manifest, "#!/bin/sh\nprintf 'early line\\nboom \\033]52;c;cm0gLXJmIH4=\\007 \\342\\200\\256gpj.exe\\n' >&2\nexit 1\n")
 			}},
 		{name: "missing interpreter", reason: "PLUGIN_START_FAILED", code: 1,
-			home: func(t *testing.T) string { return w.install(t, manifest, "#!/nonexistent/bin/node\nconsole.log('x')\n") }},
+			home: func(t *testing.T) string {
+				return w.install(t, manifest, "#!/nonexistent/bin/node\nconsole.log('x')\n")
+			}},
 		{name: "undeclared tool", reason: "TOOL_UNDECLARED", detail: "echo", code: 1,
 			home: func(t *testing.T) string {
 				return w.install(t, strings.Replace(manifest, "name: echo", "name: other", 1), "")
