@@ -466,10 +466,12 @@ type runPrinter struct {
 	stop     chan struct{}
 }
 
-// Text output of a tool call: at most resultLines lines of its result or
-// message, each cut to resultWidth runes.
+// Text output of a tool call: at most resultLines lines of its result, or
+// errorLines of its error message (a crashed plugin's carries the last
+// lines of its stderr), each cut to resultWidth runes.
 const (
 	resultLines = 3
+	errorLines  = 8
 	resultWidth = 160
 )
 
@@ -711,11 +713,11 @@ func (p *runPrinter) toolCall(c *agent.CallRecord, sub bool) {
 	fmt.Fprintf(p.w, "%s%s %s%s → %s %s%s\n", indent, p.paint(color, "⏺"), p.paint(sgrBold, termtext.Escape(c.Tool)),
 		targetText(c.Tool, c.Target), p.paint(color, termtext.Escape(decision)), termtext.Escape(c.Reason),
 		p.paint(sgrDim, fmt.Sprintf(" (%s%s)", c.Duration.Round(time.Millisecond), where)))
-	text, code := c.Result, sgrDim
+	text, code, n := c.Result, sgrDim, resultLines
 	if c.IsError {
-		text, code = c.Message, sgrRed
+		text, code, n = c.Message, sgrRed, errorLines
 	}
-	lines, more := termtext.Head(text, resultLines, resultWidth)
+	lines, more := termtext.Head(text, n, resultWidth)
 	for i, l := range lines {
 		mark := "  ⎿ "
 		if i > 0 {
