@@ -118,7 +118,8 @@ type Options struct {
 	Resolver netguard.Resolver
 	RootCAs  *x509.CertPool
 	// CallTimeout bounds one plugin tool call; zero means the plugin
-	// host's default.
+	// host's default. The settings' plugins.callTimeout and
+	// plugins.toolTimeouts override it, under the managed caps.
 	CallTimeout time.Duration
 	// WrapPlugin, when set, decorates each loaded plugin before it is
 	// registered (a host's own logging, the demo's report capture). The
@@ -358,10 +359,15 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 // hostConfig is the plugin host's configuration for this workspace, less
 // the manager and the vault.
 func (r *Runtime) hostConfig() host.Config {
+	def := r.opts.CallTimeout
+	if def <= 0 {
+		def = host.DefaultCallTimeout
+	}
+	call, tools := r.settings.Plugins.Resolve(def)
 	return host.Config{Home: r.opts.Home, Workspace: r.dir, WorkspacePolicy: r.layer,
 		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
-		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout,
-		Limits: r.opts.Limits}
+		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs,
+		CallTimeout: call, ToolTimeouts: tools, Limits: r.opts.Limits}
 }
 
 // Declared returns the first Declared plugin, registered; nil when there

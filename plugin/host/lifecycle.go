@@ -217,8 +217,8 @@ func (p *Plugin) crashError(ctx context.Context, tool string, cause error) error
 // it did not crash, so the next call starts a fresh process without a
 // backoff. Audited with the tool and the timeout.
 func (p *Plugin) callEnded(ctx context.Context, tool string, timeout time.Duration) error {
-	reason, detail := capability.ReasonTimeout, fmt.Sprintf("%s did not answer within %s (plugins.toolTimeouts or plugins.callTimeout in the settings); its process tree was killed and a fresh one starts at the next call",
-		ToolName(p.server, tool), timeout)
+	reason, detail := capability.ReasonTimeout, fmt.Sprintf("no answer within %s (settings: plugins.toolTimeouts, plugins.callTimeout); the process tree was killed, a fresh one starts at the next call",
+		timeout)
 	if ctx.Err() != nil {
 		reason, detail = capability.ReasonCanceled, "the call was canceled; the plugin's process tree was killed and a fresh one starts at the next call"
 	}
