@@ -108,3 +108,55 @@ func markedProcs(mark string) []string {
 	}
 	return pids
 }
+
+// TestDoorWireNames: through `norma run` against a server speaking the
+// Anthropic wire format, the installed plugin's tool goes out as its
+// sanitized name without a hash suffix (nothing else shares it), and the
+// model's call of that wire name reaches the plugin under its own name.
+func TestDoorWireNames(t *testing.T) {
+	w := newPluginWorld(t)
+	home := w.install(t, echoManifest("1.0.0", "", "  {}\n"), "")
+	ws := t.TempDir()
+	turn1 := filepath.Join(t.TempDir(), "turn1.sse")
+	os.WriteFile(turn1, []byte(`event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_wire1","name":"mcp__com_example_echo__echo","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"text\": \"over the wire\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`), 0o644)
+	f := &fakeServer{}
+	srv := f.start(t, "/v1/messages", turn1, "../../provider/anthropic/testdata/turn2_text.sse")
+	code, out, errs := doorEnv(t, []string{"ANTHROPIC_API_KEY=sk-ant-api03-wire-test-0000"},
+		"--home", home, "run", "--provider", "anthropic", "--base-url", srv.URL, "--workspace", ws, "--json", "echo")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	c := toolCalls(jsonLines(t, out))["toolu_wire1"]
+	if c == nil || c["tool"] != "mcp__com.example.echo__echo" || c["decision"] != "allow" || c["result"] != "over the wire" {
+		t.Fatalf("the call of the wire name: %v\n%s", c, out)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.bodies) != 2 {
+		t.Fatalf("requests = %d", len(f.bodies))
+	}
+	for i, b := range f.bodies {
+		// (The system prompt lists tools under their own names.)
+		if !strings.Contains(b, `"name":"mcp__com_example_echo__echo"`) || strings.Contains(b, "mcp__com_example_echo__echo_") {
+			t.Errorf("request %d does not name the tool mcp__com_example_echo__echo alone", i+1)
+		}
+	}
+}
