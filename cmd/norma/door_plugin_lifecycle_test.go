@@ -24,6 +24,15 @@ func TestDoorPluginCrashAndTimeout(t *testing.T) {
 	ws := t.TempDir()
 	set := filepath.Join(t.TempDir(), "settings.yaml")
 	os.WriteFile(set, []byte("plugins:\n  callTimeout: 60\n  toolTimeouts:\n    mcp__com.example.echo__echo: 1\n"), 0o644)
+	if code, out, errs := door(t, "--home", home, "settings", "show", "--workspace", ws, "--settings", set); code != 0 ||
+		!strings.Contains(out, "timeout mcp__com.example.echo__echo 1s  "+set+":4:34 (flag)") {
+		t.Errorf("settings show: exit %d\n%s%s", code, out, errs)
+	}
+	typo := filepath.Join(t.TempDir(), "typo.yaml")
+	os.WriteFile(typo, []byte("plugins:\n  toolTimeout: {}\n"), 0o644)
+	if code, _, errs := door(t, "settings", "lint", typo); code != 1 || !strings.Contains(errs, typo+`:2:3: plugins.toolTimeout: unknown field "toolTimeout" (did you mean "toolTimeouts"?)`) {
+		t.Errorf("settings lint of a misspelt key: exit %d\n%s", code, errs)
+	}
 	mark := fmt.Sprintf("norma-door-hang-%d", time.Now().UnixNano())
 	call := func(id, text string) string {
 		in, _ := json.Marshal(map[string]string{"text": text})
