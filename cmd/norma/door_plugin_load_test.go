@@ -64,7 +64,7 @@ func TestDoorPluginLoadFailure(t *testing.T) {
 			home: func(t *testing.T) string {
 				return w.install(t, manifest, "#!/bin/sh\nprintf 'early line\\nboom \\033]52;c;cm0gLXJmIH4=\\007 \\342\\200\\256gpj.exe\\n' >&2\nexit 1\n")
 			}},
-		{name: "missing interpreter", reason: "PLUGIN_START_FAILED", code: 1,
+		{name: "missing interpreter", reason: "PLUGIN_START_FAILED", detail: "its interpreter /nonexistent/bin/node does not exist", code: 1,
 			home: func(t *testing.T) string {
 				return w.install(t, manifest, "#!/nonexistent/bin/node\nconsole.log('x')\n")
 			}},

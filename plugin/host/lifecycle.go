@@ -87,6 +87,9 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 	proc, err := cfg.Runner.Start(pctx, spec)
 	if err != nil {
 		brk.Close()
+		if interp := missingInterpreter(spec.Argv[0]); interp != "" {
+			err = fmt.Errorf("%w (its interpreter %s does not exist on this host)", err, interp)
+		}
 		return fail(err)
 	}
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
@@ -295,6 +298,28 @@ func execOnly(entry string) []string {
 		return out
 	}
 	return append(out, elfInterp(entry)...)
+}
+
+// missingInterpreter returns the interpreter a "#!" script entrypoint
+// names when it does not exist; "" otherwise.
+func missingInterpreter(entry string) string {
+	b := make([]byte, 256)
+	f, err := os.Open(entry)
+	if err != nil {
+		return ""
+	}
+	n, _ := f.Read(b)
+	f.Close()
+	if n < 3 || string(b[:2]) != "#!" {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(b[2:n]), "\n")
+	if fs := strings.Fields(line); len(fs) > 0 {
+		if _, err := os.Stat(fs[0]); err != nil {
+			return fs[0]
+		}
+	}
+	return ""
 }
 
 func elfInterp(prog string) []string {
