@@ -28,7 +28,10 @@
 // (other files' allow and ask rules are dropped; their deny rules still
 // apply, since a deny only narrows) and allowManagedHooksOnly; what they
 // exclude is listed in [Settings.Ignored]. The locks do not cover
-// defaultMode, network or env.
+// defaultMode, network or env. plugins.callTimeout and
+// plugins.toolTimeouts (seconds; the latter by tool name
+// mcp__SERVER__TOOL) are the highest file's; a managed file's are caps
+// instead ([PluginTimeouts.Resolve]).
 //
 // A hook command is a program and literal arguments, where
 // $CLAUDE_PROJECT_DIR and $NORMA_WORKSPACE stand for the workspace: no
