@@ -251,11 +251,17 @@ func (d *detached) attach() error {
 }
 
 // mountPoint makes sure target exists as a directory or an empty file.
+// The directories it creates on the way (the skeleton that holds a bind
+// such as /home/u/.local/state/norma/plugins/ID/1.0.0) are mode 0111:
+// they can be passed through but not listed, so a process cannot learn
+// the names of the other binds beside its own (another grant's, its own
+// plugin id) by reading its parents. The process has no capability that
+// overrides it.
 func mountPoint(target string, dir bool) error {
 	if dir {
-		return os.MkdirAll(target, 0o755)
+		return os.MkdirAll(target, skeletonMode)
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(target), skeletonMode); err != nil {
 		return err
 	}
 	fd, err := unix.Open(target, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
@@ -270,6 +276,9 @@ func mountPoint(target string, dir bool) error {
 	}
 	return unix.Close(fd)
 }
+
+// skeletonMode is the mode of the directories mountPoint creates.
+const skeletonMode = 0o111
 
 const (
 	roAttrs  = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV

@@ -82,8 +82,14 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvAt(t, t.TempDir())
+}
+
+// newEnvAt is newEnv with the state directory home.
+func newEnvAt(t testing.TB, home string) *env {
+	t.Helper()
 	requireSandbox(t)
-	e := &env{home: t.TempDir(), ws: t.TempDir()}
+	e := &env{home: home, ws: t.TempDir()}
 	// A random loopback address on port 443: the manifest's origin is
 	// https://api.example.invalid (port 443) and the resolver maps the name here.
 	var err error
