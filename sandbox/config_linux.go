@@ -148,17 +148,20 @@ func buildConfig(s *Spec) (*initConfig, error) {
 			}
 			return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
 		}
-		if !granted(cp) {
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if fi, err = os.Stat(cp); err != nil {
+				return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
+			}
+		}
+		// A denied directory outside every grant matters when it holds one:
+		// only that grant shows through its mask (see maskDenied).
+		holds := fi.IsDir() && slices.ContainsFunc(slices.Concat(c.RO, c.RW), func(g string) bool { return g != cp && within(g, cp) })
+		if !granted(cp) && !holds {
 			continue // not visible inside the sandbox at all
 		}
 		for _, g := range slices.Concat(c.RO, c.RW) {
 			if g == cp {
 				return nil, specErr("deny", p, "denies a granted path as a whole; remove the grant instead")
-			}
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			if fi, err = os.Stat(cp); err != nil {
-				return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
 			}
 		}
 		if !fi.IsDir() {

@@ -520,16 +520,18 @@ func TestDataDirIsolation(t *testing.T) {
 		t.Fatalf("a state directory outside /tmp: %v", err)
 	}
 	for name, home := range homes {
-		t.Run(name, func(t *testing.T) { dataDirIsolation(t, newEnvAt(t, home)) })
+		t.Run(name, func(t *testing.T) { dataDirIsolation(t, newEnvAt(t, home, t.TempDir()), "") })
 	}
 }
 
-func dataDirIsolation(t *testing.T, e *env) {
+// dataDirIsolation runs the attacks of TestDataDirIsolation in e, with
+// plugin b granted the extra permission lines perms.
+func dataDirIsolation(t *testing.T, e *env, perms string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	os.WriteFile(filepath.Join(e.home, "norma.db"), []byte("db "+canaryToken), 0o600)
 	installPy(t, e, "#!/usr/bin/env python3", pyManifest("local.test.a", "data_dir: true\n", ""), nil)
-	installPy(t, e, "#!/usr/bin/env python3", pyManifest("local.test.b", "data_dir: true\n", ""), nil)
+	installPy(t, e, "#!/usr/bin/env python3", pyManifest("local.test.b", "data_dir: true\n", perms), nil)
 	a, err := e.host.Load(ctx, "local.test.a")
 	if err != nil {
 		t.Fatal(err)
@@ -572,4 +574,31 @@ func dataDirIsolation(t *testing.T, e *env) {
 		}
 	}
 	treetest.Equal(t, e.home, before)
+}
+
+// TestDataDirStateInWorkspace: the state directory inside the workspace
+// (WS/.local/state/norma, the layout of a run in the home directory), and
+// plugin b granted to read WS/.local, which holds it, and write WS/out. The
+// state directory is hidden from b by identity, except exactly its own
+// binds — its package, its data directory and the broker CA — which it
+// still reaches; the attacks of TestDataDirIsolation all fail.
+func TestDataDirStateInWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	home := filepath.Join(ws, ".local", "state", "norma")
+	os.MkdirAll(home, 0o700)
+	os.MkdirAll(filepath.Join(ws, "out"), 0o755)
+	os.MkdirAll(filepath.Join(ws, ".local", "share"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".local", "share", "readme.md"), []byte("workspace file"), 0o644)
+	e := newEnvAt(t, home, ws)
+	dataDirIsolation(t, e, "  filesystem:\n    read: [\"workspace://.local/**\"]\n    write: [\"workspace://out/**\"]\n")
+	b, err := e.host.Load(t.Context(), "local.test.b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, isErr := pyCall(t.Context(), t, b, "read", map[string]string{"path": filepath.Join(ws, ".local", "share", "readme.md")}); isErr || out != "workspace file" {
+		t.Errorf("control: b cannot read the granted workspace: %s", out)
+	}
+	if out, isErr := pyCall(t.Context(), t, b, "write", map[string]string{"path": filepath.Join(ws, "out", "x"), "content": "x"}); isErr {
+		t.Errorf("control: b cannot write workspace://out: %s", out)
+	}
 }

@@ -147,7 +147,7 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		Dir:       "/tmp",
 		ReadOnly:  append([]string{p.dir, p.h.ca.CertPath()}, paths.ReadOnly...),
 		ReadWrite: rw,
-		Deny:      paths.Deny,
+		Deny:      p.h.denyState(paths.Deny),
 		Pin:       paths.Pin,
 		Env:       env,
 		Network:   sandbox.NetBroker,
@@ -162,6 +162,22 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		spec.ExecOnly = cmd.Exec
 	}
 	return spec, nil
+}
+
+// denyState adds the state directory to deny: the plugin's binds inside it
+// (its package, its data directory, the broker CA) show through, and
+// nothing else of it, not even the names of the directories on the way
+// (plugins/, the plugin's id), which the sandbox would otherwise create
+// listable to hold those binds.
+func (h *Host) denyState(deny []string) []string {
+	if h.cfg.Home == "" {
+		return deny
+	}
+	home, err := filepath.Abs(h.cfg.Home)
+	if err != nil || slices.Contains(deny, home) {
+		return deny
+	}
+	return append(slices.Clone(deny), home)
 }
 
 // launchVars are the values of the manifest's args and env templates: the
