@@ -19,13 +19,16 @@ import (
 // the manifest's args and env: ${data} is the data directory, which it
 // can write, and ${secret:api_token} the broker's placeholder — the vault
 // value set with `norma secret set` is nowhere in the output or the state
-// directory. plugin remove deletes the data directory.
+// directory. The state directory lies in the workspace (a run in the home
+// directory): Bash cannot read or list the plugin's data directory. plugin
+// remove deletes the data directory.
 func TestDoorPluginRuntime(t *testing.T) {
 	sandboxtest.Require(t)
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("no /usr/bin/python3")
 	}
-	home, work, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	work, ws := t.TempDir(), t.TempDir()
+	home := filepath.Join(ws, ".local", "state", "norma")
 	vault := "VAULT-" + runCanary + "-7c41d09e2b"
 	set := exec.Command(normaBin(t), "--home", home, "secret", "set", "api_token")
 	set.Stdin = strings.NewReader(vault + "\n")
@@ -65,8 +68,10 @@ func TestDoorPluginRuntime(t *testing.T) {
 
 	script := filepath.Join(work, "script.yaml")
 	os.WriteFile(script, []byte("turns:\n  - tool_calls:\n      - {id: t1, name: mcp__local.test.py__env, input: {}}\n"+
-		"      - {id: t2, name: mcp__local.test.py__write, input: {path: "+data+"/note, content: kept}}\n  - text: done\n"), 0o644)
-	code, out, errs = door(t, "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "--json", "go")
+		"      - {id: t2, name: mcp__local.test.py__write, input: {path: "+data+"/note, content: DATA-NOTE-51c2}}\n"+
+		"  - tool_calls:\n      - {id: t3, name: Bash, input: {command: \"cat .local/state/norma/plugins/local.test.py/data/note; ls -a .local/state/norma/plugins/local.test.py/data .local/state/norma/plugins\"}}\n"+
+		"  - text: done\n"), 0o644)
+	code, out, errs = door(t, "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "--yes", "--json", "go")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
 	}
@@ -88,11 +93,17 @@ func TestDoorPluginRuntime(t *testing.T) {
 	if tok := se.Env["TOKEN"]; tok == "" || strings.Contains(tok, vault) {
 		t.Errorf("TOKEN = %q", tok)
 	}
-	if b, err := os.ReadFile(filepath.Join(data, "note")); err != nil || string(b) != "kept" {
+	if b, err := os.ReadFile(filepath.Join(data, "note")); err != nil || string(b) != "DATA-NOTE-51c2" {
 		t.Errorf("the write into the data directory: %q %v", b, err)
 	}
 	if _, err := os.Stat(filepath.Join(data, "started")); err != nil {
 		t.Errorf("PYSERVER_MARK=${data}/started was not written: %v", err)
+	}
+	// Bash: the note unreadable, the data directory and plugins/ unlisted
+	// (a listing would show "started" and "note").
+	if bash, _ := calls["t3"]["result"].(string); strings.Count(bash, "Permission denied") != 3 || strings.Contains(bash, "DATA-NOTE-51c2") ||
+		strings.Contains(bash, "started") || strings.Contains(bash, "note\n") {
+		t.Errorf("Bash saw the data directory: %q", bash)
 	}
 	filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
