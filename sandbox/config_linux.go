@@ -169,6 +169,9 @@ func buildConfig(s *Spec) (*initConfig, error) {
 				return nil, specErr("deny", p, "file has %d hard links; the other names cannot be hidden", st.Nlink)
 			}
 		}
+		if slices.ContainsFunc(c.Deny, func(d denyPath) bool { return d.Path == cp }) {
+			continue // named twice (by the policy and as a protected directory)
+		}
 		c.Deny = append(c.Deny, denyPath{Path: cp, Dir: fi.IsDir()})
 	}
 	var err error

@@ -123,6 +123,10 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 	if vars.Data != "" {
 		rw = append(rw, vars.Data)
 	}
+	deny, err := p.h.denyState(paths.Deny)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
 	cmd, err := EntryCommand(filepath.Join(p.dir, filepath.FromSlash(p.m.Entrypoint)))
 	if err != nil {
 		return sandbox.Spec{}, fmt.Errorf("entrypoint: %w", err)
@@ -147,7 +151,7 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		Dir:       "/tmp",
 		ReadOnly:  append([]string{p.dir, p.h.ca.CertPath()}, paths.ReadOnly...),
 		ReadWrite: rw,
-		Deny:      p.h.denyState(paths.Deny),
+		Deny:      deny,
 		Pin:       paths.Pin,
 		Env:       env,
 		Network:   sandbox.NetBroker,
@@ -169,15 +173,15 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 // nothing else of it, not even the names of the directories on the way
 // (plugins/, the plugin's id), which the sandbox would otherwise create
 // listable to hold those binds.
-func (h *Host) denyState(deny []string) []string {
+func (h *Host) denyState(deny []string) ([]string, error) {
 	if h.cfg.Home == "" {
-		return deny
+		return deny, nil
 	}
 	home, err := filepath.Abs(h.cfg.Home)
-	if err != nil || slices.Contains(deny, home) {
-		return deny
+	if err != nil {
+		return nil, err
 	}
-	return append(slices.Clone(deny), home)
+	return append(slices.Clone(deny), home), nil
 }
 
 // launchVars are the values of the manifest's args and env templates: the
