@@ -11,7 +11,12 @@ import (
 
 // Show writes the install screen: what the plugin can do, in plain words
 // first, then the details a careful reader checks.
-func Show(w io.Writer, m *Manifest) {
+func Show(w io.Writer, m *Manifest) { ShowData(w, m, "") }
+
+// ShowData is Show with the host path of the plugin's data directory
+// (plugin.Manager.DataDir) on the line that announces it; "" names it
+// STATE/plugins/ID/data.
+func ShowData(w io.Writer, m *Manifest, dataDir string) {
 	p := m.Permissions
 	fmt.Fprintf(w, "%s %s\n", m.ID, m.Version)
 	if m.Description != "" {
@@ -42,7 +47,10 @@ func Show(w io.Writer, m *Manifest) {
 
 	fmt.Fprintf(w, "\nStarts, inside the sandbox:\n  %s\n", termtext.Escape(LaunchLine(m)))
 	if m.DataDir {
-		fmt.Fprintln(w, "  with a data directory of its own, kept across runs (STATE/plugins/"+m.ID+"/data)")
+		if dataDir == "" {
+			dataDir = "STATE/plugins/" + m.ID + "/data"
+		}
+		fmt.Fprintf(w, "  with a data directory of its own, read-write, kept across runs and updates: %s\n", termtext.Escape(dataDir))
 	}
 
 	if fs := p.Filesystem; fs != nil && len(fs.Deny) > 0 {

@@ -30,7 +30,8 @@ type PackOptions struct {
 // with modification time 0, owner and group 0 and empty names, modes reduced
 // to 0644 or 0755, and a gzip header without name or time. package.sig is
 // included when present. Packing the same files twice gives the same bytes.
-// It refuses what [HashDir] refuses.
+// A symbolic link to a file inside dir is packed as a regular file with
+// its target's content. It refuses what [HashDir] refuses.
 func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) error {
 	if opts == nil {
 		opts = &PackOptions{}
@@ -58,7 +59,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) error
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := packOne(root, tw, s.path); err != nil {
+		if err := packOne(root, tw, s); err != nil {
 			return err
 		}
 		done += s.size
@@ -75,8 +76,9 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts *PackOptions) error
 	return nil
 }
 
-func packOne(root *os.Root, tw *tar.Writer, p string) error {
-	f, info, err := openRegular(root, "pack", p)
+func packOne(root *os.Root, tw *tar.Writer, s scanned) error {
+	p := s.path
+	f, info, err := openScanned(root, "pack", s)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,8 @@ type Options struct {
 //	plugins/<id>/grant.yaml  the user grant (a policy layer of kind grant)
 //	plugins/<id>/grant.json  what the grant is bound to: plugin id,
 //	                         version range, permission digest
+//	plugins/<id>/data/       the plugin's data directory (data_dir: true),
+//	                         created by the plugin host on first start
 //	plugins/.staging/        work directories; renamed into place
 //
 // Operations on one HOME are serialized with a flock on plugins/.lock.
@@ -392,7 +394,7 @@ func (m *Manager) screen(mf *manifest.Manifest, v *Verified) {
 	default:
 		fmt.Fprintf(w, "Signed by %s%s\n\n", v.Signer, rotatedNote(v))
 	}
-	manifest.Show(w, mf)
+	manifest.ShowData(w, mf, m.DataDir(mf.ID))
 	fmt.Fprintln(w)
 }
 
@@ -970,6 +972,13 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 
 // Dir returns the directory of an installed version's files.
 func (m *Manager) Dir(id, version string) string { return filepath.Join(m.root, id, version) }
+
+// DataDir returns the data directory of plugin id (manifest data_dir:
+// true): plugins/<id>/data, beside the version directories (never a
+// version name), so that updates keep it and [Manager.Remove] deletes it.
+// The plugin host creates it on first start and mounts it read-write into
+// that plugin's sandbox only.
+func (m *Manager) DataDir(id string) string { return filepath.Join(m.root, id, "data") }
 
 func makeReadOnly(dir string) error {
 	var dirs []string

@@ -25,7 +25,8 @@ func IsArchive(p string) (bool, error) {
 // Stage materializes the package at src — a directory or a .tar.gz — into
 // dst, which must not exist, and returns the tree of what was written. A
 // directory is copied file by file with the same checks as [Unpack] (no
-// links, no special files, valid names, limits), so later verification and
+// special files, valid names, limits; a symbolic link to a file inside the
+// package is stored as a copy of it, any other refused: see scanDir), so later verification and
 // installation work on a private copy that the source can no longer change.
 // On error dst is removed.
 func Stage(ctx context.Context, src, dst string, opts *UnpackOptions) (*Tree, error) {
@@ -77,7 +78,7 @@ func copyDir(ctx context.Context, src, dst string, opts *UnpackOptions) (tree *T
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, info, err := openRegular(sroot, "stage", s.path)
+		f, info, err := openScanned(sroot, "stage", s)
 		if err != nil {
 			return nil, err
 		}

@@ -194,11 +194,20 @@ type HashOptions struct {
 type scanned struct {
 	path string
 	size int64
+	// link: path is a symbolic link to a regular file inside the tree;
+	// the package holds a regular-file copy of its target under path.
+	link bool
 }
 
-// scanDir lists the regular files under root. It refuses symbolic links,
-// special files, invalid names and limit violations. package.sig at the root
-// is left out unless withSig is set.
+// scanDir lists the regular files under root, the one walk of a package
+// source tree (Pack, Stage, HashDir, so Sign and Verify too). It refuses
+// special files, invalid names and limit violations. A symbolic link is
+// resolved: one whose target, followed link by link, stays inside root and
+// is a regular file (npm's node_modules/.bin/x -> ../pkg/dist/index.js)
+// becomes a regular file with its target's content and mode; one that is
+// absolute, leaves root on the way, dangles or names a directory is
+// refused (PLUGIN_LINK). package.sig at the root is left out unless
+// withSig is set.
 func scanDir(root *os.Root, op string, lim Limits, withSig bool) ([]scanned, error) {
 	var out []scanned
 	var total int64
@@ -213,9 +222,9 @@ func scanDir(root *os.Root, op string, lim Limits, withSig bool) ([]scanned, err
 			return err
 		}
 		t := d.Type()
+		link := t&fs.ModeSymlink != 0
 		switch {
-		case t&fs.ModeSymlink != 0:
-			return newErr(capability.ReasonPluginLink, op, p, "symbolic link refused", nil)
+		case link:
 		case d.IsDir():
 			return nil
 		case !t.IsRegular():
@@ -224,8 +233,16 @@ func scanDir(root *os.Root, op string, lim Limits, withSig bool) ([]scanned, err
 		if p == SignatureName && !withSig {
 			return nil
 		}
-		info, err := d.Info()
+		var info fs.FileInfo
+		if link {
+			info, err = linkTarget(root, op, p)
+		} else {
+			info, err = d.Info()
+		}
 		if err != nil {
+			if _, ok := err.(*capability.Error); ok {
+				return err
+			}
 			return newErr(capability.ReasonPluginState, op, p, "cannot stat", err)
 		}
 		if info.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 {
@@ -241,7 +258,7 @@ func scanDir(root *os.Root, op string, lim Limits, withSig bool) ([]scanned, err
 		if total > lim.MaxTotalSize {
 			return newErr(capability.ReasonPluginArchiveLimit, op, p, fmt.Sprintf("package larger than %d bytes", lim.MaxTotalSize), nil)
 		}
-		out = append(out, scanned{path: p, size: info.Size()})
+		out = append(out, scanned{path: p, size: info.Size(), link: link})
 		return nil
 	})
 	if err != nil {
@@ -251,6 +268,48 @@ func scanDir(root *os.Root, op string, lim Limits, withSig bool) ([]scanned, err
 	// as sorting full paths ("a/b" vs "a.txt"); sort explicitly.
 	slices.SortFunc(out, func(a, b scanned) int { return strings.Compare(a.path, b.path) })
 	return out, nil
+}
+
+// linkTarget returns the file the symbolic link p under root resolves to,
+// following links only inside root (os.Root refuses an absolute target and
+// any step out of root), or a PLUGIN_LINK error.
+func linkTarget(root *os.Root, op, p string) (fs.FileInfo, error) {
+	info, err := root.Stat(p)
+	switch {
+	case err != nil:
+		return nil, newErr(capability.ReasonPluginLink, op, p, "symbolic link refused: its target is outside the package or does not exist", nil)
+	case info.IsDir():
+		return nil, newErr(capability.ReasonPluginLink, op, p, "symbolic link to a directory refused", nil)
+	case !info.Mode().IsRegular():
+		return nil, newErr(capability.ReasonPluginLink, op, p, "symbolic link to a special file refused", nil)
+	}
+	return info, nil
+}
+
+// openScanned opens the file s of a scan: a resolved link through root
+// (its target still inside root), anything else as [openRegular] does.
+// Either way the result is checked to be a regular file again.
+func openScanned(root *os.Root, op string, s scanned) (*os.File, fs.FileInfo, error) {
+	if !s.link {
+		return openRegular(root, op, s.path)
+	}
+	if _, err := linkTarget(root, op, s.path); err != nil {
+		return nil, nil, err
+	}
+	f, err := root.Open(s.path)
+	if err != nil {
+		return nil, nil, newErr(capability.ReasonPluginLink, op, s.path, "symbolic link refused: its target is outside the package or does not exist", nil)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, newErr(capability.ReasonPluginState, op, s.path, "cannot stat", err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, newErr(capability.ReasonPluginLink, op, s.path, "symbolic link to a special file refused", nil)
+	}
+	return f, info, nil
 }
 
 // openRegular opens p under root without following a final symbolic link and
@@ -277,9 +336,10 @@ func openRegular(root *os.Root, op, p string) (*os.File, fs.FileInfo, error) {
 }
 
 // HashDir hashes the package in directory dir and returns its tree. It
-// refuses (with a *capability.Error) symbolic links, special files, invalid
-// names and packages over the limits; package.sig at the root is not a
-// leaf. Files are hashed in parallel.
+// refuses (with a *capability.Error) special files, invalid names,
+// packages over the limits and symbolic links other than those to a
+// regular file inside dir, which it hashes as that file (see scanDir);
+// package.sig at the root is not a leaf. Files are hashed in parallel.
 func HashDir(ctx context.Context, dir string, opts *HashOptions) (*Tree, error) {
 	if opts == nil {
 		opts = &HashOptions{}
@@ -325,7 +385,7 @@ func HashDir(ctx context.Context, dir string, opts *HashOptions) (*Tree, error) 
 				if i >= len(list) || ctx.Err() != nil {
 					return
 				}
-				f, err := hashOne(root, list[i].path, h, buf, lim)
+				f, err := hashOne(root, list[i], h, buf, lim)
 				if err != nil {
 					cancel(err)
 					return
@@ -347,8 +407,9 @@ func HashDir(ctx context.Context, dir string, opts *HashOptions) (*Tree, error) 
 	return &Tree{Files: files}, nil
 }
 
-func hashOne(root *os.Root, p string, h hash.Hash, buf []byte, lim Limits) (File, error) {
-	f, info, err := openRegular(root, "hash", p)
+func hashOne(root *os.Root, s scanned, h hash.Hash, buf []byte, lim Limits) (File, error) {
+	p := s.path
+	f, info, err := openScanned(root, "hash", s)
 	if err != nil {
 		return File{}, err
 	}

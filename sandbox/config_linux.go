@@ -148,7 +148,15 @@ func buildConfig(s *Spec) (*initConfig, error) {
 			}
 			return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
 		}
-		if !granted(cp) {
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if fi, err = os.Stat(cp); err != nil {
+				return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
+			}
+		}
+		// A denied directory outside every grant matters when it holds one:
+		// only that grant shows through its mask (see maskDenied).
+		holds := fi.IsDir() && slices.ContainsFunc(slices.Concat(c.RO, c.RW), func(g string) bool { return g != cp && within(g, cp) })
+		if !granted(cp) && !holds {
 			continue // not visible inside the sandbox at all
 		}
 		for _, g := range slices.Concat(c.RO, c.RW) {
@@ -156,15 +164,13 @@ func buildConfig(s *Spec) (*initConfig, error) {
 				return nil, specErr("deny", p, "denies a granted path as a whole; remove the grant instead")
 			}
 		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			if fi, err = os.Stat(cp); err != nil {
-				return nil, NewError(capability.ReasonSandboxSpecInvalid, "deny", p, "", err)
-			}
-		}
 		if !fi.IsDir() {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 				return nil, specErr("deny", p, "file has %d hard links; the other names cannot be hidden", st.Nlink)
 			}
+		}
+		if slices.ContainsFunc(c.Deny, func(d denyPath) bool { return d.Path == cp }) {
+			continue // named twice (by the policy and as a protected directory)
 		}
 		c.Deny = append(c.Deny, denyPath{Path: cp, Dir: fi.IsDir()})
 	}

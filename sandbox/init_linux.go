@@ -211,6 +211,9 @@ type detached struct {
 	fd  int
 	dst string
 	dir bool
+	// hidden: attached inside a denied directory's mask, where the
+	// directories on the way are created mode 0111 (see maskDenied).
+	hidden bool
 }
 
 // capture clones the mount tree at src as a detached mount with attrs set
@@ -241,7 +244,11 @@ func capture(src, dst string, attrs uint64, missingOK bool) (*detached, error) {
 func (d *detached) attach() error {
 	defer unix.Close(d.fd)
 	target := stage + d.dst
-	if err := mountPoint(target, d.dir); err != nil {
+	skel := os.FileMode(0o755)
+	if d.hidden {
+		skel = 0o111
+	}
+	if err := mountPoint(target, d.dir, skel); err != nil {
 		return setupFail("mountpoint", d.dst, err)
 	}
 	if err := unix.MoveMount(d.fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
@@ -250,12 +257,13 @@ func (d *detached) attach() error {
 	return nil
 }
 
-// mountPoint makes sure target exists as a directory or an empty file.
-func mountPoint(target string, dir bool) error {
+// mountPoint makes sure target exists as a directory or an empty file,
+// creating the directories on the way with mode skel.
+func mountPoint(target string, dir bool, skel os.FileMode) error {
 	if dir {
-		return os.MkdirAll(target, 0o755)
+		return os.MkdirAll(target, skel)
 	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(target), skel); err != nil {
 		return err
 	}
 	fd, err := unix.Open(target, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
@@ -440,8 +448,14 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 	lp.rwDirs = append(lp.rwDirs, "/tmp")
 	lp.unixOK = append(lp.unixOK, "/tmp")
 
-	// Granted paths.
-	for _, b := range grantBinds {
+	// Granted paths; those inside a denied directory go onto its mask
+	// (see maskDenied).
+	var onMasks []*detached
+	for i, b := range grantBinds {
+		if inDeniedDir(grants[i].path, cfg.Deny) {
+			onMasks = append(onMasks, b)
+			continue
+		}
 		if err := b.attach(); err != nil {
 			return nil, err
 		}
@@ -452,7 +466,7 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 		return nil, err
 	}
 	// Denied paths: cover each with an empty, mode-000, read-only object.
-	if err := maskDenied(cfg.Deny); err != nil {
+	if err := maskDenied(cfg.Deny, onMasks); err != nil {
 		return nil, err
 	}
 	if err := sealScratchParents(slices.Concat(cfg.RO, cfg.RW)); err != nil {
@@ -555,7 +569,17 @@ func pin(paths []string) error {
 
 // maskDenied hides each denied path behind an empty object nobody in the
 // sandbox can open (mode 000, no capabilities left to override it).
-func maskDenied(deny []denyPath) error {
+//
+// A grant inside a denied directory (the host binds a plugin's package and
+// data directory, which live in Norma's state directory, hidden as a whole:
+// by the host, and by identity when the workspace holds it) is attached on
+// top of the mask: that mask is a tmpfs of mode 0111 holding only the
+// directories down to the grants (mode 0111 too), read-only once they are
+// attached. So exactly the granted paths show through, and nothing else of
+// the denied directory, not even the names beside them. A denied directory
+// that lies in no grant (it only holds some) is created in the new root
+// first.
+func maskDenied(deny []denyPath, onMasks []*detached) error {
 	if len(deny) == 0 {
 		return nil
 	}
@@ -567,12 +591,24 @@ func maskDenied(deny []denyPath) error {
 	if err := os.Chmod(maskFile, 0); err != nil {
 		return setupFail("chmod mask", "", err)
 	}
+	var holders []string // masks that hold grants, made read-only at the end
 	for _, d := range deny {
 		target := stage + d.Path
 		if d.Dir {
-			if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=000,size=4k,nr_inodes=1"); err != nil {
+			holds := slices.ContainsFunc(onMasks, func(b *detached) bool { return within(b.dst, d.Path) })
+			if !holds {
+				if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=000,size=4k,nr_inodes=1"); err != nil {
+					return setupFail("mask dir", d.Path, err)
+				}
+				continue
+			}
+			if err := os.MkdirAll(target, 0o755); err != nil {
 				return setupFail("mask dir", d.Path, err)
 			}
+			if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0111,size=64k,nr_inodes=1024"); err != nil {
+				return setupFail("mask dir", d.Path, err)
+			}
+			holders = append(holders, d.Path)
 			continue
 		}
 		if err := unix.Mount(maskFile, target, "", unix.MS_BIND, ""); err != nil {
@@ -582,7 +618,24 @@ func maskDenied(deny []denyPath) error {
 			return setupFail("mask file", d.Path, err)
 		}
 	}
+	for _, b := range onMasks {
+		b.hidden = true
+		if err := b.attach(); err != nil {
+			return err
+		}
+	}
+	for _, h := range holders {
+		if err := unix.Mount("", stage+h, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return setupFail("mask dir read-only", h, err)
+		}
+	}
 	return nil
+}
+
+// inDeniedDir reports whether path lies strictly inside a denied
+// directory.
+func inDeniedDir(path string, deny []denyPath) bool {
+	return slices.ContainsFunc(deny, func(d denyPath) bool { return d.Dir && path != d.Path && within(path, d.Path) })
 }
 
 // brokerListener brings lo up, listens on 127.0.0.1:0 inside the sandbox's

@@ -182,7 +182,11 @@ type Spec struct {
 	// is replaced by an empty, unreadable file, a denied directory by an
 	// empty, unreadable one. A denied file with more than one hard link is
 	// refused (the other names could not be hidden). A deny path that does
-	// not exist is ignored.
+	// not exist is ignored. A grant inside a denied directory (a plugin's
+	// package or data directory in Norma's state directory) stays visible:
+	// the directory then holds only the way down to it, which cannot be
+	// listed. A denied directory may lie outside every grant when it holds
+	// one; it then hides the names beside that grant.
 	Deny []string
 	// Pin are paths inside read-write grants whose names must stay what
 	// they are: each becomes a mount point of itself, with the access of

@@ -82,8 +82,14 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvAt(t, t.TempDir(), t.TempDir())
+}
+
+// newEnvAt is newEnv with the state directory home and the workspace ws.
+func newEnvAt(t testing.TB, home, ws string) *env {
+	t.Helper()
 	requireSandbox(t)
-	e := &env{home: t.TempDir(), ws: t.TempDir()}
+	e := &env{home: home, ws: ws}
 	// A random loopback address on port 443: the manifest's origin is
 	// https://api.example.invalid (port 443) and the resolver maps the name here.
 	var err error
@@ -118,8 +124,8 @@ func newEnv(t testing.TB) *env {
 		}
 	}
 	e.audit = audit.NewMemory()
-	ws := e.workspacePolicy(t)
-	e.mgr, err = plugin.NewManager(plugin.Options{Home: e.home, Trust: ts, Audit: e.audit, Workspace: ws, Out: io.Discard})
+	wsPolicy := e.workspacePolicy(t)
+	e.mgr, err = plugin.NewManager(plugin.Options{Home: e.home, Trust: ts, Audit: e.audit, Workspace: wsPolicy, Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +138,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	e.host, err = New(Config{
-		Home: e.home, Manager: e.mgr, Workspace: e.ws, WorkspacePolicy: ws, RunID: "run-1",
+		Home: e.home, Manager: e.mgr, Workspace: e.ws, WorkspacePolicy: wsPolicy, RunID: "run-1",
 		Vault: vault, Audit: e.audit, UpstreamRootCAs: e.api.Pool,
 		Resolver:    issueapi.Resolver{"api.example.invalid": {host}, "evil.example.invalid": {host}},
 		CallTimeout: 20 * time.Second,

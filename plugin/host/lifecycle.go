@@ -3,9 +3,13 @@ package host
 import (
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -87,9 +91,6 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 	proc, err := cfg.Runner.Start(pctx, spec)
 	if err != nil {
 		brk.Close()
-		if interp := missingInterpreter(spec.Argv[0]); interp != "" {
-			err = fmt.Errorf("%w (its interpreter %s does not exist on this host)", err, interp)
-		}
 		return fail(err)
 	}
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
@@ -114,12 +115,15 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 }
 
 // sandboxSpec is the sandbox of one plugin process: the package directory
-// and the broker CA read-only, the workspace paths the policy grants (see
-// sandboxpolicy.Derive), an environment of defaults and broker settings,
-// the broker as its only network, and the configured limits.
+// and the broker CA read-only, the plugin's data directory read-write
+// (data_dir: true), the workspace paths the policy grants (see
+// sandboxpolicy.Derive), an environment of defaults, broker settings and
+// the manifest's env, the broker as its only network, and the configured
+// limits. The command line is the entrypoint (its interpreter resolved on
+// the host, see EntryCommand) and the manifest's args.
 func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connListener) (sandbox.Spec, error) {
 	cfg := p.h.cfg
-	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+	env := []string{"PATH=" + SandboxPath, "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
 	for _, e := range brk.Env() {
 		k, _, _ := strings.Cut(e, "=")
 		if strings.Contains(strings.ToLower(k), "proxy") {
@@ -131,12 +135,43 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 	if err != nil {
 		return sandbox.Spec{}, err
 	}
+	rw := paths.ReadWrite
+	vars, err := p.launchVars(brk)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	if vars.Data != "" {
+		rw = append(rw, vars.Data)
+	}
+	deny, err := p.h.denyState(paths.Deny)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	cmd, err := EntryCommand(filepath.Join(p.dir, filepath.FromSlash(p.m.Entrypoint)))
+	if err != nil {
+		return sandbox.Spec{}, fmt.Errorf("entrypoint: %w", err)
+	}
+	argv := cmd.Argv
+	for i, a := range p.m.Args {
+		x, err := manifest.Expand(a, vars)
+		if err != nil {
+			return sandbox.Spec{}, fmt.Errorf("args[%d]: %w", i, err)
+		}
+		argv = append(argv, x)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.m.Env)) {
+		x, err := manifest.Expand(p.m.Env[k], vars)
+		if err != nil {
+			return sandbox.Spec{}, fmt.Errorf("env %s: %w", k, err)
+		}
+		env = setEnv(env, k, x)
+	}
 	spec := sandbox.Spec{
-		Argv:      []string{filepath.Join(p.dir, filepath.FromSlash(p.m.Entrypoint))},
+		Argv:      argv,
 		Dir:       "/tmp",
 		ReadOnly:  append([]string{p.dir, p.h.ca.CertPath()}, paths.ReadOnly...),
-		ReadWrite: paths.ReadWrite,
-		Deny:      paths.Deny,
+		ReadWrite: rw,
+		Deny:      deny,
 		Pin:       paths.Pin,
 		Env:       env,
 		Network:   sandbox.NetBroker,
@@ -145,11 +180,64 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		Stderr:    p.stderr,
 		Unsafe:    cfg.Unsafe,
 	}
-	// A plugin that may not spawn can execute its entrypoint and nothing else.
+	// A plugin that may not spawn can execute its entrypoint (and its
+	// interpreter) and nothing else.
 	if p.set.Decide(ctx, capability.Request{Kind: capability.ProcessSpawn, Argv: []string{"*"}}).Mode != capability.Allow {
-		spec.ExecOnly = execOnly(spec.Argv[0])
+		spec.ExecOnly = cmd.Exec
 	}
 	return spec, nil
+}
+
+// denyState adds the state directory to deny: the plugin's binds inside it
+// (its package, its data directory, the broker CA) show through, and
+// nothing else of it, not even the names of the directories on the way
+// (plugins/, the plugin's id), which the sandbox would otherwise create
+// listable to hold those binds.
+func (h *Host) denyState(deny []string) ([]string, error) {
+	if h.cfg.Home == "" {
+		return deny, nil
+	}
+	home, err := filepath.Abs(h.cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	return append(slices.Clone(deny), home), nil
+}
+
+// launchVars are the values of the manifest's args and env templates: the
+// package directory, the workspace, the data directory (created 0700 on
+// first start; see plugin.Manager.DataDir) and, for a secret, the
+// placeholder brk issued — never a value. A secret the broker holds no
+// placeholder for (not granted) fails the start.
+func (p *Plugin) launchVars(brk *broker.Broker) (manifest.Vars, error) {
+	ws, err := filepath.Abs(p.h.cfg.Workspace)
+	if err != nil {
+		return manifest.Vars{}, err
+	}
+	v := manifest.Vars{Package: p.dir, Workspace: ws, Secret: func(name string) (string, error) {
+		ph, ok := brk.Placeholder(name)
+		if !ok {
+			return "", fmt.Errorf("${secret:%s}: the secret %s is not granted to this plugin, so it has no placeholder", name, name)
+		}
+		return ph.String(), nil
+	}}
+	if p.m.DataDir {
+		v.Data = p.h.cfg.Manager.DataDir(p.m.ID)
+		if err := os.Mkdir(v.Data, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return manifest.Vars{}, fmt.Errorf("data directory: %w", err)
+		}
+		if fi, err := os.Lstat(v.Data); err != nil || !fi.IsDir() {
+			return manifest.Vars{}, fmt.Errorf("data directory %s is not a directory", v.Data)
+		}
+	}
+	return v, nil
+}
+
+// setEnv sets k=v in env, replacing an earlier entry of k (a default such
+// as LANG).
+func setEnv(env []string, k, v string) []string {
+	env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+	return append(env, k+"="+v)
 }
 
 // connect opens the MCP session over the process's stdio. A tools/list_changed
@@ -281,47 +369,9 @@ func (p *Plugin) stop() {
 	}
 }
 
-// execOnly lists what a no-spawn plugin may execute: its entrypoint, the
-// interpreter of a "#!" script entrypoint, and the ELF interpreter of a
-// dynamically linked program. (A dynamic loader can load any readable
-// program; only static entrypoints get the strict guarantee.)
-func execOnly(entry string) []string {
-	out := []string{entry}
-	if b, err := os.ReadFile(entry); err == nil && len(b) > 2 && string(b[:2]) == "#!" {
-		line, _, _ := strings.Cut(string(b[2:min(len(b), 256)]), "\n")
-		if f := strings.Fields(line); len(f) > 0 && filepath.IsAbs(f[0]) {
-			if real, err := filepath.EvalSymlinks(f[0]); err == nil {
-				out = append(out, real)
-				out = append(out, elfInterp(real)...)
-			}
-		}
-		return out
-	}
-	return append(out, elfInterp(entry)...)
-}
-
-// missingInterpreter returns the interpreter a "#!" script entrypoint
-// names when it does not exist; "" otherwise.
-func missingInterpreter(entry string) string {
-	b := make([]byte, 256)
-	f, err := os.Open(entry)
-	if err != nil {
-		return ""
-	}
-	n, _ := f.Read(b)
-	f.Close()
-	if n < 3 || string(b[:2]) != "#!" {
-		return ""
-	}
-	line, _, _ := strings.Cut(string(b[2:n]), "\n")
-	if fs := strings.Fields(line); len(fs) > 0 {
-		if _, err := os.Stat(fs[0]); err != nil {
-			return fs[0]
-		}
-	}
-	return ""
-}
-
+// elfInterp returns the ELF interpreter of a dynamically linked program
+// (none for a static one). It can load any readable program: only static
+// entrypoints get the strict no-spawn guarantee.
 func elfInterp(prog string) []string {
 	f, err := elf.Open(prog)
 	if err != nil {

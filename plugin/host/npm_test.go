@@ -18,24 +18,17 @@ import (
 const mcpFSVersion = "@modelcontextprotocol/server-filesystem@2026.8.31"
 
 // npmFilesystemServer returns a directory holding node_modules with the
-// server: $NORMA_TEST_MCP_FS (installed by .ci/run) or a fresh npm install.
+// server: $NORMA_TEST_MCP_FS (installed by .ci/run), else what npmServers
+// finds ($NORMA_TEST_MCP_SERVERS or a fresh npm install).
 func npmFilesystemServer(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat("/usr/bin/node"); err != nil {
-		t.Skip("no /usr/bin/node")
-	}
 	if d := os.Getenv("NORMA_TEST_MCP_FS"); d != "" {
+		if _, err := os.Stat("/usr/bin/node"); err != nil {
+			t.Skip("no /usr/bin/node")
+		}
 		return d
 	}
-	d := t.TempDir()
-	cmd := exec.Command("npm", "install", "--prefix", d, "--no-audit", "--no-fund", mcpFSVersion)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("npm install %s: %v\n%s", mcpFSVersion, err, b)
-		}
-		t.Skipf("npm install %s: %v", mcpFSVersion, err)
-	}
-	return d
+	return npmServers(t, strings.TrimSuffix(mcpFSVersion, "@"+mcpPinned))
 }
 
 // loadFSServer wraps @modelcontextprotocol/server-filesystem, tells it
