@@ -336,6 +336,9 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 		load = func(id string) (agent.Plugin, error) { return r.host.Load(ctx, id) }
 	}
 	for _, st := range list {
+		if !st.LoadsIn(r.dir) {
+			continue // added with --scope workspace for another workspace
+		}
 		p, err := load(st.ID)
 		if err != nil {
 			r.warn(fmt.Errorf("plugin %s not loaded: %w", st.ID, err))

@@ -43,8 +43,11 @@ type WrapOptions struct {
 	Env     map[string]string
 	DataDir bool
 	Secrets []manifest.Secret
-	Runner  sandbox.Runner
-	Timeout time.Duration
+	// Filesystem, when set, is requested as the manifest's filesystem
+	// permission (the workspace folders the server was pointed at).
+	Filesystem *manifest.Filesystem
+	Runner     sandbox.Runner
+	Timeout    time.Duration
 }
 
 // Wrap starts an existing stdio MCP server inside the sandbox — no network,
@@ -183,6 +186,9 @@ func wrapManifest(argv []string, o WrapOptions, tools []*mcp.Tool) ([]byte, erro
 	}
 	if len(o.Secrets) > 0 {
 		out.Permissions["secrets"] = o.Secrets
+	}
+	if fs := o.Filesystem; fs != nil && len(fs.Read)+len(fs.Write) > 0 {
+		out.Permissions["filesystem"] = map[string][]string{"read": fs.Read, "write": fs.Write}
 	}
 	comments := yaml.CommentMap{}
 	for i, t := range tools {

@@ -176,8 +176,9 @@ func wrapOptions(o Options, c Command, src Source, entry, dir, data string) (hos
 	wo := host.WrapOptions{
 		ID: ID(o.Name), Version: semverOf(src.Version), Entrypoint: entry, Runner: o.Runner, Timeout: o.Timeout,
 		Description: fmt.Sprintf("MCP server %s (%s %s %s), added by norma mcp add.", o.Name, src.Kind, displayPackage(src), src.Version),
-		Args:        templateArgs(c.Args, o.Workspace), Env: maps.Clone(o.Env), ReadOnly: []string{dir},
+		Env:         maps.Clone(o.Env), ReadOnly: []string{dir},
 	}
+	wo.Args, wo.Filesystem = templateArgs(c.Args, o.Workspace)
 	if wo.Env == nil {
 		wo.Env = map[string]string{}
 	}
@@ -219,15 +220,33 @@ func displayPackage(s Source) string {
 	return filepath.Base(s.Package)
 }
 
-// templateArgs maps an argument equal to the workspace root to ${workspace}.
-func templateArgs(args []string, ws string) []string {
+// templateArgs maps an absolute argument that is the workspace root, or
+// a path under it, to ${workspace}[/REL], and returns the workspace globs
+// such arguments point at: a server told a directory asks to use it, so
+// the manifest requests reading and writing there, and the install screen
+// asks the user, who may grant less.
+func templateArgs(args []string, ws string) ([]string, *manifest.Filesystem) {
 	out := slices.Clone(args)
+	var globs []string
 	for i, a := range out {
-		if ws != "" && filepath.IsAbs(a) && filepath.Clean(a) == filepath.Clean(ws) {
-			out[i] = "${workspace}"
+		if ws == "" || !filepath.IsAbs(a) {
+			continue
+		}
+		rel, err := filepath.Rel(filepath.Clean(ws), filepath.Clean(a))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || strings.Contains(rel, "${") {
+			continue
+		}
+		if rel == "." {
+			out[i], globs = "${workspace}", append(globs, "workspace://**")
+		} else {
+			out[i], globs = "${workspace}/"+filepath.ToSlash(rel), append(globs, "workspace://"+filepath.ToSlash(rel)+"/**")
 		}
 	}
-	return out
+	if len(globs) == 0 {
+		return out, nil
+	}
+	globs = slices.Compact(slices.Sorted(slices.Values(globs)))
+	return out, &manifest.Filesystem{Read: globs, Write: slices.Clone(globs)}
 }
 
 // probeVars are the templates' values for the probe; a secret is a fresh

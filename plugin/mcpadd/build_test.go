@@ -54,6 +54,9 @@ func TestBuildNPM(t *testing.T) {
 	if !m.DataDir || m.Env["MEMORY_FILE_PATH"] != "${data}/memory.jsonl" || m.Env["XDG_DATA_HOME"] != "${data}/share" || len(m.Args) != 1 || m.Args[0] != "${workspace}" {
 		t.Errorf("launch: data_dir %v env %v args %v", m.DataDir, m.Env, m.Args)
 	}
+	if fs := m.Permissions.Filesystem; fs == nil || len(fs.Read) != 1 || fs.Read[0] != "workspace://**" || len(fs.Write) != 1 {
+		t.Errorf("filesystem requested: %+v", m.Permissions.Filesystem)
+	}
 	lock, _ := os.ReadFile(filepath.Join(p.Dir, "package-lock.json"))
 	src, err := ReadSource(p.Dir)
 	if err != nil || src.Kind != KindNPM || src.Version != "2026.8.31" || !strings.HasPrefix(src.Integrity, "sha512-") || !strings.Contains(string(lock), src.Integrity) {
