@@ -198,3 +198,67 @@ func TestMCPAddRefusesCredentialEnv(t *testing.T) {
 		t.Errorf("secret without value: exit %d %s", code, stderr)
 	}
 }
+
+// echoServer copies the dependency-free python echo server into dir as
+// NAME and returns its path.
+func echoServer(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "plugin", "mcpadd", "testdata", "echo_server.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestMCPAddRelativeProgramScopedDoor adds a program by a relative path
+// (found from the current directory, not PATH) with --scope workspace: a
+// run in that workspace calls its tool; a run in another workspace does
+// not have it (TOOL_UNKNOWN) and the server is never started there.
+func TestMCPAddRelativeProgramScopedDoor(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newRunEnv(t)
+	src := t.TempDir()
+	echoServer(t, src, "echo-server")
+	cmd := exec.Command(normaBin(t), "--home", e.home, "mcp", "add", "echo", "--scope", "workspace", "--workspace", e.ws,
+		"--grant", grantFile(t, "  {}\n"), "--yes", "--", "./echo-server")
+	cmd.Dir = src
+	if code, out, stderr := doorCmd(t, cmd); code != 0 {
+		t.Fatalf("mcp add ./echo-server: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if code, out, _ := e.mcp(t, nil, "list"); code != 0 || !strings.Contains(out, "echo\tlocal.mcp.echo\t0.1.0\tworkspace "+e.ws) {
+		t.Errorf("mcp list:\n%s", out)
+	}
+	script := "turns:\n  - tool_calls:\n      - {id: c1, name: mcp__echo__echo, input: {text: hi}}\n  - text: done\n"
+	code, events, stderr := e.doorRun(t, script, "--mode", "dontAsk")
+	c := toolCalls(events)["c1"]
+	if code != 0 || c["reason"] != "ALLOWED" || c["result"] != "echo: hi argv=" {
+		t.Fatalf("run in the workspace: exit %d, call %v\n%s", code, c, stderr)
+	}
+	other := runEnv{home: e.home, ws: t.TempDir()}
+	code, events, stderr = other.doorRun(t, script, "--mode", "dontAsk")
+	if c := toolCalls(events)["c1"]; c["reason"] != "TOOL_UNKNOWN" {
+		t.Errorf("run in another workspace: exit %d, call %v\n%s", code, c, stderr)
+	}
+}
+
+// TestPluginWrapRelativeDoor: `plugin wrap ./server` finds the server
+// from the current directory instead of saying it is not in PATH.
+func TestPluginWrapRelativeDoor(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	dir := t.TempDir()
+	echoServer(t, dir, "echo-server")
+	cmd := exec.Command(normaBin(t), "plugin", "wrap", "--", "./echo-server")
+	cmd.Dir = dir
+	code, out, stderr := doorCmd(t, cmd)
+	if code != 0 || !strings.Contains(out, "name: echo") || !strings.Contains(out, "untrusted") {
+		t.Fatalf("plugin wrap ./echo-server: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
