@@ -188,7 +188,7 @@ func wrapManifest(argv []string, o WrapOptions, tools []*mcp.Tool) ([]byte, erro
 		out.Permissions["secrets"] = o.Secrets
 	}
 	if fs := o.Filesystem; fs != nil && len(fs.Read)+len(fs.Write) > 0 {
-		out.Permissions["filesystem"] = map[string][]string{"read": fs.Read, "write": fs.Write}
+		out.Permissions["filesystem"] = map[string][]string{"read": fs.Read, "write": fs.Write, "deny": fs.Deny}
 	}
 	comments := yaml.CommentMap{}
 	for i, t := range tools {

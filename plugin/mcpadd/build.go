@@ -18,6 +18,7 @@ import (
 	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/tools"
 )
 
 // Options configures Build.
@@ -178,7 +179,6 @@ func wrapOptions(o Options, c Command, src Source, entry, dir, data string) (hos
 		Description: fmt.Sprintf("MCP server %s (%s %s %s), added by norma mcp add.", o.Name, src.Kind, displayPackage(src), src.Version),
 		Env:         maps.Clone(o.Env), ReadOnly: []string{dir},
 	}
-	wo.Args, wo.Filesystem = templateArgs(c.Args, o.Workspace)
 	if wo.Env == nil {
 		wo.Env = map[string]string{}
 	}
@@ -195,6 +195,11 @@ func wrapOptions(o Options, c Command, src Source, entry, dir, data string) (hos
 		return wo, manifest.Vars{}, err
 	}
 	wo.Secrets = secrets
+	var fs *manifest.Filesystem
+	wo.Args, fs = templateArgs(c.Args, o.Workspace)
+	if wo.Filesystem, err = withDeny(fs); err != nil {
+		return wo, manifest.Vars{}, err
+	}
 	v := probeVars(dir, o.Workspace)
 	if wo.DataDir {
 		wo.ReadWrite, v.Data = []string{data}, data
@@ -247,6 +252,24 @@ func templateArgs(args []string, ws string) ([]string, *manifest.Filesystem) {
 	}
 	globs = slices.Compact(slices.Sorted(slices.Values(globs)))
 	return out, &manifest.Filesystem{Read: globs, Write: slices.Clone(globs)}
+}
+
+// withDeny adds to fs the deny globs of the built-in tools' manifest
+// (.env files, Norma's own policy and settings), so that a server given
+// the workspace is kept from them as the built-in tools are.
+func withDeny(fs *manifest.Filesystem) (*manifest.Filesystem, error) {
+	if fs == nil {
+		return nil, nil
+	}
+	b, err := tools.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	if b.Permissions.Filesystem == nil || len(b.Permissions.Filesystem.Deny) == 0 {
+		return nil, errors.New("the built-in tools' manifest has no deny globs")
+	}
+	fs.Deny = slices.Clone(b.Permissions.Filesystem.Deny)
+	return fs, nil
 }
 
 // probeVars are the templates' values for the probe; a secret is a fresh

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestBuildNPM(t *testing.T) {
 	if !m.DataDir || m.Env["MEMORY_FILE_PATH"] != "${data}/memory.jsonl" || m.Env["XDG_DATA_HOME"] != "${data}/share" || len(m.Args) != 1 || m.Args[0] != "${workspace}" {
 		t.Errorf("launch: data_dir %v env %v args %v", m.DataDir, m.Env, m.Args)
 	}
-	if fs := m.Permissions.Filesystem; fs == nil || len(fs.Read) != 1 || fs.Read[0] != "workspace://**" || len(fs.Write) != 1 {
+	if fs := m.Permissions.Filesystem; fs == nil || len(fs.Read) != 1 || fs.Read[0] != "workspace://**" || len(fs.Write) != 1 || !slices.Contains(fs.Deny, "workspace://**/.env") {
 		t.Errorf("filesystem requested: %+v", m.Permissions.Filesystem)
 	}
 	lock, _ := os.ReadFile(filepath.Join(p.Dir, "package-lock.json"))
