@@ -58,7 +58,7 @@ func (f *addFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.workspace, "workspace", ".", "the workspace root: an argument equal to it becomes ${workspace}")
 	fl.StringVar(&f.grantFile, "grant", "", "grant layer file (kind: grant) to consent with, with --yes")
 	fl.BoolVar(&f.yes, "yes", false, "do not ask; requires --grant FILE")
-	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per server")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object per server, one a line")
 }
 
 // request turns the flags into a request for server name.
@@ -251,7 +251,7 @@ func printAdded(cmd *cobra.Command, r *addRequest, res *plugin.Result, p *mcpadd
 		out.Grant = groupsJSON(plugin.GrantItems(res.Grant.Permissions))
 	}
 	if r.asJSON {
-		return writeJSON(cmd.OutOrStdout(), out)
+		return writeJSONLine(cmd.OutOrStdout(), out) // one line per server, for import
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "added %s: %s %s (%s %s, %s)\ntools: %s\n", r.name, res.ID, res.Version, p.Source.Kind,
 		termtext.EscapeText(p.Source.Package), p.Source.Integrity, termtext.EscapeText(strings.Join(out.Tools, ", ")))
