@@ -262,3 +262,33 @@ func TestPluginWrapRelativeDoor(t *testing.T) {
 		t.Fatalf("plugin wrap ./echo-server: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// TestMCPAddAsksConsentDoor: without --yes, add shows the install screen
+// (the launch line, the untrusted-annotations note) and asks on the
+// terminal before it registers the server.
+func TestMCPAddAsksConsentDoor(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newRunEnv(t)
+	echo := echoServer(t, t.TempDir(), "echo-server")
+	cmd := exec.Command(normaBin(t), "--home", e.home, "mcp", "add", "echo", "--", echo, "--flag")
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(strings.Repeat("y\n", 10)), &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mcp add: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	for _, want := range []string{"the server's claims, untrusted", "Starts, inside the sandbox:\n  bin/echo --flag", "Grant? [y]es all", "added echo: local.mcp.echo 0.1.0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// No answer (a closed stdin) is no consent: nothing is registered.
+	cmd = exec.Command(normaBin(t), "--home", e.home, "mcp", "add", "echo2", "--", echo)
+	if code, _, _ := doorCmd(t, cmd); code == 0 {
+		t.Error("add without an answer succeeded")
+	}
+	if code, _, _ := e.mcp(t, nil, "get", "echo2"); code == 0 {
+		t.Error("echo2 was registered without consent")
+	}
+}
