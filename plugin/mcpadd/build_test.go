@@ -86,6 +86,10 @@ func TestBuildPython(t *testing.T) {
 	t.Setenv("PIP_NO_INDEX", "1")
 	t.Setenv("PIP_FIND_LINKS", wheels)
 	t.Setenv("PATH", "/usr/bin:/bin") // pip, not a uv of the developer's
+	// python3 -m MODULE installs the distribution of that name and runs the module.
+	if _, m := mustBuild(t, Options{Name: "pymod", Argv: []string{"python3", "-m", "normatest_echo"}}); m.Entrypoint != "bin/pymod" || m.Tools[0].Name != "echo" {
+		t.Errorf("python3 -m: entrypoint %s tools %v", m.Entrypoint, m.Tools)
+	}
 	p, m := mustBuild(t, Options{Name: "pyecho", Argv: []string{"uvx", "normatest-echo==0.1.0", "--flag"}})
 	if m.Version != "0.1.0" || m.Entrypoint != "bin/pyecho" || len(m.Tools) != 1 || m.Tools[0].Name != "echo" || m.Tools[0].Approval != "never" {
 		t.Errorf("manifest:\n%s", p.Manifest)
@@ -131,5 +135,28 @@ func TestBuildRefusesCredentialEnv(t *testing.T) {
 		if LooksLikeCredential(k) && k != "MONKEY_BUSINESS_X" {
 			t.Errorf("%s looks like a credential", k)
 		}
+	}
+}
+
+// TestBuildNodeFile: node FILE copies FILE's directory and starts it
+// through a generated launcher.
+func TestBuildNodeFile(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("no node")
+	}
+	dir := t.TempDir()
+	b, _ := os.ReadFile("testdata/echo_server.js")
+	os.WriteFile(filepath.Join(dir, "server.js"), b, 0o644)
+	os.MkdirAll(filepath.Join(dir, "node_modules", ".bin"), 0o755)
+	os.Symlink("../x", filepath.Join(dir, "node_modules", ".bin", "x"))
+	p, m := mustBuild(t, Options{Name: "jsecho", Argv: []string{"node", filepath.Join(dir, "server.js"), "a"}})
+	if m.Entrypoint != "bin/jsecho" || len(m.Tools) != 1 || m.Tools[0].Name != "echo_js" || len(m.Args) != 1 {
+		t.Errorf("manifest:\n%s", p.Manifest)
+	}
+	if got, _ := os.ReadFile(filepath.Join(p.Dir, "app", "server.js")); string(got) != string(b) {
+		t.Error("app/server.js is not a copy")
+	}
+	if _, err := os.Lstat(filepath.Join(p.Dir, "app", "node_modules", ".bin")); err == nil {
+		t.Error("the .bin links were copied")
 	}
 }

@@ -24,6 +24,7 @@ func writeWheel(t *testing.T, dir string) {
 	}
 	files := map[string]string{
 		"normatest_echo/__init__.py":                      string(src),
+		"normatest_echo/__main__.py":                      "from normatest_echo import main\nmain()\n",
 		"normatest_echo-0.1.0.dist-info/METADATA":         "Metadata-Version: 2.1\nName: normatest-echo\nVersion: 0.1.0\n\n",
 		"normatest_echo-0.1.0.dist-info/WHEEL":            "Wheel-Version: 1.0\nGenerator: norma-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
 		"normatest_echo-0.1.0.dist-info/entry_points.txt": "[console_scripts]\nnormatest-echo = normatest_echo:main\n",
