@@ -31,6 +31,9 @@ type WrapOptions struct {
 	// ReadOnly are the host paths the server needs to start (its own
 	// files); the current directory and existing paths among argv are added.
 	ReadOnly []string
+	// Exact makes ReadOnly all the probe sees: the current directory and
+	// the paths among argv are not added.
+	Exact bool
 	// ReadWrite are host paths the probe may write (the proposed data
 	// directory of a server that gets one).
 	ReadWrite []string
@@ -107,8 +110,12 @@ func resolveCommand(argv []string) ([]string, error) {
 func probeTools(ctx context.Context, argv []string, o WrapOptions) ([]*mcp.Tool, error) {
 	var stderr ringBuffer
 	stderr.n = 16 << 10
+	ro := o.ReadOnly
+	if !o.Exact {
+		ro = wrapReadOnly(argv, o.ReadOnly)
+	}
 	proc, err := o.Runner.Start(ctx, sandbox.Spec{
-		Argv: argv, Dir: "/tmp", ReadOnly: wrapReadOnly(argv, o.ReadOnly), ReadWrite: o.ReadWrite,
+		Argv: argv, Dir: "/tmp", ReadOnly: ro, ReadWrite: o.ReadWrite,
 		Env:    append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"}, o.ProbeEnv...),
 		Stderr: &stderr, Limits: sandboxpolicy.DefaultLimits,
 	})

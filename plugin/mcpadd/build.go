@@ -109,12 +109,12 @@ func build(ctx context.Context, o Options, c Command, p *Package) error {
 	if err := writeSource(p.Dir, src); err != nil {
 		return err
 	}
-	data, err := os.MkdirTemp("", "norma-mcp-probe-data-*")
+	scratch, err := os.MkdirTemp("", "norma-mcp-probe-*")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(data)
-	wo, vars, err := wrapOptions(o, c, src, entry, p.Dir, data)
+	defer os.RemoveAll(scratch)
+	wo, vars, err := wrapOptions(o, c, src, entry, p.Dir, scratch)
 	if err != nil {
 		return err
 	}
@@ -172,12 +172,15 @@ func (e *CredentialError) Is(target error) bool { return target == ErrCredential
 
 // wrapOptions is what Wrap writes into the manifest and runs the probe
 // with: the templated args and env, the data dir, the secrets' variables
-// as placeholders, a scratch data directory.
-func wrapOptions(o Options, c Command, src Source, entry, dir, data string) (host.WrapOptions, manifest.Vars, error) {
+// as placeholders. The probe runs an unreviewed server, so it sees its
+// package and nothing of the user's: ${workspace} is an empty stand-in
+// (with the folders the arguments name) and ${data} a scratch directory,
+// both under scratch and deleted after.
+func wrapOptions(o Options, c Command, src Source, entry, dir, scratch string) (host.WrapOptions, manifest.Vars, error) {
 	wo := host.WrapOptions{
 		ID: ID(o.Name), Version: semverOf(src.Version), Entrypoint: entry, Runner: o.Runner, Timeout: o.Timeout,
 		Description: fmt.Sprintf("MCP server %s (%s %s %s), added by norma mcp add.", o.Name, src.Kind, displayPackage(src), src.Version),
-		Env:         maps.Clone(o.Env), ReadOnly: []string{dir},
+		Env:         maps.Clone(o.Env), ReadOnly: []string{dir}, Exact: true,
 	}
 	if wo.Env == nil {
 		wo.Env = map[string]string{}
@@ -200,15 +203,37 @@ func wrapOptions(o Options, c Command, src Source, entry, dir, data string) (hos
 	if wo.Filesystem, err = withDeny(fs); err != nil {
 		return wo, manifest.Vars{}, err
 	}
-	v := probeVars(dir, o.Workspace)
-	if wo.DataDir {
-		wo.ReadWrite, v.Data = []string{data}, data
+	ws, data := filepath.Join(scratch, "workspace"), filepath.Join(scratch, "data")
+	if err := standInWorkspace(ws, wo.Args); err != nil {
+		return wo, manifest.Vars{}, err
 	}
-	if o.Workspace != "" {
-		wo.ReadOnly = append(wo.ReadOnly, o.Workspace)
+	v := probeVars(dir, ws)
+	wo.ReadOnly = append(wo.ReadOnly, ws)
+	if wo.DataDir {
+		if err := os.Mkdir(data, 0o700); err != nil {
+			return wo, manifest.Vars{}, err
+		}
+		wo.ReadWrite, v.Data = []string{data}, data
 	}
 	wo.ProbeEnv, err = probeEnv(wo, v)
 	return wo, v, err
+}
+
+// standInWorkspace creates ws with the folders that args name under
+// ${workspace}, so that a server that checks its directories at start
+// finds them.
+func standInWorkspace(ws string, args []string) error {
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		return err
+	}
+	for _, a := range args {
+		if rel, ok := strings.CutPrefix(a, "${workspace}/"); ok && filepath.IsLocal(filepath.FromSlash(rel)) {
+			if err := os.MkdirAll(filepath.Join(ws, filepath.FromSlash(rel)), 0o700); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // xdgEnv points the XDG base directories into the data directory, so that

@@ -160,3 +160,27 @@ func TestBuildNodeFile(t *testing.T) {
 		t.Error("the .bin links were copied")
 	}
 }
+
+// TestBuildProbeSeesNothingOfTheUser: the probe runs the unreviewed server
+// with its package only. It tries to read a file of the workspace and one
+// of the current directory by their host paths at start: it sees neither.
+func TestBuildProbeSeesNothingOfTheUser(t *testing.T) {
+	const canary = "CANARY-probe-4b7e"
+	ws, cwd := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "secret.txt"), []byte(canary), 0o644)
+	os.WriteFile(filepath.Join(cwd, "secret.txt"), []byte(canary), 0o644)
+	b, _ := os.ReadFile("testdata/echo_server.py")
+	os.WriteFile(filepath.Join(cwd, "echo-server"), b, 0o755)
+	t.Chdir(cwd)
+	for _, file := range []string{filepath.Join(ws, "secret.txt"), filepath.Join(cwd, "secret.txt")} {
+		p, m := mustBuild(t, Options{Name: "probe", Workspace: ws, Argv: []string{"./echo-server", ws}, Env: map[string]string{"ECHO_PROBE_FILE": file}})
+		if strings.Contains(string(p.Manifest), canary) || !strings.Contains(m.Tools[0].Description, "blind:") {
+			t.Errorf("the probe read %s: %s", file, m.Tools[0].Description)
+		}
+	}
+	// Control: a file of the package itself is readable.
+	p, m := mustBuild(t, Options{Name: "probe", Argv: []string{"./echo-server"}, Env: map[string]string{"ECHO_PROBE_FILE": "${package}/norma-source.json"}})
+	if !strings.Contains(m.Tools[0].Description, "saw: {") {
+		t.Errorf("control: %s\n%s", m.Tools[0].Description, p.Manifest)
+	}
+}
