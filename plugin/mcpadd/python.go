@@ -59,9 +59,11 @@ func installPython(ctx context.Context, b *builder, c Command) (Source, string, 
 	return Source{Kind: KindPython, Package: c.Package, Version: ver, Integrity: "record-sha256:" + digest, Installer: installer}, entry, nil
 }
 
+var pySeparators = regexp.MustCompile(`[-_.]+`)
+
 // normalizePython is the PEP 503 normalized name.
 func normalizePython(s string) string {
-	return strings.ToLower(regexp.MustCompile(`[-_.]+`).ReplaceAllString(s, "-"))
+	return strings.ToLower(pySeparators.ReplaceAllString(s, "-"))
 }
 
 // findDistInfo is lib's NAME-VERSION.dist-info of the distribution name.
