@@ -254,6 +254,6 @@ func printAdded(cmd *cobra.Command, r *addRequest, res *plugin.Result, p *mcpadd
 		return writeJSONLine(cmd.OutOrStdout(), out) // one line per server, for import
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "added %s: %s %s (%s %s, %s)\ntools: %s\n", r.name, res.ID, res.Version, p.Source.Kind,
-		termtext.EscapeText(p.Source.Package), p.Source.Integrity, termtext.EscapeText(strings.Join(out.Tools, ", ")))
+		termtext.Escape(p.Source.Package), p.Source.Integrity, termtext.Escape(strings.Join(out.Tools, ", ")))
 	return nil
 }
