@@ -124,6 +124,28 @@ type State struct {
 	History map[string]Digest `json:"history,omitempty"`
 	// Name is the server name given at install ([InstallOptions.Name]).
 	Name string `json:"name,omitempty"`
+	// Workspace is the one workspace root the plugin loads in
+	// ([InstallOptions.Workspace]); "" means every workspace.
+	Workspace string `json:"workspace,omitempty"`
+}
+
+// LoadsIn reports whether the plugin is loaded by a run in workspace root
+// dir: always, unless it was installed for another workspace. Both paths
+// are compared with their symbolic links resolved.
+func (st *State) LoadsIn(dir string) bool {
+	return st.Workspace == "" || realPath(st.Workspace) == realPath(dir)
+}
+
+// realPath is the absolute, link-free form of p (p cleaned when it
+// cannot be resolved).
+func realPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // ServerName is the name the plugin's tools go by: mcp__NAME__TOOL.
@@ -183,6 +205,9 @@ type InstallOptions struct {
 	// (mcp__NAME__TOOL), as `norma mcp add NAME` gives it; "" means the
 	// plugin id. Install refuses a name another plugin already uses.
 	Name string
+	// Workspace, when set, limits the plugin to that workspace root
+	// (`norma mcp add --scope workspace`): a run elsewhere does not load it.
+	Workspace string
 }
 
 // Result reports what Install, Update or Consent did.
@@ -328,6 +353,9 @@ func (m *Manager) Install(ctx context.Context, src string, o InstallOptions) (*R
 		return nil, err
 	}
 	st := &State{ID: mf.ID, Active: mf.Version, Versions: map[string]*VersionState{}, Name: o.Name}
+	if o.Workspace != "" {
+		st.Workspace = realPath(o.Workspace)
+	}
 	st.add(mf.Version, m.versionState(s))
 	b := &Binding{ID: mf.ID, MinVersion: mf.Version, MaxVersion: mf.Version, PermissionDigest: mf.Permissions.Digest(), Generation: 1, ConsentedAt: m.o.Now().UTC()}
 	if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {

@@ -341,6 +341,9 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 		load = func(id string) (agent.Plugin, error) { return r.host.Load(ctx, id) }
 	}
 	for _, st := range list {
+		if !st.LoadsIn(r.dir) {
+			continue // added with --scope workspace for another workspace
+		}
 		p, err := load(st.ID)
 		if err != nil {
 			f := newPluginFailure(st.ID, err)

@@ -133,6 +133,12 @@ func TestJSONKeysSnakeCase(t *testing.T) {
 		t.Fatalf("the run left no pending approval:\n%s", runOut)
 	}
 
+	echo := echoServer(t, work, "echo-server")
+	mcpJSON := filepath.Join(work, ".mcp.json")
+	os.WriteFile(mcpJSON, []byte(`{"mcpServers": {"echo2": {"command": "`+echo+`"}, "web": {"url": "https://mcp.example.com/mcp"}}}`), 0o644)
+	empty := filepath.Join(work, "empty-grant.yaml")
+	os.WriteFile(empty, []byte("schema_version: 2\nkind: grant\npermissions: {}\n"), 0o644)
+
 	h := []string{"--home", home}
 	cases := []struct {
 		cmd  string
@@ -162,6 +168,10 @@ func TestJSONKeysSnakeCase(t *testing.T) {
 		{"settings show", []string{"settings", "show", "--workspace", ws, "--settings", settingsFile, "--json"}, 0},
 		{"tools list", []string{"tools", "list", "--json"}, 0},
 		{"permissions list", []string{"permissions", "list", "--workspace", ws, "--json"}, 0},
+		{"mcp add", []string{"mcp", "add", "echo", "--grant", empty, "--yes", "--json", "--", echo}, 0},
+		{"mcp import", []string{"mcp", "import", mcpJSON, "--grant", empty, "--yes", "--json"}, 0},
+		{"mcp list", []string{"mcp", "list", "--json"}, 0},
+		{"mcp get", []string{"mcp", "get", "echo", "--json"}, 0},
 		{"demo", nil, 0}, // TestDoorDemo's run (runDemo)
 	}
 	covered := map[string]bool{}

@@ -15,8 +15,10 @@ func newPluginWrapCmd() *cobra.Command {
 		Use:   "wrap [--id ID] [--version V] [--entrypoint PATH] [--ro PATH]... [-o FILE] -- COMMAND ARGS...",
 		Short: "Generate a starting manifest for an existing stdio MCP server",
 		Long: "Start an existing MCP server inside the sandbox (no network, read-only access to its own files),\n" +
-			"list its tools and print a manifest that declares every tool as an external write needing approval\n" +
-			"and grants nothing else. Edit it, sign it locally and install it with --dev.",
+			"list its tools and print a starting manifest: each tool's effects proposed from the server's MCP\n" +
+			"annotations (marked untrusted; a tool without them is an external write needing approval), nothing\n" +
+			"else granted. COMMAND is a path (relative to the current directory) or a name in PATH. Edit it,\n" +
+			"sign it locally and install it with --dev; `norma mcp add` does all of this for npm and python servers.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for i, p := range o.ReadOnly {

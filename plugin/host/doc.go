@@ -47,5 +47,7 @@
 //     ReleaseHold).
 //   - listener.go: the plugin's egress broker, its approval credits, and the
 //     net.Listener over the sandbox's broker connections.
-//   - wrap.go: Wrap, a starting manifest for an existing MCP server.
+//   - wrap.go: Wrap, the one engine that starts an existing MCP server once
+//     in the sandbox and proposes its manifest (effects from its annotations,
+//     marked untrusted); `plugin wrap` and plugin/mcpadd use it.
 package host

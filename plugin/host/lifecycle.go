@@ -131,7 +131,7 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		}
 		env = append(env, e)
 	}
-	paths, err := sandboxpolicy.Derive(ctx, cfg.Workspace, p.set, p.h.prot, p.m.Permissions, p.grantPerms())
+	paths, err := sandboxpolicy.Derive(ctx, cfg.Workspace, p.set, p.h.prot, p.m.Permissions, p.grantPerms(), sandboxpolicy.RootCandidate)
 	if err != nil {
 		return sandbox.Spec{}, err
 	}

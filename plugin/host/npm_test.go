@@ -52,10 +52,11 @@ func loadFSServer(ctx context.Context, t *testing.T, e *env, fs string) *Plugin 
 		t.Fatalf("wrap: %v", err)
 	}
 	text := string(generated)
-	if !strings.Contains(text, "name: read_text_file") || !strings.Contains(text, "name: write_file") || !strings.Contains(text, "risk: external_write") {
+	if !strings.Contains(text, "name: read_text_file") || !strings.Contains(text, "name: write_file") || !strings.Contains(text, "external_state: write") {
 		t.Fatalf("wrap manifest:\n%s", text)
 	}
-	text = strings.ReplaceAll(text, "risk: external_write", "risk: read")
+	text = strings.ReplaceAll(text, "external_state: write", "external_state: none")
+	text = strings.ReplaceAll(text, "data: send", "data: read")
 	text = strings.ReplaceAll(text, "approval: per_action", "approval: never")
 	text = strings.Replace(text, "permissions:\n", "permissions:\n  filesystem:\n"+fs, 1)
 	os.WriteFile(filepath.Join(pkg, "manifest.yaml"), []byte(text), 0o644)

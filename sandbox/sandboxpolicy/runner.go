@@ -243,6 +243,16 @@ func (r *Runner) Start(ctx context.Context, cmd tool.Command) (tool.Process, err
 	return process{p}, nil
 }
 
+// RootCandidate, passed to Derive as one more layer, makes the workspace
+// root a candidate for reading and writing; the policy decides
+// (workspace://** allows it, workspace://src/** does not, and then the
+// layers' literal directories such as src are the candidates). The shell
+// and the plugin host both pass it.
+var RootCandidate = manifest.Permissions{Filesystem: &manifest.Filesystem{
+	Read:  []string{manifest.WorkspaceScheme + "."},
+	Write: []string{manifest.WorkspaceScheme + "."},
+}}
+
 // spec builds the sandbox Spec of one command from the effective file
 // capabilities, computed now. The workspace root and the literal
 // directories of the layers' globs are the candidates; the policy decides
@@ -258,15 +268,7 @@ func (r *Runner) spec(ctx context.Context, cmd tool.Command) (sandbox.Spec, erro
 	if cmd.Timeout < 0 {
 		return sandbox.Spec{}, sandbox.NewError(capability.ReasonSandboxSpecInvalid, "timeout", "", fmt.Sprintf("negative timeout %v", cmd.Timeout), nil)
 	}
-	// The workspace root is always a candidate, for reading and writing;
-	// the policy decides (workspace://** allows it, workspace://src/** does
-	// not, and then the layers' literal directories such as src are the
-	// candidates).
-	root := manifest.Permissions{Filesystem: &manifest.Filesystem{
-		Read:  []string{manifest.WorkspaceScheme + "."},
-		Write: []string{manifest.WorkspaceScheme + "."},
-	}}
-	p, err := Derive(ctx, r.ws, r.cfg.Policy, r.prot, append(slices.Clone(r.cfg.Layers), root)...)
+	p, err := Derive(ctx, r.ws, r.cfg.Policy, r.prot, append(slices.Clone(r.cfg.Layers), RootCandidate)...)
 	if err != nil {
 		return sandbox.Spec{}, sandbox.NewError(capability.ReasonSandboxSetupFailed, "derive", "",
 			"deriving the sandbox's view of the workspace", err)
