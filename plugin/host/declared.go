@@ -94,7 +94,7 @@ func Describe(cfg Config, id string) (*Declared, error) {
 		return nil, err
 	}
 	d := &Declared{m: p.m, server: p.server, set: p.set}
-	if pins, ok := p.readPins(); ok {
+	if pins, _, ok := p.readPins(); ok {
 		d.pins = pins
 	}
 	return d, nil

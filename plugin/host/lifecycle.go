@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/broker"
 	"github.com/norma-run/norma/capability"
@@ -127,17 +125,6 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		spec.ExecOnly = execOnly(spec.Argv[0])
 	}
 	return spec, nil
-}
-
-// connect opens the MCP session over the process's stdio. A tools/list_changed
-// notification holds the plugin.
-func (p *Plugin) connect(ctx context.Context, proc *sandbox.Process) (*mcp.ClientSession, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "norma", Version: "2"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) {
-			go p.hold(ctx, ReasonToolsChanged, "the plugin changed its tool list after consent")
-		},
-	})
-	return client.Connect(ctx, &mcp.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin}, nil)
 }
 
 func (p *Plugin) grantPerms() manifest.Permissions {
