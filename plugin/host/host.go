@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -86,6 +87,8 @@ type Host struct {
 	// sampleMu guards sampled: the tokens of the run's sampling so far.
 	sampleMu sync.Mutex
 	sampled  int
+	// progress numbers the calls' progress tokens.
+	progress atomic.Int64
 	// prot is the state directory by identity, recorded when the host was
 	// created: every plugin sandbox hides it under any name.
 	prot sandboxpolicy.Protected

@@ -133,6 +133,9 @@ func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, id
 	if idem != "" {
 		params.Meta = mcp.Meta{"norma/idempotency_key": idem}
 	}
+	// A progress token, so that the server may report progress (audited
+	// and shown to the person as notices, never given to the model).
+	params.SetProgressToken(p.h.progress.Add(1))
 	res, err := session.CallTool(ctx, params)
 	if err != nil {
 		// A hang (deadline), a crash or a protocol error: end the call,
