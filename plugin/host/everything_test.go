@@ -6,8 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,7 +88,7 @@ func everythingPackage(t *testing.T) (pkg, manifestText string) {
 type strErr string
 
 func (e strErr) Error() string { return string(e) }
-func errorsNew(s string) error  { return strErr(s) }
+func errorsNew(s string) error { return strErr(s) }
 
 // loadEverything installs server-everything (with manifest text edit
 // applied to the proposed manifest) as server name "everything" and
