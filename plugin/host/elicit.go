@@ -134,3 +134,57 @@ func elicitFields(schema any) []ElicitField {
 	}
 	return out
 }
+
+// ElicitValues converts the person's typed answers to the fields' types
+// (boolean: y/yes/true/n/no/false; integer; number; else the text). A
+// required field left empty, or a value that is not of its type or not
+// one of its choices, is an error naming the field.
+func ElicitValues(fields []ElicitField, typed map[string]string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, f := range fields {
+		s, ok := typed[f.Name]
+		if !ok || s == "" {
+			if f.Required {
+				return nil, fmt.Errorf("%s is required", f.Name)
+			}
+			continue
+		}
+		if len(f.Enum) > 0 && !slices.Contains(f.Enum, s) {
+			return nil, fmt.Errorf("%s must be one of %s", f.Name, strings.Join(f.Enum, ", "))
+		}
+		switch f.Type {
+		case "boolean":
+			switch strings.ToLower(s) {
+			case "y", "yes", "true":
+				out[f.Name] = true
+			case "n", "no", "false":
+				out[f.Name] = false
+			default:
+				return nil, fmt.Errorf("%s must be yes or no", f.Name)
+			}
+		case "integer":
+			var n int64
+			if _, err := fmt.Sscan(s, &n); err != nil || fmt.Sprint(n) != s {
+				return nil, fmt.Errorf("%s must be an integer", f.Name)
+			}
+			out[f.Name] = n
+		case "number":
+			var x float64
+			if _, err := fmt.Sscan(s, &x); err != nil {
+				return nil, fmt.Errorf("%s must be a number", f.Name)
+			}
+			out[f.Name] = x
+		case "array":
+			var items []string
+			for it := range strings.SplitSeq(s, ",") {
+				if it = strings.TrimSpace(it); it != "" {
+					items = append(items, it)
+				}
+			}
+			out[f.Name] = items
+		default:
+			out[f.Name] = s
+		}
+	}
+	return out, nil
+}
