@@ -18,6 +18,7 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/approval/prompt"
+	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/internal/termtext"
@@ -179,10 +180,20 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	out.startSpinner(terminal)
 	defer out.stopSpinner()
 	var ask approval.Approver
+	// elicit asks the person for what a plugin's server requests; nil
+	// (no terminal, --json, a queued run) declines, audited as headless.
+	var elicit func(context.Context, host.Elicitation) (host.ElicitAnswer, error)
 	wait := f.approvalWait
 	switch {
 	case f.yes:
 		ask, wait = approval.Auto{Grant: true, By: "cli:--yes"}, time.Minute
+		if stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON {
+			pa, err := prompt.New(cmd.InOrStdin(), cmd.OutOrStdout(), &prompt.Options{Who: whoami(), Accessible: true})
+			if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			elicit = terminalElicit(pa, out)
+		}
 	case stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON:
 		// The full screen form needs a terminal to draw on; ACCESSIBLE (huh's
 		// convention) or an output that is not one gets the line prompt.
@@ -193,6 +204,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 			return exitWith(exitInternal, err)
 		}
 		ask, wait = pausingApprover{pa, out}, approval.DefaultTTL
+		elicit = terminalElicit(pa, out)
 	default:
 		ask = approval.Waiter{Store: db}
 		out.previews = true
@@ -213,6 +225,8 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		Limits: limits,
 		Warn:   func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) },
 		Accept: acceptOnTerminal(cmd, out, !f.asJSON && stdinIsTerminal(cmd.InOrStdin())),
+		Elicit: elicit, Sampler: samplerOf(prov), SamplerModel: model,
+		Notify: func(n host.Notice) { out.notice(cmd.ErrOrStderr(), n) },
 	})
 	if err != nil {
 		return exitWith(exitFailed, err)
@@ -297,7 +311,7 @@ func newProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.Sta
 		}
 		if resumed != nil {
 			done := min(resumed.Turns, len(s.Turns))
-			s = &scripted.Script{Turns: s.Turns[done:]}
+			s = &scripted.Script{Turns: s.Turns[done:], Sampling: s.Sampling}
 		}
 		return scripted.New(s), nil
 	case anthropic.Name:
