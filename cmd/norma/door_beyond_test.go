@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/norma-run/norma/sandbox/sandboxtest"
+)
+
+// everythingPkg builds a dev package of @modelcontextprotocol/server-everything
+// from $NORMA_TEST_MCP_SERVERS (a prefix whose node_modules holds it,
+// installed by .ci/run) or a fresh npm install, with the manifest
+// `norma plugin wrap` proposes, every tool made a read without approval.
+func everythingPkg(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/node"); err != nil {
+		t.Skip("no /usr/bin/node")
+	}
+	src := os.Getenv("NORMA_TEST_MCP_SERVERS")
+	if src == "" {
+		src = t.TempDir()
+		if b, err := exec.Command("npm", "install", "--prefix", src, "--no-audit", "--no-fund", "@modelcontextprotocol/server-everything@2026.8.31").CombinedOutput(); err != nil {
+			if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
+				t.Fatalf("npm install: %v\n%s", err, b)
+			}
+			t.Skipf("npm install: %v", err)
+		}
+	}
+	pkg := filepath.Join(t.TempDir(), "everything")
+	os.MkdirAll(pkg, 0o755)
+	if b, err := exec.Command("cp", "-a", filepath.Join(src, "node_modules"), pkg).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, b)
+	}
+	os.RemoveAll(filepath.Join(pkg, "node_modules", ".bin"))
+	os.MkdirAll(filepath.Join(pkg, "bin"), 0o755)
+	entry := filepath.Join(pkg, "bin", "server.mjs")
+	os.WriteFile(entry, []byte("#!/usr/bin/node\nprocess.argv.push('stdio');\nawait import('../node_modules/@modelcontextprotocol/server-everything/dist/index.js');\n"), 0o755)
+	code, out, errs := door(t, "plugin", "wrap", "--id", "local.everything", "--entrypoint", "bin/server.mjs", "--ro", pkg, "--", entry)
+	if code != 0 {
+		t.Fatalf("wrap: exit %d\n%s", code, errs)
+	}
+	text := strings.ReplaceAll(out, "risk: external_write", "risk: read")
+	text = strings.ReplaceAll(text, "approval: per_action", "approval: never")
+	os.WriteFile(filepath.Join(pkg, "manifest.yaml"), []byte(text), 0o644)
+	return pkg
+}
+
+// TestDoorEverything drives server-everything through `norma run` with
+// the scripted provider: a resource read and a prompt get reach the model
+// as tool results; its elicitation is declined in a headless run and its
+// sampling refused by default, both audited; with mcp.sampling allowed in
+// --settings, the run's provider answers it; a deny rule on
+// ReadMcpResource refuses the read at the gate.
+func TestDoorEverything(t *testing.T) {
+	sandboxtest.Require(t)
+	home, work, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	pkg := everythingPkg(t)
+	grant := filepath.Join(work, "grant.yaml")
+	os.WriteFile(grant, []byte("schema_version: 2\nkind: grant\npermissions: {}\n"), 0o644)
+	if code, out, errs := door(t, "--home", home, "plugin", "install", "--dev", pkg, "--yes", "--grant", grant); code != 0 {
+		t.Fatalf("install: exit %d\n%s%s", code, out, errs)
+	}
+	script := filepath.Join(work, "script.yaml")
+	os.WriteFile(script, []byte(`turns:
+  - tool_calls:
+      - {id: r1, name: ReadMcpResource, input: {server: local.everything, uri: "demo://resource/static/document/features.md"}}
+      - {id: p1, name: GetMcpPrompt, input: {server: local.everything, name: args-prompt, arguments: {city: Lyon}}}
+      - {id: e1, name: mcp__local.everything__trigger-elicitation-request, input: {}}
+      - {id: s1, name: mcp__local.everything__trigger-sampling-request, input: {prompt: "tell me", maxTokens: 20}}
+  - text: done
+sampling: [answered-by-the-script-provider]
+`), 0o644)
+	run := func(extra ...string) map[string]map[string]any {
+		t.Helper()
+		args := append([]string{"--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "--json"}, extra...)
+		code, out, errs := door(t, append(args, "go")...)
+		if code != 0 {
+			t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+		}
+		calls := map[string]map[string]any{}
+		for _, l := range jsonLines(t, out) {
+			if l["event"] == "tool_call" {
+				calls[l["id"].(string)] = l
+			}
+		}
+		if len(calls) != 4 {
+			t.Fatalf("%d tool calls:\n%s%s", len(calls), out, errs)
+		}
+		return calls
+	}
+	result := func(c map[string]any) string { s, _ := c["result"].(string); return s + " " + toString(c["message"]) }
+
+	calls := run()
+	for _, id := range []string{"r1", "p1", "e1", "s1"} {
+		t.Logf("%s: %s", id, termtextCut(result(calls[id])))
+	}
+	if c := calls["r1"]; c["decision"] != "allow" || c["is_error"] == true || !strings.Contains(result(c), "#") {
+		t.Errorf("resource read: %v", c)
+	}
+	if c := calls["p1"]; c["is_error"] == true || !strings.Contains(result(c), "What's weather in Lyon?") {
+		t.Errorf("prompt get: %v", c)
+	}
+	if c := calls["e1"]; !strings.Contains(result(c), "User declined") {
+		t.Errorf("headless elicitation: %v", c)
+	}
+	if c := calls["s1"]; strings.Contains(result(c), "answered-by-the-script-provider") || c["is_error"] != true {
+		t.Errorf("default sampling was not refused: %v", c)
+	}
+	audited := func(typ string) []map[string]any {
+		t.Helper()
+		_, out, _ := door(t, "--home", home, "audit", "query", "--type", typ, "--json")
+		var recs []struct{ Event map[string]any }
+		if err := json.Unmarshal([]byte(out), &recs); err != nil {
+			t.Fatalf("audit query: %v\n%s", err, out)
+		}
+		var evs []map[string]any
+		for _, r := range recs {
+			evs = append(evs, r.Event)
+		}
+		return evs
+	}
+	if ev := audited("elicitation"); len(ev) != 1 || ev[0]["reason"] != "ELICITATION_HEADLESS" {
+		t.Errorf("elicitation audit: %v", ev)
+	}
+	if ev := audited("sampling"); len(ev) != 1 || ev[0]["reason"] != "SAMPLING_REFUSED" {
+		t.Errorf("sampling audit: %v", ev)
+	}
+
+	allow := filepath.Join(work, "sampling.yaml")
+	os.WriteFile(allow, []byte("mcp:\n  sampling:\n    allow: true\n    max_tokens: 1000\n"), 0o644)
+	calls = run("--settings", allow)
+	if c := calls["s1"]; !strings.Contains(result(c), "answered-by-the-script-provider") {
+		t.Errorf("allowed sampling: %v", c)
+	}
+	if ev := audited("sampling"); len(ev) != 2 || ev[1]["decision"] != "allow" {
+		t.Errorf("sampling audit: %v", ev)
+	}
+
+	deny := filepath.Join(work, "deny.yaml")
+	os.WriteFile(deny, []byte("permissions:\n  deny: [ReadMcpResource]\n"), 0o644)
+	calls = run("--settings", deny)
+	if c := calls["r1"]; c["decision"] != "deny" || strings.Contains(result(c), "#") {
+		t.Errorf("denied read: %v", c)
+	}
+}
+
+func termtextCut(s string) string { return s[:min(len(s), 200)] }
+
+func toString(v any) string { s, _ := v.(string); return s }
