@@ -186,7 +186,9 @@ func TestEverythingNotices(t *testing.T) {
 		t.Errorf("progress reached the result: %q", res.Content)
 	}
 	ev := auditOf(t, e, audit.TypePluginNotice)
-	if !slices.ContainsFunc(ev, func(x audit.Event) bool { return x.Detail["kind"] == NoticeLog && strings.Contains(x.Detail["text"], "message") }) {
+	if !slices.ContainsFunc(ev, func(x audit.Event) bool {
+		return x.Detail["kind"] == NoticeLog && strings.Contains(x.Detail["text"], "message")
+	}) {
 		t.Errorf("no logging message audited: %+v", ev)
 	}
 }
