@@ -354,18 +354,27 @@ func (r *Runtime) loadPlugins(ctx context.Context) (err error) {
 			}
 		}()
 	}
+	var described []*host.Declared
 	for _, st := range list {
 		p, err := load(st.ID)
 		if err != nil {
 			r.warn(fmt.Errorf("plugin %s not loaded: %w", st.ID, err))
 			continue
 		}
+		if d, ok := p.(*host.Declared); ok {
+			described = append(described, d)
+		}
 		if r.opts.WrapPlugin != nil {
 			p = r.opts.WrapPlugin(p)
 		}
 		r.plugins = append(r.plugins, p)
 	}
-	return nil
+	if r.opts.Describe {
+		// Explain decides on the resource and prompt tools as the run
+		// registers them.
+		r.features, err = host.DescribedFeatureTools(described)
+	}
+	return err
 }
 
 // hostConfig is the plugin host's configuration for this workspace, less

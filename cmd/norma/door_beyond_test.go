@@ -71,9 +71,11 @@ func TestDoorEverything(t *testing.T) {
       - {id: p1, name: GetMcpPrompt, input: {server: local.everything, name: args-prompt, arguments: {city: Lyon}}}
       - {id: e1, name: mcp__local.everything__trigger-elicitation-request, input: {}}
       - {id: s1, name: mcp__local.everything__trigger-sampling-request, input: {prompt: "tell me", maxTokens: 20}}
+      - {id: l1, name: mcp__local.everything__trigger-long-running-operation, input: {duration: 0.4, steps: 2}}
   - text: done
 sampling: [answered-by-the-script-provider]
 `), 0o644)
+	var notices []map[string]any
 	run := func(extra ...string) map[string]map[string]any {
 		t.Helper()
 		args := append([]string{"--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "--json"}, extra...)
@@ -82,12 +84,16 @@ sampling: [answered-by-the-script-provider]
 			t.Fatalf("run: exit %d\n%s%s", code, out, errs)
 		}
 		calls := map[string]map[string]any{}
+		notices = nil
 		for _, l := range jsonLines(t, out) {
 			if l["event"] == "tool_call" {
 				calls[l["id"].(string)] = l
 			}
+			if l["event"] == "plugin_notice" {
+				notices = append(notices, l)
+			}
 		}
-		if len(calls) != 4 {
+		if len(calls) != 5 {
 			t.Fatalf("%d tool calls:\n%s%s", len(calls), out, errs)
 		}
 		return calls
@@ -95,7 +101,7 @@ sampling: [answered-by-the-script-provider]
 	result := func(c map[string]any) string { s, _ := c["result"].(string); return s + " " + toString(c["message"]) }
 
 	calls := run()
-	for _, id := range []string{"r1", "p1", "e1", "s1"} {
+	for _, id := range []string{"r1", "p1", "e1", "s1", "l1"} {
 		t.Logf("%s: %s", id, termtextCut(result(calls[id])))
 	}
 	if c := calls["r1"]; c["decision"] != "allow" || c["is_error"] == true || !strings.Contains(result(c), "#") {
@@ -109,6 +115,13 @@ sampling: [answered-by-the-script-provider]
 	}
 	if c := calls["s1"]; strings.Contains(result(c), "answered-by-the-script-provider") || c["is_error"] != true {
 		t.Errorf("default sampling was not refused: %v", c)
+	}
+	// Progress reaches the person as events, not the model.
+	if len(notices) != 2 || notices[0]["kind"] != "progress" || notices[0]["server"] != "local.everything" {
+		t.Errorf("progress events: %v", notices)
+	}
+	if strings.Contains(result(calls["l1"]), "progress") {
+		t.Errorf("progress in the result: %v", calls["l1"])
 	}
 	audited := func(typ string) []map[string]any {
 		t.Helper()
@@ -130,6 +143,22 @@ sampling: [answered-by-the-script-provider]
 		t.Errorf("sampling audit: %v", ev)
 	}
 
+	// Explain decides on the feature tools as the run registers them.
+	deny := filepath.Join(work, "deny.yaml")
+	os.WriteFile(deny, []byte("permissions:\n  deny: [ReadMcpResource]\n"), 0o644)
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{{nil, "allow"}, {[]string{"--settings", deny}, "deny"}} {
+		args := append([]string{"--home", home, "policy", "explain", "--workspace", ws, "--tool", "ReadMcpResource",
+			"--input", `{"server":"local.everything","uri":"demo://x"}`, "--json"}, tc.extra...)
+		_, out, errs := door(t, args...)
+		var ex struct{ Decision string }
+		if json.Unmarshal([]byte(out), &ex) != nil || ex.Decision != tc.want {
+			t.Errorf("explain %v: %s%s, want %s", tc.extra, out, errs, tc.want)
+		}
+	}
+
 	allow := filepath.Join(work, "sampling.yaml")
 	os.WriteFile(allow, []byte("mcp:\n  sampling:\n    allow: true\n    max_tokens: 1000\n"), 0o644)
 	calls = run("--settings", allow)
@@ -140,8 +169,6 @@ sampling: [answered-by-the-script-provider]
 		t.Errorf("sampling audit: %v", ev)
 	}
 
-	deny := filepath.Join(work, "deny.yaml")
-	os.WriteFile(deny, []byte("permissions:\n  deny: [ReadMcpResource]\n"), 0o644)
 	calls = run("--settings", deny)
 	if c := calls["r1"]; c["decision"] != "deny" || strings.Contains(result(c), "#") {
 		t.Errorf("denied read: %v", c)

@@ -35,32 +35,65 @@ const maxListed = 500
 // are. Results are bounded text: a blob or an image is reported by MIME
 // type and size, never passed on.
 func (h *Host) FeatureTools() ([]tool.CoreTool, error) {
-	var res, prompts []string
+	var servers []featured
 	for _, p := range h.loaded() {
-		f := p.features()
-		if f.Resources {
-			res = append(res, p.server)
+		servers = append(servers, featured{p.server, p.features()})
+	}
+	return featureTools(servers, h)
+}
+
+// DescribedFeatureTools are the feature tools the plugins ds would get
+// when loaded, from the features recorded with their pins; their calls
+// are refused. `norma policy explain` decides on them.
+func DescribedFeatureTools(ds []*Declared) ([]tool.CoreTool, error) {
+	var servers []featured
+	for _, d := range ds {
+		servers = append(servers, featured{d.server, d.features})
+	}
+	slices.SortFunc(servers, func(a, b featured) int { return strings.Compare(a.server, b.server) })
+	return featureTools(servers, nil)
+}
+
+// featured is a server name and what its server advertises.
+type featured struct {
+	server string
+	f      serverFeatures
+}
+
+// featureTools builds the feature tools of servers; a nil h refuses every
+// call (a plugin known by its pins only).
+func featureTools(servers []featured, h *Host) ([]tool.CoreTool, error) {
+	var res, prompts []string
+	for _, s := range servers {
+		if s.f.Resources {
+			res = append(res, s.server)
 		}
-		if f.Prompts {
-			prompts = append(prompts, p.server)
+		if s.f.Prompts {
+			prompts = append(prompts, s.server)
 		}
+	}
+	run := func(f func(*Host, context.Context, featureInput) (string, error)) func(context.Context, featureInput) (string, error) {
+		if h == nil {
+			return nil
+		}
+		return func(ctx context.Context, in featureInput) (string, error) { return f(h, ctx, in) }
 	}
 	var specs []tool.Spec
 	if len(res) > 0 {
 		servers := strings.Join(res, ", ")
 		specs = append(specs,
-			h.featureSpec(ListResourcesTool, "List the resources of MCP servers ("+servers+"): their URIs, names and MIME types.",
-				`{"type":"object","properties":{"server":{"type":"string","description":"only this server"}},"additionalProperties":false}`, h.listResources),
-			h.featureSpec(ReadResourceTool, "Read one resource of an MCP server ("+servers+") by URI.",
-				`{"type":"object","properties":{"server":{"type":"string"},"uri":{"type":"string"}},"required":["server","uri"],"additionalProperties":false}`, h.readResource))
+			featureSpec(h, ListResourcesTool, "List the resources of MCP servers ("+servers+"): their URIs, names and MIME types.",
+				`{"type":"object","properties":{"server":{"type":"string","description":"only this server"}},"additionalProperties":false}`, run((*Host).listResources)),
+			featureSpec(h, ReadResourceTool, "Read one resource of an MCP server ("+servers+") by URI.",
+				`{"type":"object","properties":{"server":{"type":"string"},"uri":{"type":"string"}},"required":["server","uri"],"additionalProperties":false}`, run((*Host).readResource)))
 	}
 	if len(prompts) > 0 {
 		servers := strings.Join(prompts, ", ")
 		specs = append(specs,
-			h.featureSpec(ListPromptsTool, "List the prompts of MCP servers ("+servers+") and their arguments.",
-				`{"type":"object","properties":{"server":{"type":"string","description":"only this server"}},"additionalProperties":false}`, h.listPrompts),
-			h.featureSpec(GetPromptTool, "Get one prompt of an MCP server ("+servers+"), with its arguments.",
-				`{"type":"object","properties":{"server":{"type":"string"},"name":{"type":"string"},"arguments":{"type":"object","additionalProperties":{"type":"string"}}},"required":["server","name"],"additionalProperties":false}`, h.getPrompt))
+			featureSpec(h, ListPromptsTool, "List the prompts of MCP servers ("+servers+") and their arguments.",
+				`{"type":"object","properties":{"server":{"type":"string","description":"only this server"}},"additionalProperties":false}`, run((*Host).listPrompts)),
+			featureSpec(h, GetPromptTool, "Get one prompt of an MCP server ("+servers+"), with its arguments.",
+				`{"type":"object","properties":{"server":{"type":"string"},"name":{"type":"string"},"arguments":{"type":"object","additionalProperties":{"type":"string"}}},"required":["server","name"],"additionalProperties":false}`, run((*Host).getPrompt)))
 	}
 	out := make([]tool.CoreTool, 0, len(specs))
 	for _, s := range specs {
@@ -88,28 +121,33 @@ type featureInput struct {
 	Arguments map[string]string `json:"arguments"`
 }
 
-func (h *Host) featureSpec(name, desc, schema string, run func(context.Context, featureInput) (string, error)) tool.Spec {
-	return tool.Spec{
+func featureSpec(h *Host, name, desc, schema string, run func(context.Context, featureInput) (string, error)) tool.Spec {
+	spec := tool.Spec{
 		Name: name, Description: desc, Schema: json.RawMessage(schema),
 		ReadOnly:         func(tool.Input) bool { return true },
 		ConcurrencySafe:  func(tool.Input) bool { return true },
 		CheckPermissions: func(context.Context, tool.Input) tool.Permission { return tool.Permission{Behavior: tool.Allow} },
-		Timeout:          h.cfg.CallTimeout,
-		Call: func(ctx context.Context, _ tool.Env, in tool.Input) (tool.Result, error) {
-			var x featureInput
-			if err := in.Decode(&x); err != nil {
+		Call:             refuseCall,
+	}
+	if run == nil {
+		return spec
+	}
+	spec.Timeout = h.cfg.CallTimeout
+	spec.Call = func(ctx context.Context, _ tool.Env, in tool.Input) (tool.Result, error) {
+		var x featureInput
+		if err := in.Decode(&x); err != nil {
+			return tool.Result{}, err
+		}
+		text, err := run(ctx, x)
+		if err != nil {
+			if _, coded := errors.AsType[*capability.Error](err); coded {
 				return tool.Result{}, err
 			}
-			text, err := run(ctx, x)
-			if err != nil {
-				if _, coded := errors.AsType[*capability.Error](err); coded {
-					return tool.Result{}, err
-				}
-				return tool.Result{Content: h.cfg.Redactor.Redact(err.Error()), IsError: true}, nil
-			}
-			return tool.Result{Content: text}, nil
-		},
+			return tool.Result{Content: h.cfg.Redactor.Redact(err.Error()), IsError: true}, nil
+		}
+		return tool.Result{Content: text}, nil
 	}
+	return spec
 }
 
 // loaded returns the loaded plugins, sorted by server name.
@@ -127,7 +165,7 @@ func (h *Host) loaded() []*Plugin {
 // featured returns the loaded plugins with feature f (all when server is
 // "", else the one of that server name), or an error naming the servers
 // that have it.
-func (h *Host) featured(server string, has func(serverFeatures) bool) ([]*Plugin, error) {
+func (h *Host) featuredPlugins(server string, has func(serverFeatures) bool) ([]*Plugin, error) {
 	var out []*Plugin
 	var names []string
 	for _, p := range h.loaded() {
@@ -191,7 +229,7 @@ func (w *bounded) add(s string) {
 }
 
 func (h *Host) listResources(ctx context.Context, in featureInput) (string, error) {
-	ps, err := h.featured(in.Server, func(f serverFeatures) bool { return f.Resources })
+	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Resources })
 	if err != nil {
 		return "", err
 	}
@@ -243,7 +281,7 @@ func (h *Host) readResource(ctx context.Context, in featureInput) (string, error
 	if in.Server == "" || in.URI == "" {
 		return "", errors.New("server and uri are required")
 	}
-	ps, err := h.featured(in.Server, func(f serverFeatures) bool { return f.Resources })
+	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Resources })
 	if err != nil {
 		return "", err
 	}
@@ -280,7 +318,7 @@ func orUnknown(mime string) string {
 }
 
 func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error) {
-	ps, err := h.featured(in.Server, func(f serverFeatures) bool { return f.Prompts })
+	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Prompts })
 	if err != nil {
 		return "", err
 	}
@@ -329,7 +367,7 @@ func (h *Host) getPrompt(ctx context.Context, in featureInput) (string, error) {
 	if in.Server == "" || in.Name == "" {
 		return "", errors.New("server and name are required")
 	}
-	ps, err := h.featured(in.Server, func(f serverFeatures) bool { return f.Prompts })
+	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Prompts })
 	if err != nil {
 		return "", err
 	}
