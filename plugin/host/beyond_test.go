@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/scripted"
 )
@@ -190,5 +191,57 @@ func TestEverythingNotices(t *testing.T) {
 		return x.Detail["kind"] == NoticeLog && strings.Contains(x.Detail["text"], "message")
 	}) {
 		t.Errorf("no logging message audited: %+v", ev)
+	}
+}
+
+// TestInputRequestsStateless: on the 2026-07-28 protocol a server asks for
+// elicitation and sampling inside a tool result (input requests, answered
+// by the client's retry); the same handlers answer: headless, the
+// elicitation is declined and the sampling refused, both audited; with a
+// person and a sampler, they are answered.
+func TestInputRequestsStateless(t *testing.T) {
+	e := newEnv(t)
+	installEcho(t, e)
+	ctx := t.Context()
+	p, err := e.host.Load(ctx, "com.example.echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := echoCall(ctx, p, "echo", "!elicit")
+	if err != nil || !strings.Contains(out, `"action":"decline"`) {
+		t.Fatalf("headless elicit = %q, %v", out, err)
+	}
+	if v := p.ProtocolVersion(); v != "2026-07-28" {
+		t.Fatalf("negotiated %q", v)
+	}
+	pid := p.proc.Pid()
+	out, err = echoCall(ctx, p, "echo", "!sample")
+	// The request rides in the call's result: refusing it fails the call
+	// (the model is told why), and the plugin runs on.
+	if capability.ReasonOf(err) != ReasonSamplingRefused || out != "" {
+		t.Fatalf("refused sampling = %q, %v", out, err)
+	}
+	p.mu.Lock()
+	running := p.proc != nil && p.proc.Pid() == pid
+	p.mu.Unlock()
+	if !running {
+		t.Fatal("a refused sampling request restarted the plugin")
+	}
+	if ev := auditOf(t, e, audit.TypeElicitation); len(ev) != 1 || ev[0].Reason != string(ReasonElicitationHeadless) {
+		t.Fatalf("elicitation audit: %+v", ev)
+	}
+	if ev := auditOf(t, e, audit.TypeSampling); len(ev) != 1 || ev[0].Reason != string(ReasonSamplingRefused) {
+		t.Fatalf("sampling audit: %+v", ev)
+	}
+	e.host.cfg.Elicit = func(context.Context, Elicitation) (ElicitAnswer, error) {
+		return ElicitAnswer{Action: "accept", Content: map[string]any{"name": "Grace"}}, nil
+	}
+	script, _ := scripted.Parse("s.yaml", []byte("turns: [{text: x}]\nsampling: [hi from the sampler]\n"))
+	e.host.cfg.Sampling = &Sampling{Provider: scripted.New(script).Sampler(), MaxTokens: 100}
+	if out, err = echoCall(ctx, p, "echo", "!elicit"); err != nil || !strings.Contains(out, `"name":"Grace"`) {
+		t.Fatalf("accepted elicit = %q, %v", out, err)
+	}
+	if out, err = echoCall(ctx, p, "echo", "!sample"); err != nil || !strings.Contains(out, "hi from the sampler") {
+		t.Fatalf("allowed sampling = %q, %v", out, err)
 	}
 }

@@ -200,6 +200,9 @@ func (p *Plugin) featureSession(ctx context.Context) (*mcp.ClientSession, error)
 // featureErr ends a failed request: a hang or a broken session restarts
 // the plugin as a failed call does; a server's error is the tool's.
 func (p *Plugin) featureErr(ctx context.Context, err error) error {
+	if ce, ok := errors.AsType[*capability.Error](err); ok && ctx.Err() == nil {
+		return ce // our refusal of the server's input request (see call)
+	}
 	if ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) {
 		p.crashed(ctx, err)
 		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginCrashed, Layer: "host"},

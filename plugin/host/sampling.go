@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -25,7 +24,8 @@ const (
 )
 
 // errSamplingRefused is what a client without a sampler answers.
-var errSamplingRefused = errors.New("sampling is refused by this client")
+var errSamplingRefused = &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonSamplingRefused, Layer: "host"},
+	Detail: "sampling is refused by this client"}
 
 // Sampling lets plugins' servers ask the run's model for completions.
 type Sampling struct {
@@ -47,9 +47,12 @@ func (p *Plugin) sample(ctx context.Context, params *mcp.CreateMessageParams) (*
 		cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypeSampling, RunID: cfg.RunID, Plugin: p.m.ID,
 			PluginVersion: p.m.Version, Decision: decision, Reason: string(reason), Layer: "host", Detail: d})
 	}
+	// A refusal is a coded error: the server gets it as the request's
+	// error (2025-11-25), or the call fails with it (2026-07-28, where the
+	// request rides in the call's result) — and the plugin runs on.
 	refuse := func(reason capability.Reason, why string) (*mcp.CreateMessageResult, error) {
 		record("deny", reason, map[string]string{"why": why})
-		return nil, fmt.Errorf("%s: %s", reason, why)
+		return nil, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: reason, Layer: "host"}, Detail: why}
 	}
 	s := cfg.Sampling
 	if s == nil || s.Provider == nil {
@@ -89,8 +92,7 @@ func (p *Plugin) sample(ctx context.Context, params *mcp.CreateMessageParams) (*
 	spent := h.sampled
 	h.sampleMu.Unlock()
 	if err != nil {
-		record("deny", ReasonSamplingRefused, map[string]string{"why": "the provider failed: " + truncate(cfg.Redactor.Redact(err.Error()), 256)})
-		return nil, errors.New("sampling failed")
+		return refuse(ReasonSamplingRefused, "the provider failed: "+truncate(cfg.Redactor.Redact(err.Error()), 256))
 	}
 	var b strings.Builder
 	for _, blk := range resp.Blocks {

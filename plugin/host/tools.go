@@ -137,6 +137,12 @@ func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, id
 	// and shown to the person as notices, never given to the model).
 	params.SetProgressToken(p.h.progress.Add(1))
 	res, err := session.CallTool(ctx, params)
+	if ce, ok := errors.AsType[*capability.Error](err); ok && ctx.Err() == nil {
+		// Our own refusal of what the server asked within the call (its
+		// input requests, on the 2026-07-28 protocol): the call fails
+		// with it, and the plugin runs on.
+		return tool.Result{}, ce
+	}
 	if err != nil {
 		// A hang (deadline), a crash or a protocol error: end the call,
 		// kill the tree, restart later with backoff.
