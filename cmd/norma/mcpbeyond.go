@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/norma-run/norma/approval/prompt"
 	"github.com/norma-run/norma/internal/termtext"
@@ -40,9 +41,12 @@ func (p *runPrinter) notice(stderr io.Writer, n host.Notice) {
 }
 
 // terminalElicit asks the person at the terminal for a server's
-// elicitation, through the approval prompt's input (one prompt at a time).
-func terminalElicit(a *prompt.Approver, out *runPrinter) func(context.Context, host.Elicitation) (host.ElicitAnswer, error) {
+// elicitation, through the approval prompt's input, one prompt at a time
+// (mu is the approvals' too).
+func terminalElicit(a *prompt.Approver, out *runPrinter, mu *sync.Mutex) func(context.Context, host.Elicitation) (host.ElicitAnswer, error) {
 	return func(ctx context.Context, q host.Elicitation) (host.ElicitAnswer, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		out.pause(true)
 		defer out.pause(false)
 		fields := make([]prompt.Field, 0, len(q.Fields))

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/norma-run/norma/approval/prompt"
 	"github.com/norma-run/norma/plugin/host"
 )
 
@@ -31,4 +34,32 @@ func TestNoticeEscaped(t *testing.T) {
 		t.Fatalf("json: %v", lines)
 	}
 	checkJSONKeys(t, "plugin_notice", js.String())
+}
+
+// TestTerminalElicit: the person's typed answers are converted to the
+// fields' types; an answer of the wrong type is asked again; decline
+// passes through.
+func TestTerminalElicit(t *testing.T) {
+	q := host.Elicitation{Server: "everything", Message: "Please provide inputs",
+		Fields: []host.ElicitField{{Name: "check", Type: "boolean"}, {Name: "name", Type: "string", Required: true}}}
+	for _, tc := range []struct {
+		in, action string
+		content    map[string]any
+	}{
+		{"a\nyes\nAda\n", "accept", map[string]any{"check": true, "name": "Ada"}},
+		{"a\nmaybe\nAda\na\nno\nAda\n", "accept", map[string]any{"check": false, "name": "Ada"}},
+		{"d\n", "decline", nil},
+	} {
+		var out bytes.Buffer
+		pa, _ := prompt.New(strings.NewReader(tc.in), &out, &prompt.Options{Accessible: true})
+		a, err := terminalElicit(pa, &runPrinter{w: &out}, &sync.Mutex{})(context.Background(), q)
+		if err != nil || a.Action != tc.action || len(a.Content) != len(tc.content) {
+			t.Fatalf("%q: %+v %v\n%s", tc.in, a, err, out.String())
+		}
+		for k, v := range tc.content {
+			if a.Content[k] != v {
+				t.Errorf("%q: %s = %v, want %v", tc.in, k, a.Content[k], v)
+			}
+		}
+	}
 }

@@ -183,6 +183,9 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	// elicit asks the person for what a plugin's server requests; nil
 	// (no terminal, --json, a queued run) declines, audited as headless.
 	var elicit func(context.Context, host.Elicitation) (host.ElicitAnswer, error)
+	// promptMu makes approvals and elicitations take the terminal one at a
+	// time (parallel tool calls may ask at once).
+	var promptMu sync.Mutex
 	wait := f.approvalWait
 	switch {
 	case f.yes:
@@ -192,7 +195,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			elicit = terminalElicit(pa, out)
+			elicit = terminalElicit(pa, out, &promptMu)
 		}
 	case stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON:
 		// The full screen form needs a terminal to draw on; ACCESSIBLE (huh's
@@ -203,8 +206,8 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		if err != nil {
 			return exitWith(exitInternal, err)
 		}
-		ask, wait = pausingApprover{pa, out}, approval.DefaultTTL
-		elicit = terminalElicit(pa, out)
+		ask, wait = pausingApprover{pa, out, &promptMu}, approval.DefaultTTL
+		elicit = terminalElicit(pa, out, &promptMu)
 	default:
 		ask = approval.Waiter{Store: db}
 		out.previews = true
@@ -732,13 +735,17 @@ func (p *runPrinter) pause(on bool) {
 	p.paused = on
 }
 
-// pausingApprover pauses the spinner around an interactive approval.
+// pausingApprover pauses the spinner around an interactive approval, one
+// prompt at a time.
 type pausingApprover struct {
 	approval.Approver
-	p *runPrinter
+	p  *runPrinter
+	mu *sync.Mutex
 }
 
 func (a pausingApprover) Approve(ctx context.Context, r approval.Record) (approval.Verdict, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.p.pause(true)
 	defer a.p.pause(false)
 	return a.Approver.Approve(ctx, r)

@@ -110,8 +110,8 @@ type Notice struct {
 	Text           string
 }
 
-// maxNotices bounds what one plugin process may have audited and shown;
-// later ones are counted, and the count is audited when it stops.
+// maxNotices bounds what one plugin may have audited and shown in a run;
+// later ones are dropped (the last one audited says so).
 const maxNotices = 256
 
 // maxNoticeText bounds the text of one notice.
@@ -138,7 +138,7 @@ func (p *Plugin) notice(ctx context.Context, n Notice) {
 		d["progress"], d["total"] = fmt.Sprint(n.Progress), fmt.Sprint(n.Total)
 	}
 	if count == maxNotices {
-		d["suppressed"] = fmt.Sprintf("later notices of this process are dropped (more than %d)", maxNotices)
+		d["suppressed"] = fmt.Sprintf("later notices of this plugin are dropped in this run (more than %d)", maxNotices)
 	}
 	cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypePluginNotice, RunID: cfg.RunID,
 		Plugin: p.m.ID, PluginVersion: p.m.Version, Detail: d})
