@@ -28,8 +28,12 @@
 // (other files' allow and ask rules are dropped; their deny rules still
 // apply, since a deny only narrows) and allowManagedHooksOnly; what they
 // exclude is listed in [Settings.Ignored]. The locks do not cover
-// defaultMode, network or env. mcp.sampling (allow, max_tokens) is the
-// highest file's; a workspace's own files may not set it ([Sampling]).
+// defaultMode, network or env. plugins.callTimeout and
+// plugins.toolTimeouts (seconds; the latter by tool name
+// mcp__SERVER__TOOL) are the highest file's; a managed file's are caps
+// instead ([PluginTimeouts.Resolve]). mcp.sampling (allow,
+// max_tokens) is the highest file's; a workspace's own files may not set
+// it ([Sampling]).
 //
 // A hook command is a program and literal arguments, where
 // $CLAUDE_PROJECT_DIR and $NORMA_WORKSPACE stand for the workspace: no

@@ -39,6 +39,7 @@ var fields = []string{
 	"permissions", "allow", "ask", "deny", "defaultMode", "additionalDirectories",
 	"hooks", "matcher", "type", "command", "timeout", "network", "requests", "origin", "methods",
 	"paths", "approval", "allow_private", "env", "allowManagedPermissionRulesOnly", "allowManagedHooksOnly",
+	"plugins", "callTimeout", "toolTimeouts",
 	"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "SessionEnd",
 	"Stop", "SubagentStart", "SubagentStop", "mcp", "sampling", "max_tokens",
 }
@@ -131,6 +132,8 @@ type Settings struct {
 	// Env is the shell's environment from the files (a higher file wins a
 	// name).
 	Env map[string]string `json:"env,omitempty"`
+	// Plugins are the timeouts of plugin tool calls.
+	Plugins PluginTimeouts `json:"plugins,omitzero"`
 	// ManagedRulesOnly and ManagedHooksOnly are the managed locks.
 	ManagedRulesOnly bool `json:"managed_rules_only,omitempty"`
 	ManagedHooksOnly bool `json:"managed_hooks_only,omitempty"`
@@ -148,6 +151,52 @@ type Sampling struct {
 	Allow     bool   `json:"allow"`
 	MaxTokens int    `json:"max_tokens,omitempty"`
 	Source    Source `json:"source"`
+}
+
+// PluginTimeouts are the timeouts of plugin tool calls: plugins.callTimeout
+// and plugins.toolTimeouts (seconds, by registry name mcp__SERVER__TOOL)
+// of the highest file that sets each; managed settings' values are caps
+// instead, that no call exceeds (see [PluginTimeouts.Resolve]).
+type PluginTimeouts struct {
+	Call  time.Duration            `json:"call_timeout_ns,omitempty"`
+	Tools map[string]time.Duration `json:"tool_timeouts_ns,omitempty"`
+	// CallSource and ToolSources say where each value came from.
+	CallSource  *Source           `json:"call_timeout_source,omitempty"`
+	ToolSources map[string]Source `json:"tool_timeout_sources,omitempty"`
+	// MaxCall and MaxTools are the managed caps (zero, none).
+	MaxCall  time.Duration            `json:"max_call_timeout_ns,omitempty"`
+	MaxTools map[string]time.Duration `json:"max_tool_timeouts_ns,omitempty"`
+}
+
+// Resolve returns the timeout of every plugin tool call (Call, else def,
+// the host's default) and those of the tools named in the settings
+// (Tools, else that), each lowered to the managed caps: MaxCall for every
+// call, MaxTools for its tool.
+func (p PluginTimeouts) Resolve(def time.Duration) (call time.Duration, tools map[string]time.Duration) {
+	capped := func(d, c time.Duration) time.Duration {
+		if c > 0 && (d <= 0 || d > c) {
+			return c
+		}
+		return d
+	}
+	call = def
+	if p.Call > 0 {
+		call = p.Call
+	}
+	call = capped(call, p.MaxCall)
+	for _, m := range []map[string]time.Duration{p.Tools, p.MaxTools} {
+		for name := range m {
+			d := call
+			if v := p.Tools[name]; v > 0 {
+				d = v
+			}
+			if tools == nil {
+				tools = map[string]time.Duration{}
+			}
+			tools[name] = capped(capped(d, p.MaxCall), p.MaxTools[name])
+		}
+	}
+	return call, tools
 }
 
 // PolicyRules returns the permission rules for the gate.
@@ -358,6 +407,7 @@ func (s *Settings) merge(f *File) {
 	if f.sampling != nil {
 		s.Sampling = f.sampling
 	}
+	s.mergePlugins(f)
 	for k, v := range f.body.Env {
 		if s.Env == nil {
 			s.Env = map[string]string{}
@@ -365,6 +415,42 @@ func (s *Settings) merge(f *File) {
 		s.Env[k] = v
 	}
 }
+
+// mergePlugins folds f's plugin timeouts in: a higher file's value wins,
+// a managed file's is a cap.
+func (s *Settings) mergePlugins(f *File) {
+	pl := f.body.Plugins
+	if pl == nil {
+		return
+	}
+	p := &s.Plugins
+	managed := f.Scope == ScopeManaged
+	if pl.CallTimeout > 0 {
+		d := seconds(pl.CallTimeout)
+		if managed {
+			p.MaxCall = d
+		} else {
+			src := f.pluginSources["/plugins/callTimeout"]
+			p.Call, p.CallSource = d, &src
+		}
+	}
+	for name, v := range pl.ToolTimeouts {
+		d := seconds(v)
+		if managed {
+			if p.MaxTools == nil {
+				p.MaxTools = map[string]time.Duration{}
+			}
+			p.MaxTools[name] = d
+			continue
+		}
+		if p.Tools == nil {
+			p.Tools, p.ToolSources = map[string]time.Duration{}, map[string]Source{}
+		}
+		p.Tools[name], p.ToolSources[name] = d, f.pluginSources["/plugins/toolTimeouts/"+name]
+	}
+}
+
+func seconds(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
 
 // EnvList returns Env as KEY=VALUE entries, sorted.
 func (s *Settings) EnvList() []string {
@@ -383,11 +469,12 @@ type File struct {
 	Rules []Rule
 	Hooks []Hook
 
-	body       body
-	mode       string
-	modeSource Source
-	dirs       []string
-	sampling   *Sampling
+	body          body
+	mode          string
+	modeSource    Source
+	dirs          []string
+	pluginSources map[string]Source // by JSON pointer
+	sampling      *Sampling
 }
 
 type body struct {
@@ -406,10 +493,14 @@ type body struct {
 			Timeout float64 `yaml:"timeout"`
 		} `yaml:"hooks"`
 	} `yaml:"hooks"`
-	Network          *manifest.Network `yaml:"network"`
-	Env              map[string]string `yaml:"env"`
-	ManagedRulesOnly bool              `yaml:"allowManagedPermissionRulesOnly"`
-	ManagedHooksOnly bool              `yaml:"allowManagedHooksOnly"`
+	Network *manifest.Network `yaml:"network"`
+	Env     map[string]string `yaml:"env"`
+	Plugins *struct {
+		CallTimeout  float64            `yaml:"callTimeout"`
+		ToolTimeouts map[string]float64 `yaml:"toolTimeouts"`
+	} `yaml:"plugins"`
+	ManagedRulesOnly bool `yaml:"allowManagedPermissionRulesOnly"`
+	ManagedHooksOnly bool `yaml:"allowManagedHooksOnly"`
 	MCP              *struct {
 		Sampling *struct {
 			Allow     bool `yaml:"allow"`
@@ -456,6 +547,7 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 	probs = append(probs, f.network(doc)...)
 	probs = append(probs, f.env(doc, scope)...)
 	probs = append(probs, f.mcp(doc, scope)...)
+	probs = append(probs, f.plugins(doc)...)
 	if len(probs) > 0 {
 		// In file order, as manifest.Errors are (hooks are checked in
 		// event order, network problems come from a second parse).
@@ -500,6 +592,33 @@ func (f *File) env(doc *manifest.Document, scope Scope) manifest.Errors {
 			continue
 		}
 		probs = append(probs, doc.KeyProblem("/env/"+k, msg))
+	}
+	return probs
+}
+
+// pluginTool is a plugin tool's registry name, mcp__SERVER__TOOL (a
+// server name or plugin id, a manifest tool name).
+var pluginTool = regexp.MustCompile(`^mcp__[A-Za-z0-9_.-]+__[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+
+// plugins checks the tool names of plugins.toolTimeouts (the schema checks
+// the values) and records where each timeout was set.
+func (f *File) plugins(doc *manifest.Document) manifest.Errors {
+	pl := f.body.Plugins
+	if pl == nil {
+		return nil
+	}
+	var probs manifest.Errors
+	f.pluginSources = map[string]Source{}
+	if pl.CallTimeout > 0 {
+		f.pluginSources["/plugins/callTimeout"] = f.source(doc, "/plugins/callTimeout")
+	}
+	for name := range pl.ToolTimeouts {
+		ptr := "/plugins/toolTimeouts/" + name
+		if !pluginTool.MatchString(name) {
+			probs = append(probs, doc.KeyProblem(ptr, fmt.Sprintf("%q is not a plugin tool's name: mcp__SERVER__TOOL, as the run lists them", name)))
+			continue
+		}
+		f.pluginSources[ptr] = f.source(doc, ptr)
 	}
 	return probs
 }

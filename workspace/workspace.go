@@ -14,6 +14,7 @@ import (
 
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/hook"
@@ -117,7 +118,8 @@ type Options struct {
 	Resolver netguard.Resolver
 	RootCAs  *x509.CertPool
 	// CallTimeout bounds one plugin tool call; zero means the plugin
-	// host's default.
+	// host's default. The settings' plugins.callTimeout and
+	// plugins.toolTimeouts override it, under the managed caps.
 	CallTimeout time.Duration
 	// WrapPlugin, when set, decorates each loaded plugin before it is
 	// registered (a host's own logging, the demo's report capture). The
@@ -133,8 +135,10 @@ type Options struct {
 	// deciding without running (Explain) leaves no trace. Describe
 	// implies it.
 	ReadOnly bool
-	// Warn receives problems that do not stop the run, such as a plugin
-	// that does not load; nil discards them.
+	// Warn receives problems that Open does not stop for, such as a
+	// plugin that does not load (a *[PluginFailure], also listed by
+	// [Runtime.PluginFailures]: the door decides whether a run goes on
+	// without it); nil discards them.
 	Warn func(error)
 	// Elicit asks the person for what a plugin's MCP server requests
 	// (elicitation), like an approval; nil declines every request
@@ -172,6 +176,7 @@ type Runtime struct {
 	ref     *tools.GateRef
 	host    *host.Host
 	plugins []agent.Plugin
+	failed  []*PluginFailure // installed plugins that did not load
 
 	declared []agent.Plugin // the Declared plugins, also in plugins
 	settings *settings.Settings
@@ -319,8 +324,8 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 }
 
 // loadPlugins loads every installed plugin through the plugin host, with
-// the workspace policy as a ceiling. A plugin that does not load is
-// reported to Warn and left out.
+// the workspace policy as a ceiling. A plugin that does not load is left
+// out, recorded as a [PluginFailure] and reported to Warn.
 func (r *Runtime) loadPlugins(ctx context.Context) (err error) {
 	home := r.opts.Home
 	if home == "" || (r.opts.Vault == nil && !r.opts.Describe) {
@@ -358,7 +363,9 @@ func (r *Runtime) loadPlugins(ctx context.Context) (err error) {
 	for _, st := range list {
 		p, err := load(st.ID)
 		if err != nil {
-			r.warn(fmt.Errorf("plugin %s not loaded: %w", st.ID, err))
+			f := newPluginFailure(st.ID, err)
+			r.failed = append(r.failed, f)
+			r.warn(f)
 			continue
 		}
 		if d, ok := p.(*host.Declared); ok {
@@ -380,10 +387,15 @@ func (r *Runtime) loadPlugins(ctx context.Context) (err error) {
 // hostConfig is the plugin host's configuration for this workspace, less
 // the manager and the vault.
 func (r *Runtime) hostConfig() host.Config {
+	def := r.opts.CallTimeout
+	if def <= 0 {
+		def = host.DefaultCallTimeout
+	}
+	call, tools := r.settings.Plugins.Resolve(def)
 	return host.Config{Home: r.opts.Home, Workspace: r.dir, WorkspacePolicy: r.layer,
 		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
-		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs, CallTimeout: r.opts.CallTimeout,
-		Limits: r.opts.Limits, Elicit: r.elicit(), Notify: r.opts.Notify, Sampling: r.sampling()}
+		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs,
+		CallTimeout: call, ToolTimeouts: tools, Limits: r.opts.Limits, Elicit: r.elicit(), Notify: r.opts.Notify, Sampling: r.sampling()}
 }
 
 // elicit is the door's elicitation prompt, except in dontAsk mode, which
@@ -456,6 +468,42 @@ func (r *Runtime) Sandbox() bool { return r.sandbox }
 
 // Plugins returns the loaded plugins.
 func (r *Runtime) Plugins() []agent.Plugin { return r.plugins }
+
+// PluginFailures returns the installed plugins that did not load, in the
+// order they are installed; their tools are not registered.
+func (r *Runtime) PluginFailures() []*PluginFailure { return slices.Clone(r.failed) }
+
+// PluginFailure is an installed plugin that did not load: a manifest on
+// disk that does not parse, a start that failed (with the server's last
+// stderr line in Detail), a served tool the manifest does not declare
+// (TOOL_UNDECLARED), a hold (PLUGIN_HELD).
+type PluginFailure struct {
+	Plugin string            // the plugin id
+	Reason capability.Reason // why, coded
+	// Detail says what went wrong (redacted by the host; it may hold what
+	// the plugin printed, so escape it for a terminal).
+	Detail string
+	Err    error
+}
+
+// newPluginFailure codes err: the host's and the plugin manager's errors
+// carry a reason; any other is a failed start.
+func newPluginFailure(id string, err error) *PluginFailure {
+	f := &PluginFailure{Plugin: id, Reason: capability.ReasonOf(err), Detail: err.Error(), Err: err}
+	if e, ok := errors.AsType[*capability.Error](err); ok {
+		f.Detail = e.Detail
+	}
+	if f.Reason == "" {
+		f.Reason = host.ReasonPluginStart
+	}
+	return f
+}
+
+func (f *PluginFailure) Error() string {
+	return fmt.Sprintf("plugin %s not loaded: %s: %s", f.Plugin, f.Reason, f.Detail)
+}
+
+func (f *PluginFailure) Unwrap() error { return f.Err }
 
 // options are the agent options the workspace determines.
 func (r *Runtime) options() []agent.Option {

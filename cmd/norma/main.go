@@ -7,7 +7,8 @@
 //	0  success / decided / valid
 //	1  invalid input, a failed check, or a policy test mismatch
 //	2  usage error (unknown command or flag)
-//	3  re-consent required (manifest diff, plugin update)
+//	3  re-consent required (manifest diff, plugin update, a held plugin
+//	   stops norma run)
 //	4  internal error (state directory, store)
 package main
 

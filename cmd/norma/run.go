@@ -36,7 +36,7 @@ import (
 type runFlags struct {
 	provider, model, baseURL, script, workspace, mode, resume string
 	settings, sandboxMemory                                   string
-	asJSON, yes, unsafeNoSandbox                              bool
+	asJSON, yes, unsafeNoSandbox, allowMissingPlugins         bool
 	maxTurns                                                  int
 	approvalWait                                              time.Duration
 }
@@ -50,7 +50,7 @@ func newRunCmd() *cobra.Command {
 
 Assistant text is streamed, with one status line per tool call (tool, target,
 decision, duration). --json prints one JSON object per line instead, whose
-"event" field is session_started, assistant_text, tool_call,
+"event" field is plugin_load_failed, session_started, assistant_text, tool_call,
 approval_requested or session_finished.
 
 Approvals: on a terminal they are asked inline; --yes approves every request;
@@ -68,9 +68,17 @@ an earlier process started (TOOL_INTERRUPTED) or finished (TOOL_ALREADY_RAN).
 Approvals are bound to the workspace: resuming a run with another
 --workspace asks again.
 
-Exit status: 0 completed or awaiting approval, 1 stopped by a limit, a hook
-or an error of the model provider, 2 usage, 4 state directory or store,
-5 the run is in use by another process.`,
+An installed plugin that does not load (its manifest on disk is invalid, it
+fails to start, it serves a tool its manifest does not declare, it is held)
+is reported with its reason code — on stderr, and as a plugin_load_failed
+event with --json — and the run stops before the model is called: exit 3
+when every such plugin waits for consent (PLUGIN_HELD), else 1.
+--allow-missing-plugins runs without them instead.
+
+Exit status: 0 completed or awaiting approval, 1 stopped by a limit, a hook,
+an error of the model provider or a plugin that did not load, 2 usage,
+3 a plugin is held until "norma plugin consent", 4 state directory or
+store, 5 the run is in use by another process.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := ""
@@ -97,6 +105,7 @@ or an error of the model provider, 2 usage, 4 state directory or store,
 	fl.IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "maximum model turns")
 	fl.DurationVar(&f.approvalWait, "approval-wait", 2*time.Minute, "headless runs: how long to wait for \"norma approvals approve\"")
 	fl.BoolVar(&f.unsafeNoSandbox, "unsafe-no-sandbox", false, "run plugins without the OS sandbox (audited)")
+	fl.BoolVar(&f.allowMissingPlugins, "allow-missing-plugins", false, "run without the installed plugins that do not load, instead of stopping")
 	fl.StringVar(&f.sandboxMemory, "sandbox-memory", sandbox.FormatSize(sandboxpolicy.DefaultMemory),
 		"memory limit of every sandboxed process tree (Bash, tasks, PTYs, plugins), such as 512M or 8G")
 	return c
@@ -226,7 +235,11 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		UnsafeNoSandbox: f.unsafeNoSandbox, Redactor: red,
 		Limits: limits,
-		Warn:   func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) },
+		Warn: func(err error) {
+			if _, ok := errors.AsType[*workspace.PluginFailure](err); !ok { // reported below
+				fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error()))
+			}
+		},
 		Accept: acceptOnTerminal(cmd, out, !f.asJSON && stdinIsTerminal(cmd.InOrStdin())),
 		Elicit: elicit, Sampler: samplerOf(prov), SamplerModel: model,
 		Notify: func(n host.Notice) { out.notice(cmd.ErrOrStderr(), n) },
@@ -236,6 +249,9 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	}
 	defer rt.Close()
 	out.policyChanges(rt.Changes())
+	if err := pluginFailures(cmd, out, rt.RunID(), rt.PluginFailures(), f.allowMissingPlugins); err != nil {
+		return err
+	}
 	opts := []agent.Option{
 		agent.WithProvider(prov, model), agent.WithProviderBaseURL(baseURL), agent.WithApprovalService(svc),
 		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
@@ -259,6 +275,33 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		return nil
 	}
 	return exitWith(exitFailed, nil)
+}
+
+// pluginFailures reports the installed plugins that did not load, each
+// with its reason code and detail (escaped: it may hold what the plugin
+// printed), on stderr and as plugin_load_failed events. Unless allow
+// (--allow-missing-plugins) it returns the error that stops the run
+// before the model is called: exit 3 when every failure is a hold that
+// consent releases, else 1.
+func pluginFailures(cmd *cobra.Command, out *runPrinter, runID string, fs []*workspace.PluginFailure, allow bool) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	code := exitConsent
+	for _, f := range fs {
+		out.pluginFailed(runID, f, allow)
+		fmt.Fprintf(cmd.ErrOrStderr(), "norma: plugin %s not loaded: %s: %s\n", termtext.Escape(f.Plugin), f.Reason, termtext.Escape(f.Detail))
+		if allow {
+			out.note(fmt.Sprintf("continuing without plugin %s (--allow-missing-plugins)", termtext.Escape(f.Plugin)))
+		}
+		if f.Reason != host.ReasonPluginHeld && f.Reason != capability.ReasonPluginConsentRequired {
+			code = exitFailed
+		}
+	}
+	if allow {
+		return nil
+	}
+	return exitWith(code, fmt.Errorf("run: %d installed plugin(s) did not load; the model was not called (fix or remove them, or run with --allow-missing-plugins)", len(fs)))
 }
 
 // buildProvider returns the provider, the model and the base URL to
@@ -439,10 +482,12 @@ type runPrinter struct {
 	stop     chan struct{}
 }
 
-// Text output of a tool call: at most resultLines lines of its result or
-// message, each cut to resultWidth runes.
+// Text output of a tool call: at most resultLines lines of its result, or
+// errorLines of its error message (a crashed plugin's carries the last
+// lines of its stderr), each cut to resultWidth runes.
 const (
 	resultLines = 3
+	errorLines  = 8
 	resultWidth = 160
 )
 
@@ -576,6 +621,17 @@ func (p *runPrinter) endLine() {
 	}
 }
 
+// pluginFailed prints, in --json, the plugin_load_failed event of f;
+// continued says the run goes on without it.
+func (p *runPrinter) pluginFailed(runID string, f *workspace.PluginFailure, continued bool) {
+	if !p.json {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.line(map[string]any{"event": "plugin_load_failed", "run_id": runID, "plugin": f.Plugin, "reason": f.Reason, "detail": f.Detail, "continued": continued})
+}
+
 func (p *runPrinter) event(e agent.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -673,11 +729,11 @@ func (p *runPrinter) toolCall(c *agent.CallRecord, sub bool) {
 	fmt.Fprintf(p.w, "%s%s %s%s → %s %s%s\n", indent, p.paint(color, "⏺"), p.paint(sgrBold, termtext.Escape(c.Tool)),
 		targetText(c.Tool, c.Target), p.paint(color, termtext.Escape(decision)), termtext.Escape(c.Reason),
 		p.paint(sgrDim, fmt.Sprintf(" (%s%s)", c.Duration.Round(time.Millisecond), where)))
-	text, code := c.Result, sgrDim
+	text, code, n := c.Result, sgrDim, resultLines
 	if c.IsError {
-		text, code = c.Message, sgrRed
+		text, code, n = c.Message, sgrRed, errorLines
 	}
-	lines, more := termtext.Head(text, resultLines, resultWidth)
+	lines, more := termtext.Head(text, n, resultWidth)
 	for i, l := range lines {
 		mark := "  ⎿ "
 		if i > 0 {

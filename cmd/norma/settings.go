@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -115,8 +117,26 @@ func printSettings(w io.Writer, st *settings.Settings) {
 	for _, e := range st.EnvList() {
 		fmt.Fprintf(w, "env   %s\n", strconv.Quote(e))
 	}
+	printPluginTimeouts(w, st.Plugins)
 	for _, s := range st.Ignored {
 		fmt.Fprintf(w, "ignored: %s\n", termtext.Escape(s))
+	}
+}
+
+// printPluginTimeouts prints the plugin call timeouts the files set, and
+// the managed caps.
+func printPluginTimeouts(w io.Writer, p settings.PluginTimeouts) {
+	if p.Call > 0 {
+		fmt.Fprintf(w, "timeout plugins.callTimeout %s  %s\n", p.Call, p.CallSource)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
+		fmt.Fprintf(w, "timeout %s %s  %s\n", termtext.Escape(name), p.Tools[name], p.ToolSources[name])
+	}
+	if p.MaxCall > 0 {
+		fmt.Fprintf(w, "timeout at most %s for every plugin call (managed)\n", p.MaxCall)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.MaxTools)) {
+		fmt.Fprintf(w, "timeout at most %s for %s (managed)\n", p.MaxTools[name], termtext.Escape(name))
 	}
 }
 

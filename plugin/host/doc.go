@@ -37,6 +37,14 @@
 // Config.Limits says otherwise), and a kill of the whole tree on Close, on
 // a hung call and on host exit.
 //
+// A call that outlives its timeout (Config.ToolTimeouts for its tool, else
+// Config.CallTimeout) ends with TIMEOUT; the tree is killed and the next
+// call starts a fresh process. A process that dies during a call ends it
+// with PLUGIN_CRASHED, carrying the last lines of its stderr (redacted,
+// escaped), which the crash's audit event records too; the next call waits
+// out a backoff that doubles with each consecutive crash, then starts a
+// fresh process.
+//
 // # Files
 //
 //   - host.go: Config, Host (New, Close, Stop), Plugin and Load, which

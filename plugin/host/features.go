@@ -199,14 +199,15 @@ func (p *Plugin) featureSession(ctx context.Context) (*mcp.ClientSession, error)
 
 // featureErr ends a failed request: a hang or a broken session restarts
 // the plugin as a failed call does; a server's error is the tool's.
-func (p *Plugin) featureErr(ctx context.Context, err error) error {
+func (p *Plugin) featureErr(ctx context.Context, tool string, err error) error {
 	if ce, ok := errors.AsType[*capability.Error](err); ok && ctx.Err() == nil {
 		return ce // our refusal of the server's input request (see call)
 	}
-	if ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) {
-		p.crashed(ctx, err)
-		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginCrashed, Layer: "host"},
-			Detail: p.h.cfg.Redactor.Redact(err.Error())}
+	if ctx.Err() != nil {
+		return p.callEnded(context.WithoutCancel(ctx), tool, p.h.cfg.CallTimeout)
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		return p.crashError(ctx, tool, err)
 	}
 	return fmt.Errorf("%s: %s", p.server, truncate(err.Error(), 1024))
 }
@@ -255,7 +256,7 @@ func (h *Host) listResources(ctx context.Context, in featureInput) (string, erro
 		for r, err := range s.Resources(cctx, nil) {
 			if err != nil {
 				cancel()
-				return "", p.featureErr(cctx, err)
+				return "", p.featureErr(cctx, ListResourcesTool, err)
 			}
 			if n++; n > maxListed {
 				break
@@ -297,7 +298,7 @@ func (h *Host) readResource(ctx context.Context, in featureInput) (string, error
 	defer cancel()
 	res, err := s.ReadResource(cctx, &mcp.ReadResourceParams{URI: in.URI})
 	if err != nil {
-		return "", p.featureErr(cctx, err)
+		return "", p.featureErr(cctx, ReadResourceTool, err)
 	}
 	w := bounded{max: h.cfg.MaxOutput}
 	for i, c := range res.Contents {
@@ -347,7 +348,7 @@ func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error)
 		for pr, err := range s.Prompts(cctx, nil) {
 			if err != nil {
 				cancel()
-				return "", p.featureErr(cctx, err)
+				return "", p.featureErr(cctx, ListPromptsTool, err)
 			}
 			if n++; n > maxListed {
 				break
@@ -383,7 +384,7 @@ func (h *Host) getPrompt(ctx context.Context, in featureInput) (string, error) {
 	defer cancel()
 	res, err := s.GetPrompt(cctx, &mcp.GetPromptParams{Name: in.Name, Arguments: in.Arguments})
 	if err != nil {
-		return "", p.featureErr(cctx, err)
+		return "", p.featureErr(cctx, GetPromptTool, err)
 	}
 	w := bounded{max: h.cfg.MaxOutput}
 	if res.Description != "" {

@@ -33,6 +33,9 @@ const (
 	ReasonOutputTooLarge capability.Reason = "PLUGIN_OUTPUT_TOO_LARGE"
 )
 
+// DefaultCallTimeout bounds a plugin tool call when Config does not.
+const DefaultCallTimeout = 2 * time.Minute
+
 // Config configures a Host. Manager, Workspace, Audit and Vault are required.
 type Config struct {
 	Home      string // state directory (broker CA, tool pins)
@@ -57,8 +60,12 @@ type Config struct {
 	// Unsafe runs plugins without the OS sandbox (--unsafe-no-sandbox);
 	// the host audits it as sandbox_downgraded.
 	Unsafe bool
-	// CallTimeout bounds one tool call (default 2 minutes).
-	CallTimeout time.Duration
+	// CallTimeout bounds one tool call (default DefaultCallTimeout), and
+	// ToolTimeouts one tool's calls, by registry name (mcp__SERVER__TOOL).
+	// A call that does not answer in time ends with TIMEOUT (layer host)
+	// and its process tree is killed; the next call starts a fresh one.
+	CallTimeout  time.Duration
+	ToolTimeouts map[string]time.Duration
 	// MaxOutput bounds the bytes of one tool result (default 4 MiB); a
 	// larger result ends the call with an error and restarts the plugin.
 	MaxOutput int
@@ -100,7 +107,7 @@ func New(cfg Config) (*Host, error) {
 		return nil, errors.New("plugin host: Manager, Workspace, Audit and Vault are required")
 	}
 	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = 2 * time.Minute
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = 4 << 20
@@ -258,7 +265,9 @@ func (h *Host) prepare(id string) (*Plugin, error) {
 	dir := h.cfg.Manager.Dir(id, st.Active)
 	m, err := manifest.ParseFile(filepath.Join(dir, "manifest.yaml"))
 	if err != nil {
-		return nil, err
+		// Installed packages were checked; one changed on disk since.
+		return nil, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPluginManifestInvalid,
+			Layer: capability.LayerPlugin}, Detail: err.Error(), Err: err}
 	}
 	grant, bind, err := h.cfg.Manager.Grant(id)
 	if err != nil {

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/broker"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/sandbox/sandboxpolicy"
@@ -24,16 +26,33 @@ func (p *Plugin) ensureStarted(ctx context.Context) error {
 	if err := p.isHeld(); err != nil {
 		return err
 	}
+	// A call after a crash waits out the backoff (at most maxBackoff),
+	// then starts a fresh process.
+	p.mu.Lock()
+	wait := time.Until(p.nextTry)
+	p.mu.Unlock()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginCrashed, Layer: "host"},
+				Detail: fmt.Sprintf("restarting after a crash; retry in %s", time.Until(p.nextTryAt()).Round(time.Millisecond))}
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.session != nil {
 		return nil
 	}
-	if wait := time.Until(p.nextTry); wait > 0 {
-		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginCrashed, Layer: "host"},
-			Detail: fmt.Sprintf("restarting after a crash; retry in %s", wait.Round(time.Millisecond))}
-	}
 	return p.startLocked(ctx)
+}
+
+func (p *Plugin) nextTryAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nextTry
 }
 
 // startLocked starts the broker, the sandboxed process and the MCP session,
@@ -62,9 +81,13 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 		cfg.Audit.Record(ctx, audit.Event{Type: audit.TypeSandboxDowngraded, RunID: cfg.RunID, Plugin: p.m.ID, PluginVersion: p.m.Version,
 			Detail: map[string]string{"why": "--unsafe-no-sandbox"}})
 	}
+	p.stderr.reset() // the tail a failure shows is this process's
 	proc, err := cfg.Runner.Start(pctx, spec)
 	if err != nil {
 		brk.Close()
+		if interp := missingInterpreter(spec.Argv[0]); interp != "" {
+			err = fmt.Errorf("%w (its interpreter %s does not exist on this host)", err, interp)
+		}
 		return fail(err)
 	}
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
@@ -134,18 +157,87 @@ func (p *Plugin) grantPerms() manifest.Permissions {
 	return p.grant.Permissions
 }
 
-// crashed audits a failed call, stops the process tree and backs off the
-// next start: 200ms doubling per consecutive crash, at most 6.4s.
-func (p *Plugin) crashed(ctx context.Context, cause error) {
+// maxBackoff bounds the wait before a restart after consecutive crashes.
+const maxBackoff = 6400 * time.Millisecond
+
+// Stderr tail of a crash: at most stderrLines lines, each cut to
+// stderrWidth bytes.
+const (
+	stderrLines = 5
+	stderrWidth = 240
+)
+
+// crashed handles a process that failed a call (it exited, broke the
+// protocol, flooded): it stops the process tree, backs off the next start
+// (200ms doubling per consecutive crash, at most maxBackoff), and audits
+// the crash with the last lines of its stderr, which it returns with the
+// backoff.
+func (p *Plugin) crashed(ctx context.Context, tool string, cause error) (tail []string, backoff time.Duration) {
 	p.mu.Lock()
 	p.crashes++
-	backoff := time.Duration(1<<min(p.crashes, 6)) * 100 * time.Millisecond
+	backoff = min(time.Duration(1<<min(p.crashes, 6))*100*time.Millisecond, maxBackoff)
 	p.nextTry = time.Now().Add(backoff)
 	p.mu.Unlock()
+	p.stop() // waits for the tree: its stderr is complete
+	tail = p.stderrTail()
 	p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypeToolCallFinished, RunID: p.h.cfg.RunID,
-		Plugin: p.m.ID, PluginVersion: p.m.Version, IsError: true, Reason: string(ReasonPluginCrashed),
-		Detail: map[string]string{"cause": p.h.cfg.Redactor.Redact(cause.Error())}})
+		Plugin: p.m.ID, PluginVersion: p.m.Version, Tool: ToolName(p.server, tool), IsError: true, Reason: string(ReasonPluginCrashed),
+		Detail: map[string]string{"cause": p.h.cfg.Redactor.Redact(cause.Error()), "stderr": strings.Join(tail, "\n"),
+			"restart_after": backoff.String()}})
+	return tail, backoff
+}
+
+// crashError is the error of a call the process crashed in: the cause,
+// the backoff and the last lines of its stderr (redacted, escaped).
+func (p *Plugin) crashError(ctx context.Context, tool string, cause error) error {
+	tail, backoff := p.crashed(ctx, tool, cause)
+	detail := fmt.Sprintf("the plugin process failed during the call (%s); a fresh process starts at the next call, after %s",
+		p.h.cfg.Redactor.Redact(cause.Error()), backoff)
+	if len(tail) > 0 {
+		detail += "\nits last stderr lines:\n  " + strings.Join(tail, "\n  ")
+	} else {
+		detail += "; its stderr was empty"
+	}
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginCrashed, Layer: "host"}, Detail: detail}
+}
+
+// callEnded handles a call whose context ended before the server
+// answered: its own deadline (TIMEOUT) or the caller giving up (CANCELED).
+// The server may still be working on it, so its process tree is killed;
+// it did not crash, so the next call starts a fresh process without a
+// backoff. Audited with the tool and the timeout.
+func (p *Plugin) callEnded(ctx context.Context, tool string, timeout time.Duration) error {
+	reason, detail := capability.ReasonTimeout, fmt.Sprintf("no answer within %s (settings: plugins.toolTimeouts, plugins.callTimeout); the process tree was killed, a fresh one starts at the next call",
+		timeout)
+	if ctx.Err() != nil {
+		reason, detail = capability.ReasonCanceled, "the call was canceled; the plugin's process tree was killed and a fresh one starts at the next call"
+	}
 	p.stop()
+	p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypeToolCallFinished, RunID: p.h.cfg.RunID,
+		Plugin: p.m.ID, PluginVersion: p.m.Version, Tool: ToolName(p.server, tool), IsError: true, Reason: string(reason),
+		Detail: map[string]string{"timeout": timeout.String(), "stderr": strings.Join(p.stderrTail(), "\n")}})
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: reason, Layer: "host"}, Detail: detail}
+}
+
+// stderrTail is the last lines of the current (or last) process's stderr:
+// redacted, each cut and escaped for a terminal (internal/termtext).
+func (p *Plugin) stderrTail() []string {
+	lines := strings.Split(strings.TrimSpace(p.Stderr()), "\n")
+	var out []string
+	for _, l := range lines[max(0, len(lines)-stderrLines):] {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if len(l) > stderrWidth {
+			n := stderrWidth
+			for n > 0 && !utf8.RuneStart(l[n]) {
+				n--
+			}
+			l = l[:n] + "…"
+		}
+		out = append(out, termtext.Escape(l))
+	}
+	return out
 }
 
 // Close stops the plugin's process tree and broker.
@@ -195,6 +287,28 @@ func execOnly(entry string) []string {
 	return append(out, elfInterp(entry)...)
 }
 
+// missingInterpreter returns the interpreter a "#!" script entrypoint
+// names when it does not exist; "" otherwise.
+func missingInterpreter(entry string) string {
+	b := make([]byte, 256)
+	f, err := os.Open(entry)
+	if err != nil {
+		return ""
+	}
+	n, _ := f.Read(b)
+	f.Close()
+	if n < 3 || string(b[:2]) != "#!" {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(b[2:n]), "\n")
+	if fs := strings.Fields(line); len(fs) > 0 {
+		if _, err := os.Stat(fs[0]); err != nil {
+			return fs[0]
+		}
+	}
+	return ""
+}
+
 func elfInterp(prog string) []string {
 	f, err := elf.Open(prog)
 	if err != nil {
@@ -237,6 +351,13 @@ func (r *ringBuffer) Write(b []byte) (int, error) {
 		r.buf = append(r.buf[:0], r.buf[len(r.buf)-r.n:]...)
 	}
 	return len(b), nil
+}
+
+// reset empties the buffer (a new process starts writing).
+func (r *ringBuffer) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = r.buf[:0]
 }
 
 func (r *ringBuffer) String() string {

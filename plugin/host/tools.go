@@ -43,7 +43,10 @@ func (p *Plugin) Tools() ([]tool.CoreTool, error) {
 		call := func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			return p.call(ctx, mt.Name, in.Raw(), env.IdempotencyKey)
 		}
-		t, err := tool.Build(toolSpec(p.server, p.m, mt, pt.Description, pt.InputSchema, p.h.cfg.CallTimeout, call))
+		// The host ends a call at its timeout (and kills the tree); the
+		// gate's deadline is a backstop a little later, so that the host's
+		// coded error and the kill come first.
+		t, err := tool.Build(toolSpec(p.server, p.m, mt, pt.Description, pt.InputSchema, p.timeout(mt.Name)+gateGrace, call))
 		if err != nil {
 			return nil, err
 		}
@@ -83,6 +86,19 @@ func toolSpec(server string, m *manifest.Manifest, mt manifest.Tool, description
 	}
 }
 
+// gateGrace is how much later than the host's own timeout of a call the
+// gate's deadline falls.
+const gateGrace = 5 * time.Second
+
+// timeout is the timeout of a call of tool: Config.ToolTimeouts by its
+// registry name, else Config.CallTimeout.
+func (p *Plugin) timeout(tool string) time.Duration {
+	if d := p.h.cfg.ToolTimeouts[ToolName(p.server, tool)]; d > 0 {
+		return d
+	}
+	return p.h.cfg.CallTimeout
+}
+
 // Target is the short description of what an external write touches, as
 // the gate and the approval prompt show it: "owner#42" for issue-style
 // inputs (a target, repo or owner field, with number when present), else
@@ -118,7 +134,8 @@ func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, id
 	p.mu.Lock()
 	session := p.session
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, p.h.cfg.CallTimeout)
+	timeout := p.timeout(name)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if mt.WritesExternal() && idem != "" {
 		// The gate let this external-write call run (approved, or allowed
@@ -136,19 +153,20 @@ func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, id
 	// A progress token, so that the server may report progress (audited
 	// and shown to the person as notices, never given to the model).
 	params.SetProgressToken(p.h.progress.Add(1))
-	res, err := session.CallTool(ctx, params)
-	if ce, ok := errors.AsType[*capability.Error](err); ok && ctx.Err() == nil {
+	res, err := session.CallTool(cctx, params)
+	if ce, ok := errors.AsType[*capability.Error](err); ok && cctx.Err() == nil {
 		// Our own refusal of what the server asked within the call (its
 		// input requests, on the 2026-07-28 protocol): the call fails
 		// with it, and the plugin runs on.
 		return tool.Result{}, ce
 	}
 	if err != nil {
-		// A hang (deadline), a crash or a protocol error: end the call,
-		// kill the tree, restart later with backoff.
-		p.crashed(ctx, err)
-		return tool.Result{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginCrashed, Layer: "host"},
-			Detail: p.h.cfg.Redactor.Redact(err.Error())}
+		if cctx.Err() != nil {
+			// A hang: the call's deadline passed, or its caller gave up.
+			return tool.Result{}, p.callEnded(ctx, name, timeout)
+		}
+		// A crash or a protocol error: kill the tree, restart with backoff.
+		return tool.Result{}, p.crashError(ctx, name, err)
 	}
 	if held := p.isHeld(); held != nil {
 		return tool.Result{}, held
@@ -165,7 +183,7 @@ func (p *Plugin) result(ctx context.Context, name string, res *mcp.CallToolResul
 			b.WriteString(t.Text)
 		}
 		if b.Len() > p.h.cfg.MaxOutput {
-			p.crashed(ctx, errors.New("output flood"))
+			p.crashed(ctx, name, errors.New("output flood"))
 			return tool.Result{}, capability.Denied(ReasonOutputTooLarge, name, fmt.Sprintf("result larger than %d bytes", p.h.cfg.MaxOutput))
 		}
 	}

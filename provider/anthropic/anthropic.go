@@ -130,7 +130,7 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, *toolname
 	if err := provider.CheckMessages(req.Messages); err != nil {
 		return params, nil, err
 	}
-	names := toolname.New()
+	names := toolname.ForRequest(req)
 	params.Model = sdk.Model(req.Model)
 	params.MaxTokens = int64(req.MaxTokens)
 	if params.MaxTokens <= 0 {
@@ -140,10 +140,7 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, *toolname
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
 	for _, t := range req.Tools {
-		wire, err := names.Add(t.Name)
-		if err != nil {
-			return params, nil, fmt.Errorf("%w: %v", provider.ErrInvalidRequest, err)
-		}
+		wire := names.Wire(t.Name)
 		schema := t.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
@@ -170,10 +167,7 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, *toolname
 					blocks = append(blocks, sdk.NewTextBlock(b.Text))
 				}
 			case provider.BlockToolUse:
-				wire, err := names.Add(b.Name)
-				if err != nil {
-					return params, nil, fmt.Errorf("%w: %v", provider.ErrInvalidRequest, err)
-				}
+				wire := names.Wire(b.Name)
 				input := b.Input
 				if len(input) == 0 {
 					input = json.RawMessage(`{}`)

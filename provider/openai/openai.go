@@ -142,7 +142,7 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, *t
 	if len(req.Messages) == 0 {
 		return params, nil, fmt.Errorf("%w: no messages", provider.ErrInvalidRequest)
 	}
-	names := toolname.New()
+	names := toolname.ForRequest(req)
 	params.Model = shared.ChatModel(req.Model)
 	if req.MaxTokens > 0 {
 		if p.opts.MaxCompletionTokens {
@@ -155,10 +155,7 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, *t
 		params.StreamOptions.IncludeUsage = sdk.Bool(true)
 	}
 	for _, t := range req.Tools {
-		wire, err := names.Add(t.Name)
-		if err != nil {
-			return params, nil, fmt.Errorf("%w: %v", provider.ErrInvalidRequest, err)
-		}
+		wire := names.Wire(t.Name)
 		schema := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
 		if len(t.InputSchema) > 0 {
 			schema = nil
@@ -185,10 +182,7 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, *t
 					text = append(text, b.Text)
 				}
 			case provider.BlockToolUse:
-				wire, err := names.Add(b.Name)
-				if err != nil {
-					return params, nil, fmt.Errorf("%w: %v", provider.ErrInvalidRequest, err)
-				}
+				wire := names.Wire(b.Name)
 				args := string(b.Input)
 				if args == "" {
 					args = "{}"
