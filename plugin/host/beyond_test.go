@@ -207,7 +207,7 @@ func TestInputRequestsStateless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := echoCall(ctx, p, "echo", "!elicit")
+	out, err := echoTool(ctx, p, "echo", "!elicit")
 	if err != nil || !strings.Contains(out, `"action":"decline"`) {
 		t.Fatalf("headless elicit = %q, %v", out, err)
 	}
@@ -215,7 +215,7 @@ func TestInputRequestsStateless(t *testing.T) {
 		t.Fatalf("negotiated %q", v)
 	}
 	pid := p.proc.Pid()
-	out, err = echoCall(ctx, p, "echo", "!sample")
+	out, err = echoTool(ctx, p, "echo", "!sample")
 	// The request rides in the call's result: refusing it fails the call
 	// (the model is told why), and the plugin runs on.
 	if capability.ReasonOf(err) != ReasonSamplingRefused || out != "" {
@@ -238,10 +238,10 @@ func TestInputRequestsStateless(t *testing.T) {
 	}
 	script, _ := scripted.Parse("s.yaml", []byte("turns: [{text: x}]\nsampling: [hi from the sampler]\n"))
 	e.host.cfg.Sampling = &Sampling{Provider: scripted.New(script).Sampler(), MaxTokens: 100}
-	if out, err = echoCall(ctx, p, "echo", "!elicit"); err != nil || !strings.Contains(out, `"name":"Grace"`) {
+	if out, err = echoTool(ctx, p, "echo", "!elicit"); err != nil || !strings.Contains(out, `"name":"Grace"`) {
 		t.Fatalf("accepted elicit = %q, %v", out, err)
 	}
-	if out, err = echoCall(ctx, p, "echo", "!sample"); err != nil || !strings.Contains(out, "hi from the sampler") {
+	if out, err = echoTool(ctx, p, "echo", "!sample"); err != nil || !strings.Contains(out, "hi from the sampler") {
 		t.Fatalf("allowed sampling = %q, %v", out, err)
 	}
 }

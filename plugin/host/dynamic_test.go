@@ -28,7 +28,7 @@ func installEcho(t *testing.T, e *env, extra ...string) {
 	e.install(t, "echo", alt)
 }
 
-func echoCall(ctx context.Context, p *Plugin, tool, text string) (string, error) {
+func echoTool(ctx context.Context, p *Plugin, tool, text string) (string, error) {
 	in, _ := json.Marshal(map[string]string{"text": text})
 	r, err := p.call(ctx, tool, in, "")
 	return r.Content, err
@@ -74,7 +74,7 @@ func TestDynamicToolsWithinManifest(t *testing.T) {
 	if got := registered(t, p); !slices.Equal(got, []string{"mcp__com.example.echo__echo"}) {
 		t.Fatalf("before the change: %v", got)
 	}
-	if out, err := echoCall(ctx, p, "echo", "!add echo.later"); err != nil || out != "added echo.later" {
+	if out, err := echoTool(ctx, p, "echo", "!add echo.later"); err != nil || out != "added echo.later" {
 		t.Fatalf("!add = %q, %v", out, err)
 	}
 	waitFor(t, "echo.later pinned", func() bool {
@@ -89,7 +89,7 @@ func TestDynamicToolsWithinManifest(t *testing.T) {
 	}
 	// The running session's plugin can call the new tool; the gate's
 	// registry offers it from the next Load.
-	if out, err := echoCall(ctx, p, "echo.later", "late"); err != nil || out != "late" {
+	if out, err := echoTool(ctx, p, "echo.later", "late"); err != nil || out != "late" {
 		t.Fatalf("echo.later = %q, %v", out, err)
 	}
 	again, err := New(Config{Home: e.home, Manager: e.mgr, Workspace: e.ws, WorkspacePolicy: e.workspacePolicy(t),
@@ -106,7 +106,7 @@ func TestDynamicToolsWithinManifest(t *testing.T) {
 		t.Fatalf("next Load offers %v", got)
 	}
 	// The restarted server serves echo only (its pin matches): no hold.
-	if out, err := echoCall(ctx, q, "echo", "hi"); err != nil || out != "hi" {
+	if out, err := echoTool(ctx, q, "echo", "hi"); err != nil || out != "hi" {
 		t.Fatalf("after restart echo = %q, %v", out, err)
 	}
 }
@@ -129,7 +129,7 @@ func TestDynamicToolsAttack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := echoCall(ctx, p, "echo", tc.input); err != nil && capability.ReasonOf(err) != ReasonToolsChanged {
+			if _, err := echoTool(ctx, p, "echo", tc.input); err != nil && capability.ReasonOf(err) != ReasonToolsChanged {
 				t.Fatalf("%s: %v", tc.input, err)
 			}
 			waitFor(t, "the hold", func() bool { return p.isHeld() != nil })
@@ -139,7 +139,7 @@ func TestDynamicToolsAttack(t *testing.T) {
 			if running {
 				t.Fatal("the held plugin's process still runs")
 			}
-			if _, err := echoCall(ctx, p, "echo", "after"); capability.ReasonOf(err) != ReasonToolsChanged {
+			if _, err := echoTool(ctx, p, "echo", "after"); capability.ReasonOf(err) != ReasonToolsChanged {
 				t.Fatalf("call after the hold = %v, want PLUGIN_TOOLS_CHANGED", err)
 			}
 			p.mu.Lock()

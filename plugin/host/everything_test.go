@@ -203,7 +203,7 @@ func TestProtocolGenerations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := echoCall(ctx, q, "echo", "v"); err != nil || out != "v" {
+	if out, err := echoTool(ctx, q, "echo", "v"); err != nil || out != "v" {
 		t.Fatalf("echo = %q, %v", out, err)
 	}
 	if v := q.ProtocolVersion(); v != "2026-07-28" {
