@@ -51,7 +51,7 @@ func (a *Approver) Elicit(ctx context.Context, who, message string, fields []Fie
 		}
 		fmt.Fprintln(a.out, line)
 	}
-	fmt.Fprintln(a.out, "Only answer what you want this server to know. The model does not see this exchange.")
+	fmt.Fprintln(a.out, "Only answer what you want this server to know: it may pass it on, and its tool result goes to the model.")
 	for range 3 {
 		fmt.Fprint(a.out, "Answer? a = accept and fill in, d = decline, c = cancel [a/D/c]: ")
 		line, err := a.lines.next(ctx)

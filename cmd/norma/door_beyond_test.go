@@ -178,3 +178,47 @@ sampling: [answered-by-the-script-provider]
 func termtextCut(s string) string { return s[:min(len(s), 200)] }
 
 func toString(v any) string { s, _ := v.(string); return s }
+
+// TestDoorElicitationOnTerminal: on a terminal, server-everything's
+// elicitation is asked of the person: the server and the fields show, the
+// typed values reach the server, and the audit records the accept with
+// the field names, never a value.
+func TestDoorElicitationOnTerminal(t *testing.T) {
+	sandboxtest.Require(t)
+	home, work, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	pkg := everythingPkg(t)
+	grant := filepath.Join(work, "grant.yaml")
+	os.WriteFile(grant, []byte("schema_version: 2\nkind: grant\npermissions: {}\n"), 0o644)
+	if code, out, errs := door(t, "--home", home, "plugin", "install", "--dev", pkg, "--yes", "--grant", grant); code != 0 {
+		t.Fatalf("install: exit %d\n%s%s", code, out, errs)
+	}
+	script := filepath.Join(work, "script.yaml")
+	os.WriteFile(script, []byte("turns:\n  - tool_calls:\n      - {id: e1, name: mcp__local.everything__trigger-elicitation-request, input: {}}\n  - text: done\n"), 0o644)
+	r := startOnTerminal(t, isolated(t), "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "go")
+	r.waitFor("The MCP server local.everything asks you for information", 1)
+	r.waitFor("name (string, required)", 1)
+	r.waitFor("[a/D/c]: ", 1)
+	r.answer("a")
+	// One line per field, in name order.
+	for _, f := range []struct{ name, value string }{
+		{"birthdate", ""}, {"check", "yes"}, {"email", ""}, {"firstLine", ""}, {"homepage", ""}, {"integer", "7"},
+		{"legacyTitledEnum", ""}, {"name", "Ada-Lovelace-5x"}, {"number", ""}, {"titledMultipleSelectEnum", ""},
+		{"titledSingleSelectEnum", ""}, {"untitledMultipleSelectEnum", ""}, {"untitledSingleSelectEnum", ""},
+	} {
+		r.waitFor(" "+f.name+": ", 1)
+		r.answer(f.value)
+	}
+	if code := r.wait(); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, r.out.String(), r.errb.String())
+	}
+	out := r.out.String()
+	for _, want := range []string{"User provided the requested information", "Name: Ada-Lovelace-5x", "Agreed to terms: true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the run's output:\n%s", want, out)
+		}
+	}
+	_, audit, _ := door(t, "--home", home, "audit", "query", "--type", "elicitation", "--json")
+	if !strings.Contains(audit, `"action": "accept"`) || !strings.Contains(audit, ",name,") || strings.Contains(audit, "Ada-Lovelace-5x") {
+		t.Errorf("elicitation audit: %s", audit)
+	}
+}
