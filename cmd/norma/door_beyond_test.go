@@ -54,7 +54,8 @@ func everythingPkg(t *testing.T) string {
 // as tool results; its elicitation is declined in a headless run and its
 // sampling refused by default, both audited; with mcp.sampling allowed in
 // --settings, the run's provider answers it; a deny rule on
-// ReadMcpResource refuses the read at the gate.
+// ReadMcpResource refuses the read at the gate, and one on the server
+// (mcp__local.everything) its resources and prompts as its tools.
 func TestDoorEverything(t *testing.T) {
 	sandboxtest.Require(t)
 	home, work, ws := t.TempDir(), t.TempDir(), t.TempDir()
@@ -172,6 +173,15 @@ sampling: [answered-by-the-script-provider]
 	calls = run("--settings", deny)
 	if c := calls["r1"]; c["decision"] != "deny" || strings.Contains(result(c), "#") {
 		t.Errorf("denied read: %v", c)
+	}
+	// A deny of the server covers its resources and prompts as its tools.
+	denyServer := filepath.Join(work, "deny-server.yaml")
+	os.WriteFile(denyServer, []byte("permissions:\n  deny: [mcp__local.everything]\n"), 0o644)
+	calls = run("--settings", denyServer)
+	for _, id := range []string{"r1", "p1", "e1"} {
+		if c := calls[id]; c["decision"] != "deny" || c["rule"] != "mcp__local.everything" {
+			t.Errorf("%s under a server deny: %v", id, c)
+		}
 	}
 }
 
