@@ -54,7 +54,8 @@ func everythingPkg(t *testing.T) string {
 // as tool results; its elicitation is declined in a headless run and its
 // sampling refused by default, both audited; with mcp.sampling allowed in
 // --settings, the run's provider answers it; a deny rule on
-// ReadMcpResource refuses the read at the gate.
+// ReadMcpResource refuses the read at the gate, and one on the server
+// (mcp__local.everything) its resources and prompts as its tools.
 func TestDoorEverything(t *testing.T) {
 	sandboxtest.Require(t)
 	home, work, ws := t.TempDir(), t.TempDir(), t.TempDir()
@@ -173,14 +174,24 @@ sampling: [answered-by-the-script-provider]
 	if c := calls["r1"]; c["decision"] != "deny" || strings.Contains(result(c), "#") {
 		t.Errorf("denied read: %v", c)
 	}
+	// A deny of the server covers its resources and prompts as its tools.
+	denyServer := filepath.Join(work, "deny-server.yaml")
+	os.WriteFile(denyServer, []byte("permissions:\n  deny: [mcp__local.everything]\n"), 0o644)
+	calls = run("--settings", denyServer)
+	for _, id := range []string{"r1", "p1", "e1"} {
+		if c := calls[id]; c["decision"] != "deny" || c["rule"] != "mcp__local.everything" {
+			t.Errorf("%s under a server deny: %v", id, c)
+		}
+	}
 }
 
 func termtextCut(s string) string { return s[:min(len(s), 200)] }
 
 func toString(v any) string { s, _ := v.(string); return s }
 
-// TestDoorElicitationOnTerminal: on a terminal, server-everything's
-// elicitation is asked of the person: the server and the fields show, the
+// TestDoorElicitationOnTerminal: in dontAsk mode server-everything's
+// elicitation is declined even on a terminal; otherwise, on a terminal, it
+// is asked of the person: the server and the fields show, the
 // typed values reach the server, and the audit records the accept with
 // the field names, never a value.
 func TestDoorElicitationOnTerminal(t *testing.T) {
@@ -194,7 +205,16 @@ func TestDoorElicitationOnTerminal(t *testing.T) {
 	}
 	script := filepath.Join(work, "script.yaml")
 	os.WriteFile(script, []byte("turns:\n  - tool_calls:\n      - {id: e1, name: mcp__local.everything__trigger-elicitation-request, input: {}}\n  - text: done\n"), 0o644)
-	r := startOnTerminal(t, isolated(t), "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "go")
+	// dontAsk asks nobody, even on a terminal: declined, as headless.
+	r := startOnTerminal(t, isolated(t), "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "--mode", "dontAsk", "go")
+	if code := r.wait(); code != 0 || strings.Contains(r.out.String(), "asks you for information") || !strings.Contains(r.out.String(), "User declined") {
+		t.Fatalf("dontAsk: exit %d\n%s\n%s", code, r.out.String(), r.errb.String())
+	}
+	if _, audit, _ := door(t, "--home", home, "audit", "query", "--type", "elicitation", "--json"); !strings.Contains(audit, "ELICITATION_HEADLESS") {
+		t.Fatalf("dontAsk elicitation audit: %s", audit)
+	}
+
+	r = startOnTerminal(t, isolated(t), "--home", home, "run", "--provider", "scripted", "--script", script, "--workspace", ws, "go")
 	r.waitFor("The MCP server local.everything asks you for information", 1)
 	r.waitFor("name (string, required)", 1)
 	r.waitFor("[a/D/c]: ", 1)

@@ -82,17 +82,17 @@ func featureTools(servers []featured, h *Host) ([]tool.CoreTool, error) {
 	if len(res) > 0 {
 		servers := strings.Join(res, ", ")
 		specs = append(specs,
-			featureSpec(h, ListResourcesTool, "List the resources of MCP servers ("+servers+"): their URIs, names and MIME types.",
+			featureSpec(h, res, ListResourcesTool, "List the resources of MCP servers ("+servers+"): their URIs, names and MIME types.",
 				`{"type":"object","properties":{"server":{"type":"string","description":"only this server"}},"additionalProperties":false}`, run((*Host).listResources)),
-			featureSpec(h, ReadResourceTool, "Read one resource of an MCP server ("+servers+") by URI.",
+			featureSpec(h, res, ReadResourceTool, "Read one resource of an MCP server ("+servers+") by URI.",
 				`{"type":"object","properties":{"server":{"type":"string"},"uri":{"type":"string"}},"required":["server","uri"],"additionalProperties":false}`, run((*Host).readResource)))
 	}
 	if len(prompts) > 0 {
 		servers := strings.Join(prompts, ", ")
 		specs = append(specs,
-			featureSpec(h, ListPromptsTool, "List the prompts of MCP servers ("+servers+") and their arguments.",
+			featureSpec(h, prompts, ListPromptsTool, "List the prompts of MCP servers ("+servers+") and their arguments.",
 				`{"type":"object","properties":{"server":{"type":"string","description":"only this server"}},"additionalProperties":false}`, run((*Host).listPrompts)),
-			featureSpec(h, GetPromptTool, "Get one prompt of an MCP server ("+servers+"), with its arguments.",
+			featureSpec(h, prompts, GetPromptTool, "Get one prompt of an MCP server ("+servers+"), with its arguments.",
 				`{"type":"object","properties":{"server":{"type":"string"},"name":{"type":"string"},"arguments":{"type":"object","additionalProperties":{"type":"string"}}},"required":["server","name"],"additionalProperties":false}`, run((*Host).getPrompt)))
 	}
 	out := make([]tool.CoreTool, 0, len(specs))
@@ -121,9 +121,24 @@ type featureInput struct {
 	Arguments map[string]string `json:"arguments"`
 }
 
-func featureSpec(h *Host, name, desc, schema string, run func(context.Context, featureInput) (string, error)) tool.Spec {
+// A feature tool's call also answers, in deny and ask rules, to the name
+// mcp__SERVER__TOOL of the server it asks (of every server, when it names
+// none): `deny: [mcp__SERVER]` covers the server's resources and prompts
+// as it covers its tools.
+func featureSpec(h *Host, servers []string, name, desc, schema string, run func(context.Context, featureInput) (string, error)) tool.Spec {
 	spec := tool.Spec{
 		Name: name, Description: desc, Schema: json.RawMessage(schema),
+		RuleNames: func(in tool.Input) []string {
+			var x featureInput
+			if in.Decode(&x) == nil && x.Server != "" {
+				return []string{ToolName(x.Server, name)}
+			}
+			out := make([]string, 0, len(servers))
+			for _, s := range servers {
+				out = append(out, ToolName(s, name))
+			}
+			return out
+		},
 		ReadOnly:         func(tool.Input) bool { return true },
 		ConcurrencySafe:  func(tool.Input) bool { return true },
 		CheckPermissions: func(context.Context, tool.Input) tool.Permission { return tool.Permission{Behavior: tool.Allow} },
