@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -148,12 +149,16 @@ func (p *Plugin) notice(ctx context.Context, n Notice) {
 }
 
 // dataText renders a logging message's data: a string as it is, anything
-// else as JSON-ish text.
+// else as JSON.
 func dataText(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return fmt.Sprint(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // truncate cuts s to at most n bytes at a rune boundary, marked.
