@@ -33,6 +33,15 @@ const (
 	// Detail holds "redacted" (the number of matches) and "redacted.NAME"
 	// per secret name or token kind, never a value.
 	TypeOutputRedacted = "output_redacted"
+	// TypePluginNotice is a plugin's logging message or progress
+	// notification (Detail: kind, level, text, bounded and redacted).
+	TypePluginNotice = "plugin_notice"
+	// TypeElicitation is a server's request for input from the person and
+	// its outcome (Detail: action, fields; never the values).
+	TypeElicitation = "elicitation"
+	// TypeSampling is a server's request for a model completion and its
+	// outcome (Detail: tokens; never a message body).
+	TypeSampling = "sampling"
 )
 
 var knownTypes = map[string]bool{
@@ -41,7 +50,7 @@ var knownTypes = map[string]bool{
 	TypeToolCallStarted: true, TypeToolCallFinished: true, TypePluginInstalled: true,
 	TypePluginUpdated: true, TypePluginHeld: true, TypePluginRemoved: true,
 	TypeConsentGranted: true, TypeConsentRevoked: true, TypeSandboxDowngraded: true,
-	TypeOutputRedacted: true,
+	TypeOutputRedacted: true, TypePluginNotice: true, TypeElicitation: true, TypeSampling: true,
 }
 
 // KnownType reports whether t is one of the Type constants.

@@ -285,6 +285,9 @@ type exec struct {
 	in    tool.Input
 	reqs  []capability.Request
 	known bool
+	// names are the call's further names for deny and ask rules
+	// (tool.RuleNamer).
+	names []string
 	// unlockable lets lookup find a deferred tool as ExecuteExtra would
 	// unlock it (Explain of a delegated call; nothing is unlocked).
 	unlockable bool

@@ -53,6 +53,16 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	if r, ok := x.g.rules.Deny(e.Name(), reqs); ok {
 		return perm, deny(capability.ReasonRuleDenied, "rules", r, firstReq(reqs, e.Name())), false
 	}
+	names, ok := e.RuleNames(in)
+	if !ok {
+		return perm, deny(capability.ReasonInvalidRequest, "tool", "rule names failed", e.Name()), false
+	}
+	x.names = names
+	for _, n := range names {
+		if r, ok := x.g.rules.Deny(n, nil); ok {
+			return perm, deny(capability.ReasonRuleDenied, "rules", r, n), false
+		}
+	}
 	if x.mode == ModePlan && !e.ReadOnly(in) {
 		return perm, deny(capability.ReasonModeDenied, "mode", "mode:plan", e.Name()), false
 	}
@@ -107,6 +117,8 @@ func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.D
 		harness, layer, rule, reason = capability.ApprovalRequired, "rules", x.unknown, capability.ReasonCommandUnparseable
 	default:
 		if r, ok := x.g.rules.Ask(name, reqs); ok {
+			harness, layer, rule = capability.ApprovalRequired, "rules", r
+		} else if r, ok := x.askNames(); ok {
 			harness, layer, rule = capability.ApprovalRequired, "rules", r
 		} else if r, ok := x.g.rules.Allow(name, reqs, x.known); ok {
 			layer, rule = "rules", r
@@ -273,4 +285,15 @@ func (g *Gate) path(p string) (string, error) {
 		return "", err
 	}
 	return fsguard.Clean(p)
+}
+
+// askNames returns the first ask rule matching one of the call's further
+// rule names (tool.RuleNamer).
+func (x *exec) askNames() (string, bool) {
+	for _, n := range x.names {
+		if r, ok := x.g.rules.Ask(n, nil); ok {
+			return r, true
+		}
+	}
+	return "", false
 }

@@ -31,7 +31,9 @@
 // defaultMode, network or env. plugins.callTimeout and
 // plugins.toolTimeouts (seconds; the latter by tool name
 // mcp__SERVER__TOOL) are the highest file's; a managed file's are caps
-// instead ([PluginTimeouts.Resolve]).
+// instead ([PluginTimeouts.Resolve]). mcp.sampling (allow,
+// max_tokens) is the highest file's; a workspace's own files may not set
+// it ([Sampling]).
 //
 // A hook command is a program and literal arguments, where
 // $CLAUDE_PROJECT_DIR and $NORMA_WORKSPACE stand for the workspace: no

@@ -41,7 +41,7 @@ var fields = []string{
 	"paths", "approval", "allow_private", "env", "allowManagedPermissionRulesOnly", "allowManagedHooksOnly",
 	"plugins", "callTimeout", "toolTimeouts",
 	"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "SessionEnd",
-	"Stop", "SubagentStart", "SubagentStop",
+	"Stop", "SubagentStart", "SubagentStop", "mcp", "sampling", "max_tokens",
 }
 
 var compiled = sync.OnceValues(func() (*manifest.Schema, error) {
@@ -139,6 +139,18 @@ type Settings struct {
 	ManagedHooksOnly bool `json:"managed_hooks_only,omitempty"`
 	// Ignored lists what a managed lock left out.
 	Ignored []string `json:"ignored,omitempty"`
+	// Sampling is the highest file's mcp.sampling; nil when none sets it.
+	Sampling *Sampling `json:"sampling,omitempty"`
+}
+
+// Sampling is mcp.sampling: whether plugins' MCP servers may ask the run's
+// model for completions, and the token budget of the whole run. It spends
+// the user's provider budget, so only the user's own file, --settings and
+// managed settings may set it, not a workspace's.
+type Sampling struct {
+	Allow     bool   `json:"allow"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+	Source    Source `json:"source"`
 }
 
 // PluginTimeouts are the timeouts of plugin tool calls: plugins.callTimeout
@@ -392,6 +404,9 @@ func (s *Settings) merge(f *File) {
 			}
 		}
 	}
+	if f.sampling != nil {
+		s.Sampling = f.sampling
+	}
 	s.mergePlugins(f)
 	for k, v := range f.body.Env {
 		if s.Env == nil {
@@ -459,6 +474,7 @@ type File struct {
 	modeSource    Source
 	dirs          []string
 	pluginSources map[string]Source // by JSON pointer
+	sampling      *Sampling
 }
 
 type body struct {
@@ -485,6 +501,12 @@ type body struct {
 	} `yaml:"plugins"`
 	ManagedRulesOnly bool `yaml:"allowManagedPermissionRulesOnly"`
 	ManagedHooksOnly bool `yaml:"allowManagedHooksOnly"`
+	MCP              *struct {
+		Sampling *struct {
+			Allow     bool `yaml:"allow"`
+			MaxTokens int  `yaml:"max_tokens"`
+		} `yaml:"sampling"`
+	} `yaml:"mcp"`
 }
 
 // Parse parses a settings file (YAML, or JSON, which is YAML) of scope.
@@ -524,6 +546,7 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 	probs = append(probs, f.hooks(doc, workspace)...)
 	probs = append(probs, f.network(doc)...)
 	probs = append(probs, f.env(doc, scope)...)
+	probs = append(probs, f.mcp(doc, scope)...)
 	probs = append(probs, f.plugins(doc)...)
 	if len(probs) > 0 {
 		// In file order, as manifest.Errors are (hooks are checked in
@@ -532,6 +555,23 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 		return nil, probs
 	}
 	return f, nil
+}
+
+// mcp checks mcp.sampling: not in a workspace's files, and a budget
+// (max_tokens) whenever it is allowed.
+func (f *File) mcp(doc *manifest.Document, scope Scope) manifest.Errors {
+	if f.body.MCP == nil || f.body.MCP.Sampling == nil {
+		return nil
+	}
+	smp := f.body.MCP.Sampling
+	if scope == ScopeWorkspace || scope == ScopeLocal {
+		return manifest.Errors{doc.Problem("/mcp/sampling", "sampling spends your provider budget: set it in your user settings, --settings or managed settings, not in a workspace's")}
+	}
+	if smp.Allow && smp.MaxTokens == 0 {
+		return manifest.Errors{doc.Problem("/mcp/sampling", "allow: true needs max_tokens, the token budget of a run")}
+	}
+	f.sampling = &Sampling{Allow: smp.Allow, MaxTokens: smp.MaxTokens, Source: f.source(doc, "/mcp/sampling")}
+	return nil
 }
 
 // env refuses the variables that change which code runs ([codeenv]): the

@@ -181,6 +181,22 @@ func (e *Entry) Delegate(in Input) (name string, input json.RawMessage, ok bool)
 	return d.Delegate(in)
 }
 
+// RuleNames are the further names the call answers to in deny and ask
+// rules (see [RuleNamer]); ok is false when the tool panicked, which the
+// gate refuses.
+func (e *Entry) RuleNames(in Input) (names []string, ok bool) {
+	r, is := e.t.(RuleNamer)
+	if !is {
+		return nil, true
+	}
+	defer func() {
+		if recover() != nil {
+			names, ok = nil, false
+		}
+	}()
+	return r.RuleNames(in), true
+}
+
 // Preview asks the tool for its approval preview of in (see
 // [Previewer]); ErrNoPreview when it has none. A panic is an error.
 func (e *Entry) Preview(ctx context.Context, env Env, in Input) (text string, err error) {

@@ -113,6 +113,16 @@ type Delegator interface {
 	Delegate(in Input) (tool string, input json.RawMessage, ok bool)
 }
 
+// RuleNamer is implemented by tools whose calls also answer, in
+// permission rules, to names that depend on the input: the MCP resource
+// and prompt tools take a server's, mcp__SERVER__ReadMcpResource, so that
+// a deny or ask rule on the server (mcp__SERVER) or on that name applies
+// to them. Only deny and ask rules are matched against these names (they
+// narrow); an allow rule still needs the tool's own name.
+type RuleNamer interface {
+	RuleNames(in Input) []string
+}
+
 // Previewer is implemented by tools whose approval preview is better
 // than their input as canonical JSON (what the gate shows otherwise): Bash
 // shows its command line, Write, Edit and MultiEdit the unified diff of the
@@ -156,6 +166,8 @@ type Spec struct {
 	// Delegate, when set, makes the tool a Delegator: it names the call
 	// another tool this call runs through the gate.
 	Delegate func(Input) (tool string, input json.RawMessage, ok bool)
+	// RuleNames, when set, makes the tool a RuleNamer.
+	RuleNames func(Input) []string
 	// Preview, when set, renders the call for approval (see [Previewer]);
 	// nil means the gate shows the input as canonical JSON.
 	Preview func(context.Context, Env, Input) (string, error)
@@ -245,6 +257,14 @@ func (b *built) Delegate(in Input) (string, json.RawMessage, bool) {
 		return "", nil, false
 	}
 	return b.s.Delegate(in)
+}
+
+// RuleNames are the call's further names for deny and ask rules.
+func (b *built) RuleNames(in Input) []string {
+	if b.s.RuleNames == nil {
+		return nil
+	}
+	return b.s.RuleNames(in)
 }
 
 // Preview renders the call for approval; ErrNoPreview when the Spec has

@@ -140,6 +140,19 @@ type Options struct {
 	// [Runtime.PluginFailures]: the door decides whether a run goes on
 	// without it); nil discards them.
 	Warn func(error)
+	// Elicit asks the person for what a plugin's MCP server requests
+	// (elicitation), like an approval; nil declines every request
+	// (headless: no terminal, dontAsk, a queued run), audited.
+	Elicit func(context.Context, host.Elicitation) (host.ElicitAnswer, error)
+	// Sampler and SamplerModel answer the plugins' sampling requests when
+	// the settings allow it (mcp.sampling), within the settings' budget;
+	// otherwise every request is refused, audited.
+	Sampler      provider.Provider
+	SamplerModel string
+	// Notify receives the plugins' logging messages and progress
+	// notifications for the person (escape them); nil drops them. They
+	// are audited either way and never reach the model.
+	Notify func(host.Notice)
 }
 
 // Declaration is a plugin known by its manifest, as if installed with
@@ -167,6 +180,7 @@ type Runtime struct {
 
 	declared []agent.Plugin // the Declared plugins, also in plugins
 	settings *settings.Settings
+	features []tool.CoreTool // the plugins' resource and prompt tools
 	hooks    *hook.Registry
 	changes  []FileChange
 
@@ -312,7 +326,7 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 // loadPlugins loads every installed plugin through the plugin host, with
 // the workspace policy as a ceiling. A plugin that does not load is left
 // out, recorded as a [PluginFailure] and reported to Warn.
-func (r *Runtime) loadPlugins(ctx context.Context) error {
+func (r *Runtime) loadPlugins(ctx context.Context) (err error) {
 	home := r.opts.Home
 	if home == "" || (r.opts.Vault == nil && !r.opts.Describe) {
 		return nil
@@ -339,7 +353,13 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 			return err
 		}
 		load = func(id string) (agent.Plugin, error) { return r.host.Load(ctx, id) }
+		defer func() {
+			if err == nil {
+				r.features, err = r.host.FeatureTools()
+			}
+		}()
 	}
+	var described []*host.Declared
 	for _, st := range list {
 		if !st.LoadsIn(r.dir) {
 			continue // added with --scope workspace for another workspace
@@ -351,12 +371,20 @@ func (r *Runtime) loadPlugins(ctx context.Context) error {
 			r.warn(f)
 			continue
 		}
+		if d, ok := p.(*host.Declared); ok {
+			described = append(described, d)
+		}
 		if r.opts.WrapPlugin != nil {
 			p = r.opts.WrapPlugin(p)
 		}
 		r.plugins = append(r.plugins, p)
 	}
-	return nil
+	if r.opts.Describe {
+		// Explain decides on the resource and prompt tools as the run
+		// registers them.
+		r.features, err = host.DescribedFeatureTools(described)
+	}
+	return err
 }
 
 // hostConfig is the plugin host's configuration for this workspace, less
@@ -370,7 +398,26 @@ func (r *Runtime) hostConfig() host.Config {
 	return host.Config{Home: r.opts.Home, Workspace: r.dir, WorkspacePolicy: r.layer,
 		RunPolicy: r.opts.RunPolicy, RunID: r.opts.RunID, Audit: r.opts.Audit, Unsafe: r.opts.UnsafeNoSandbox,
 		Redactor: r.opts.Redactor, Resolver: r.opts.Resolver, UpstreamRootCAs: r.opts.RootCAs,
-		CallTimeout: call, ToolTimeouts: tools, Limits: r.opts.Limits}
+		CallTimeout: call, ToolTimeouts: tools, Limits: r.opts.Limits, Elicit: r.elicit(), Notify: r.opts.Notify, Sampling: r.sampling()}
+}
+
+// elicit is the door's elicitation prompt, except in dontAsk mode, which
+// asks nobody: its requests are declined as headless ones are.
+func (r *Runtime) elicit() func(context.Context, host.Elicitation) (host.ElicitAnswer, error) {
+	if r.opts.Mode == gate.ModeDontAsk {
+		return nil
+	}
+	return r.opts.Elicit
+}
+
+// sampling is the plugins' sampling: the door's sampler within the
+// settings' budget when they allow it, else nil (refused).
+func (r *Runtime) sampling() *host.Sampling {
+	s := r.settings
+	if s == nil || s.Sampling == nil || !s.Sampling.Allow || r.opts.Sampler == nil {
+		return nil
+	}
+	return &host.Sampling{Provider: r.opts.Sampler, Model: r.opts.SamplerModel, MaxTokens: s.Sampling.MaxTokens}
 }
 
 // Declared returns the first Declared plugin, registered; nil when there
@@ -477,6 +524,10 @@ func (r *Runtime) options() []agent.Option {
 	}
 	if len(r.plugins) > 0 {
 		opts = append(opts, agent.WithPlugins(r.plugins...))
+	}
+	if len(r.features) > 0 {
+		// The plugins' resources and prompts (host.FeatureTools).
+		opts = append(opts, agent.WithTools(r.features...))
 	}
 	if !r.opts.NoSubagents {
 		opts = append(opts, agent.WithSubagents(0))

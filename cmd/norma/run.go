@@ -189,10 +189,23 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	out.startSpinner(terminal)
 	defer out.stopSpinner()
 	var ask approval.Approver
+	// elicit asks the person for what a plugin's server requests; nil
+	// (no terminal, --json, a queued run) declines, audited as headless.
+	var elicit func(context.Context, host.Elicitation) (host.ElicitAnswer, error)
+	// promptMu makes approvals and elicitations take the terminal one at a
+	// time (parallel tool calls may ask at once).
+	var promptMu sync.Mutex
 	wait := f.approvalWait
 	switch {
 	case f.yes:
 		ask, wait = approval.Auto{Grant: true, By: "cli:--yes"}, time.Minute
+		if stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON {
+			pa, err := prompt.New(cmd.InOrStdin(), cmd.OutOrStdout(), &prompt.Options{Who: whoami(), Accessible: true})
+			if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			elicit = terminalElicit(pa, out, &promptMu)
+		}
 	case stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON:
 		// The full screen form needs a terminal to draw on; ACCESSIBLE (huh's
 		// convention) or an output that is not one gets the line prompt.
@@ -202,7 +215,8 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		if err != nil {
 			return exitWith(exitInternal, err)
 		}
-		ask, wait = pausingApprover{pa, out}, approval.DefaultTTL
+		ask, wait = pausingApprover{pa, out, &promptMu}, approval.DefaultTTL
+		elicit = terminalElicit(pa, out, &promptMu)
 	default:
 		ask = approval.Waiter{Store: db}
 		out.previews = true
@@ -227,6 +241,8 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 			}
 		},
 		Accept: acceptOnTerminal(cmd, out, !f.asJSON && stdinIsTerminal(cmd.InOrStdin())),
+		Elicit: elicit, Sampler: samplerOf(prov), SamplerModel: model,
+		Notify: func(n host.Notice) { out.notice(cmd.ErrOrStderr(), n) },
 	})
 	if err != nil {
 		return exitWith(exitFailed, err)
@@ -341,7 +357,7 @@ func newProvider(cmd *cobra.Command, f runFlags, home string, resumed *agent.Sta
 		}
 		if resumed != nil {
 			done := min(resumed.Turns, len(s.Turns))
-			s = &scripted.Script{Turns: s.Turns[done:]}
+			s = &scripted.Script{Turns: s.Turns[done:], Sampling: s.Sampling}
 		}
 		return scripted.New(s), nil
 	case anthropic.Name:
@@ -775,13 +791,17 @@ func (p *runPrinter) pause(on bool) {
 	p.paused = on
 }
 
-// pausingApprover pauses the spinner around an interactive approval.
+// pausingApprover pauses the spinner around an interactive approval, one
+// prompt at a time.
 type pausingApprover struct {
 	approval.Approver
-	p *runPrinter
+	p  *runPrinter
+	mu *sync.Mutex
 }
 
 func (a pausingApprover) Approve(ctx context.Context, r approval.Record) (approval.Verdict, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.p.pause(true)
 	defer a.p.pause(false)
 	return a.Approver.Approve(ctx, r)

@@ -24,6 +24,8 @@ type Declared struct {
 	server string // the server name of its tools (mcp__SERVER__TOOL)
 	set    *policy.Set
 	pins   map[string]pinnedTool // the served tools of the last start; nil: unknown
+	// features are what its server advertised at its last start.
+	features serverFeatures
 }
 
 // Declare returns the plugin of manifest m, not installed, as if it were
@@ -94,8 +96,8 @@ func Describe(cfg Config, id string) (*Declared, error) {
 		return nil, err
 	}
 	d := &Declared{m: p.m, server: p.server, set: p.set}
-	if pins, ok := p.readPins(); ok {
-		d.pins = pins
+	if pins, features, ok := p.readPins(); ok {
+		d.pins, d.features = pins, features
 	}
 	return d, nil
 }

@@ -8,11 +8,21 @@
 // When it starts, the host lists its tools: a tool the manifest does not
 // declare makes the whole plugin fail to load (TOOL_UNDECLARED), and nothing
 // of it is registered. The digest of every tool's name, description and
-// input schema is pinned on first load after consent; a later change — a
-// restart that serves different tools, or a tools/list_changed notification
-// — holds the plugin (PLUGIN_HELD) until the user consents again. MCP tool
+// input schema is pinned on first load after consent. A start or a
+// tools/list_changed is admitted when every served tool is declared and
+// matches its pin or is seen for the first time (then pinned, and offered
+// from the next Load: a session's registry is fixed when it starts);
+// anything else — an undeclared tool, a pinned tool changed — holds the
+// plugin (PLUGIN_HELD) until the user consents again. MCP tool
 // annotations are ignored: effects and approval come from the signed
 // manifest.
+//
+// Beyond tools: a server's resources and prompts are offered through
+// [Host.FeatureTools], behind the gate; its logging messages and progress
+// notifications are audited and handed to Config.Notify, never to the
+// model; its elicitations go to Config.Elicit (declined without one) and
+// its sampling requests to Config.Sampling (refused without one), on both
+// protocol generations (2025-11-25 requests, 2026-07-28 input requests).
 //
 // A plugin tool is called only through the CoreTools of [Plugin.Tools],
 // which the session registers with the gate: the method that talks to the
@@ -39,10 +49,11 @@
 //
 //   - host.go: Config, Host (New, Close, Stop), Plugin and Load, which
 //     compiles the plugin's policy through the host's cache.
-//   - lifecycle.go: starting (sandbox spec, MCP session), stopping, crash
+//   - lifecycle.go: starting (sandbox spec), stopping, crash
 //     backoff and restart, the no-spawn exec list, the stderr ring.
 //   - tools.go: the registry CoreTools, the unexported call, result bounds,
-//     and the tools/list check against the manifest and the pins.
+//     and the tools/list check (at start and on tools/list_changed)
+//     against the manifest and the pins.
 //   - pins.go: tool pins (tools.pin.json) and holds (tools.held.json, Hold,
 //     ReleaseHold).
 //   - listener.go: the plugin's egress broker, its approval credits, and the
@@ -50,4 +61,8 @@
 //   - wrap.go: Wrap, the one engine that starts an existing MCP server once
 //     in the sandbox and proposes its manifest (effects from its annotations,
 //     marked untrusted); `plugin wrap` and plugin/mcpadd use it.
+//   - client.go: ClientOptions (the one set of client capabilities and
+//     handlers, for Load and Wrap), connect, notices.
+//   - features.go: the resource and prompt tools.
+//   - elicit.go, sampling.go: elicitation and sampling requests.
 package host

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,6 +71,17 @@ type Config struct {
 	MaxOutput int
 	// Limits for the plugin process tree (default sandboxpolicy.DefaultLimits).
 	Limits sandbox.Limits
+	// Elicit asks the person for a server's elicitation, like an approval
+	// (the run's terminal); nil declines every one, audited as
+	// ELICITATION_HEADLESS (no terminal, dontAsk, a queued run).
+	Elicit func(context.Context, Elicitation) (ElicitAnswer, error)
+	// Sampling answers servers' sampling requests within a budget; nil
+	// refuses them (SAMPLING_REFUSED), the default.
+	Sampling *Sampling
+	// Notify receives the servers' logging messages and progress
+	// notifications, for the person (escape them); nil drops them. They
+	// are audited either way, and never reach the model.
+	Notify func(Notice)
 }
 
 // Host runs plugins. It is safe for concurrent use.
@@ -79,6 +91,11 @@ type Host struct {
 	mu      sync.Mutex
 	plugins map[string]*Plugin
 	cache   *policy.Cache
+	// sampleMu guards sampled: the tokens of the run's sampling so far.
+	sampleMu sync.Mutex
+	sampled  int
+	// progress numbers the calls' progress tokens.
+	progress atomic.Int64
 	// prot is the state directory by identity, recorded when the host was
 	// created: every plugin sandbox hides it under any name.
 	prot sandboxpolicy.Protected
@@ -163,6 +180,12 @@ type Plugin struct {
 	tools   map[string]pinnedTool
 	stderr  *ringBuffer
 	started int
+	// caps are what the server advertised besides tools (pinned with them).
+	caps serverFeatures
+	// notices counts the logging and progress notices of this process.
+	notices int
+	// relist serializes the handling of tools/list_changed.
+	relist sync.Mutex
 
 	// credits are the idempotency keys of external-write calls in flight;
 	// the broker spends one per approval_required request (see
@@ -205,8 +228,8 @@ func (h *Host) Load(ctx context.Context, id string) (*Plugin, error) {
 		}
 		return nil, err
 	}
-	if pins, ok := p.readPins(); ok {
-		p.tools = pins
+	if pins, caps, ok := p.readPins(); ok {
+		p.tools, p.caps = pins, caps
 	} else if err := p.ensureStarted(ctx); err != nil {
 		return nil, err
 	}

@@ -15,8 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/broker"
 	"github.com/norma-run/norma/capability"
@@ -238,17 +236,6 @@ func (p *Plugin) launchVars(brk *broker.Broker) (manifest.Vars, error) {
 func setEnv(env []string, k, v string) []string {
 	env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
 	return append(env, k+"="+v)
-}
-
-// connect opens the MCP session over the process's stdio. A tools/list_changed
-// notification holds the plugin.
-func (p *Plugin) connect(ctx context.Context, proc *sandbox.Process) (*mcp.ClientSession, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "norma", Version: "2"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(ctx context.Context, _ *mcp.ToolListChangedRequest) {
-			go p.hold(ctx, ReasonToolsChanged, "the plugin changed its tool list after consent")
-		},
-	})
-	return client.Connect(ctx, &mcp.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin}, nil)
 }
 
 func (p *Plugin) grantPerms() manifest.Permissions {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/atomicfile"
@@ -30,28 +32,47 @@ type pinFile struct {
 	Version          string       `json:"version"`
 	PermissionDigest string       `json:"permissionDigest"`
 	Tools            []pinnedTool `json:"tools"`
+	// Features are what the server advertised besides tools, so that a
+	// Load that does not start the process still offers its resources
+	// and prompts.
+	Features serverFeatures `json:"features,omitzero"`
+}
+
+// serverFeatures are a server's advertised capabilities besides tools.
+type serverFeatures struct {
+	Resources bool `json:"resources,omitempty"`
+	Prompts   bool `json:"prompts,omitempty"`
+}
+
+// serverCaps reads the features s's server advertised.
+func serverCaps(s *mcp.ClientSession) serverFeatures {
+	r := s.InitializeResult()
+	if r == nil || r.Capabilities == nil {
+		return serverFeatures{}
+	}
+	return serverFeatures{Resources: r.Capabilities.Resources != nil, Prompts: r.Capabilities.Prompts != nil}
 }
 
 // readPins returns the pins of the plugin's version and permissions, or
 // false when there are none (or they are for another version).
-func (p *Plugin) readPins() (map[string]pinnedTool, bool) {
+func (p *Plugin) readPins() (map[string]pinnedTool, serverFeatures, bool) {
 	b, err := os.ReadFile(p.lockPath)
 	if err != nil {
-		return nil, false
+		return nil, serverFeatures{}, false
 	}
 	var f pinFile
 	if json.Unmarshal(b, &f) != nil || f.Version != p.m.Version || f.PermissionDigest != p.m.Permissions.Digest() {
-		return nil, false
+		return nil, serverFeatures{}, false
 	}
 	out := map[string]pinnedTool{}
 	for _, t := range f.Tools {
 		out[t.Name] = t
 	}
-	return out, true
+	return out, f.Features, true
 }
 
 func (p *Plugin) writePins() error {
-	f := pinFile{Version: p.m.Version, PermissionDigest: p.m.Permissions.Digest()}
+	f := pinFile{Version: p.m.Version, PermissionDigest: p.m.Permissions.Digest(), Features: p.caps}
 	for _, t := range p.tools {
 		f.Tools = append(f.Tools, t)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -31,8 +32,11 @@ func ToolName(server, name string) string { return "mcp__" + server + "__" + nam
 // are the only way to call a plugin tool: register them with the gate.
 func (p *Plugin) Tools() ([]tool.CoreTool, error) {
 	var out []tool.CoreTool
+	p.mu.Lock()
+	pins := maps.Clone(p.tools)
+	p.mu.Unlock()
 	for _, mt := range p.m.Tools {
-		pt, ok := p.tools[mt.Name]
+		pt, ok := pins[mt.Name]
 		if !ok {
 			continue // declared but not served: nothing to call
 		}
@@ -146,7 +150,16 @@ func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, id
 	if idem != "" {
 		params.Meta = mcp.Meta{"norma/idempotency_key": idem}
 	}
+	// A progress token, so that the server may report progress (audited
+	// and shown to the person as notices, never given to the model).
+	params.SetProgressToken(p.h.progress.Add(1))
 	res, err := session.CallTool(cctx, params)
+	if ce, ok := errors.AsType[*capability.Error](err); ok && cctx.Err() == nil {
+		// Our own refusal of what the server asked within the call (its
+		// input requests, on the 2026-07-28 protocol): the call fails
+		// with it, and the plugin runs on.
+		return tool.Result{}, ce
+	}
 	if err != nil {
 		if cctx.Err() != nil {
 			// A hang: the call's deadline passed, or its caller gave up.
@@ -177,8 +190,10 @@ func (p *Plugin) result(ctx context.Context, name string, res *mcp.CallToolResul
 	return tool.Result{Content: b.String(), IsError: res.IsError}, nil
 }
 
-// checkToolsLocked lists the served tools: every one must be declared, and
-// their digests must match the pins (pinned now when there are none).
+// checkToolsLocked lists the served tools when the process starts: every
+// one must be declared (else the plugin fails to load, TOOL_UNDECLARED),
+// and each must match its pin or be seen for the first time (see
+// admitLocked).
 func (p *Plugin) checkToolsLocked(ctx context.Context) error {
 	res, err := p.session.ListTools(ctx, nil)
 	if err != nil {
@@ -193,19 +208,82 @@ func (p *Plugin) checkToolsLocked(ctx context.Context) error {
 		p.tools = nil
 		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonToolUndeclared, Layer: capability.LayerPlugin}, Detail: detail}
 	}
-	if p.tools == nil {
-		p.tools = served
-		return p.writePins()
+	p.caps = serverCaps(p.session)
+	if detail := p.admitLocked(served); detail != "" {
+		p.mu.Unlock()
+		err := p.hold(ctx, ReasonToolsChanged, detail)
+		p.mu.Lock()
+		return err
 	}
+	return p.writePins()
+}
+
+// admitLocked is the one rule for a list of served tools, at start and
+// after a tools/list_changed: every served tool is declared (the caller
+// checked) and either matches its pin or is seen for the first time since
+// consent, and is then pinned. It returns why the list is refused, or "".
+// A pinned tool that is no longer served is kept pinned: it comes back
+// only as it was.
+func (p *Plugin) admitLocked(served map[string]pinnedTool) string {
+	var changed []string
 	for name, pt := range served {
-		if old, ok := p.tools[name]; !ok || old.Digest != pt.Digest {
-			p.mu.Unlock()
-			err := p.hold(ctx, ReasonToolsChanged, "tool "+name+" changed since consent")
-			p.mu.Lock()
-			return err
+		if old, ok := p.tools[name]; ok && old.Digest != pt.Digest {
+			changed = append(changed, name)
 		}
 	}
-	return nil
+	if len(changed) > 0 {
+		slices.Sort(changed)
+		return "tool " + strings.Join(changed, ", ") + " changed since consent"
+	}
+	if p.tools == nil {
+		p.tools = map[string]pinnedTool{}
+	}
+	for name, pt := range served {
+		p.tools[name] = pt
+	}
+	return ""
+}
+
+// toolsChanged handles a tools/list_changed of session s: the new list is
+// admitted by admitLocked, as at start; an undeclared tool or a changed
+// pinned one holds the plugin. A tool first seen now is pinned, and
+// callable from the next Load: the session registered the plugin's tools
+// when it began, and a registry does not grow mid-run.
+func (p *Plugin) toolsChanged(ctx context.Context, s *mcp.ClientSession) {
+	p.relist.Lock()
+	defer p.relist.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := s.ListTools(ctx, nil)
+	p.mu.Lock()
+	if p.session != s || p.held != nil {
+		p.mu.Unlock() // a stopped session, or already held
+		return
+	}
+	if err != nil {
+		p.mu.Unlock()
+		p.hold(ctx, ReasonToolsChanged, "the plugin changed its tool list and tools/list failed: "+p.h.cfg.Redactor.Redact(err.Error()))
+		return
+	}
+	served, undeclared := p.served(res.Tools)
+	detail := ""
+	if len(undeclared) > 0 {
+		detail = "the plugin added tools not in the manifest: " + strings.Join(undeclared, ", ")
+	} else {
+		detail = p.admitLocked(served)
+	}
+	var werr error
+	if detail == "" {
+		werr = p.writePins()
+	}
+	p.mu.Unlock()
+	if detail != "" {
+		p.hold(ctx, ReasonToolsChanged, detail)
+		return
+	}
+	if werr != nil {
+		p.hold(ctx, ReasonToolsChanged, "the new tools cannot be pinned: "+werr.Error())
+	}
 }
 
 // served returns the declared tools among ts with their digests, and the

@@ -123,7 +123,9 @@ func probeTools(ctx context.Context, argv []string, o WrapOptions) ([]*mcp.Tool,
 		return nil, fmt.Errorf("plugin wrap: start: %w", err)
 	}
 	defer func() { proc.Kill(); proc.Wait() }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "norma-wrap", Version: "2"}, nil)
+	// The probe declares what a loaded plugin's client declares, so the
+	// server lists the same (conditional) tools.
+	client := mcp.NewClient(ClientImplementation, ClientOptions(Handlers{}))
 	session, err := client.Connect(ctx, &mcp.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("plugin wrap: connect: %w (stderr: %s)", err, lastLine(stderr.String()))

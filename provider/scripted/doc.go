@@ -10,6 +10,9 @@
 //	      - {id: t2, name: mcp__com.example.issue-helper__issues.comment, input: {repo: acme/demo, number: 42, body: "…"}}
 //	  - text: "Done."
 //
+// A script may also hold sampling: a list of texts that answer, in order,
+// the sampling requests of plugins' MCP servers ([Provider.Sampler]).
+//
 // Parsing is strict: unknown fields, duplicate keys, several documents, an
 // empty turn, a tool call without id or name, a repeated id, and an input
 // that is not a mapping are errors of type [*ParseError] with FILE:LINE:COL.

@@ -30,6 +30,10 @@ var ErrUnpaired = errors.New("scripted: tool_use without a paired tool_result")
 // Script is a parsed script. Build it with [Parse] or [Load].
 type Script struct {
 	Turns []Turn `json:"turns"`
+	// Sampling are the answers, in order, to the sampling requests of
+	// plugins' MCP servers (see [Provider.Sampler]): a separate list, since
+	// a sampling request is not a turn of the conversation.
+	Sampling []string `json:"sampling,omitempty"`
 }
 
 // Turn is one model turn.
@@ -69,7 +73,8 @@ func (e *ParseError) Error() string {
 func (s *Script) Marshal() ([]byte, error) { return json.Marshal(s) }
 
 type fileYAML struct {
-	Turns []turnYAML `yaml:"turns"`
+	Turns    []turnYAML `yaml:"turns"`
+	Sampling []string   `yaml:"sampling"`
 }
 
 type turnYAML struct {
@@ -142,7 +147,7 @@ func Parse(filename string, data []byte) (*Script, error) {
 	if len(raw.Turns) == 0 {
 		return nil, perr(docs[0], "script has no turns")
 	}
-	s := &Script{}
+	s := &Script{Sampling: raw.Sampling}
 	seen := map[string]string{}
 	for i, t := range raw.Turns {
 		tp := fmt.Sprintf("$.turns[%d]", i)
@@ -302,6 +307,42 @@ func New(s *Script) *Provider {
 
 // Name returns "scripted".
 func (p *Provider) Name() string { return Name }
+
+// Sampler returns the provider that answers sampling requests from the
+// script's sampling list, one answer per request in order, with usage
+// counted as one token per byte; past the end of the list it fails.
+func (p *Provider) Sampler() provider.Provider { return &sampler{p: p} }
+
+type sampler struct {
+	p    *Provider
+	next int
+}
+
+func (s *sampler) Name() string { return Name }
+
+func (s *sampler) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	if err := provider.CheckMessages(req.Messages); err != nil {
+		return provider.Response{}, err
+	}
+	s.p.mu.Lock()
+	defer s.p.mu.Unlock()
+	if s.next >= len(s.p.script.Sampling) {
+		return provider.Response{}, errors.New("scripted: no sampling answer left in the script")
+	}
+	text := s.p.script.Sampling[s.next]
+	s.next++
+	in := 0
+	for _, m := range req.Messages {
+		for _, b := range m.Blocks {
+			in += len(b.Text)
+		}
+	}
+	if onText != nil {
+		onText(text)
+	}
+	return provider.Response{Blocks: []provider.Block{{Type: provider.BlockText, Text: text}}, StopReason: provider.StopEndTurn,
+		Usage: provider.Usage{InputTokens: in + len(req.System), OutputTokens: len(text)}}, nil
+}
 
 // Complete returns the next scripted turn after checking that req answers
 // the previous turn's tool calls. Errors wrap [ErrUnpaired] or

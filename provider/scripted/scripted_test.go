@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -177,5 +178,31 @@ func checkRoundTrip(t *testing.T, s *Script) {
 	}
 	if !reflect.DeepEqual(s, s2) {
 		t.Fatalf("Parse(Marshal(s)) =\n%+v\nwant\n%+v", s2, s)
+	}
+}
+
+// TestSampler: the sampling list answers sampling requests in order, apart
+// from the conversation's turns (whose pairing check it does not touch),
+// and fails past its end.
+func TestSampler(t *testing.T) {
+	s, err := Parse("s.yaml", []byte("turns:\n  - tool_calls: [{id: a, name: R}]\n  - text: done\nsampling: [first, second]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(s)
+	ctx := context.Background()
+	if _, err := p.Complete(ctx, provider.Request{Messages: []provider.Message{{Role: provider.RoleUser, Blocks: []provider.Block{{Type: provider.BlockText, Text: "go"}}}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	smp := p.Sampler()
+	req := provider.Request{System: "sys", Messages: []provider.Message{{Role: provider.RoleUser, Blocks: []provider.Block{{Type: provider.BlockText, Text: "hello"}}}}}
+	for _, want := range []string{"first", "second"} {
+		r, err := smp.Complete(ctx, req, nil)
+		if err != nil || len(r.Blocks) != 1 || r.Blocks[0].Text != want || r.Usage.InputTokens != 8 || r.Usage.OutputTokens != len(want) {
+			t.Fatalf("sample = %+v, %v; want %q", r, err, want)
+		}
+	}
+	if _, err := smp.Complete(ctx, req, nil); err == nil {
+		t.Fatal("a third sample was answered")
 	}
 }
