@@ -43,7 +43,7 @@ func everythingPkg(t *testing.T) string {
 	if code != 0 {
 		t.Fatalf("wrap: exit %d\n%s", code, errs)
 	}
-	text := strings.ReplaceAll(out, "risk: external_write", "risk: read")
+	text := strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(out, "risk: external_write", "risk: read"), "external_state: write", "external_state: none"), "data: send", "data: read")
 	text = strings.ReplaceAll(text, "approval: per_action", "approval: never")
 	os.WriteFile(filepath.Join(pkg, "manifest.yaml"), []byte(text), 0o644)
 	return pkg

@@ -53,7 +53,7 @@ func everythingPackage(t *testing.T) (pkg, manifestText string) {
 			everythingOnce.err = err
 			return
 		}
-		text := strings.ReplaceAll(string(generated), "risk: external_write", "risk: read")
+		text := strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(string(generated), "risk: external_write", "risk: read"), "external_state: write", "external_state: none"), "data: send", "data: read")
 		text = strings.ReplaceAll(text, "approval: per_action", "approval: never")
 		everythingOnce.pkg, everythingOnce.manifest = dir, text
 	})
