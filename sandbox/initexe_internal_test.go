@@ -85,3 +85,36 @@ func TestEmbeddedInitCannotBeSwapped(t *testing.T) {
 		t.Fatal("the memfd no longer holds the embedded init")
 	}
 }
+
+// TestLoadSeccompRefusesMissingFilter: an init given no filter, or a
+// truncated one, fails instead of running the target unfiltered. Every case
+// is refused before the seccomp(2) call, so this thread stays unfiltered.
+func TestLoadSeccompRefusesMissingFilter(t *testing.T) {
+	good, err := seccompFilter(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		raw  []byte
+	}{
+		{"none", nil},
+		{"truncated", good[:len(good)-3]},
+		{"too long", make([]byte, (bpfMaxInsns+1)*sockFilterSize)},
+	} {
+		if err := loadSeccomp(tt.raw); err == nil {
+			t.Fatalf("%s: loadSeccomp accepted it", tt.name)
+		}
+	}
+	var mode int
+	if b, err := os.ReadFile("/proc/thread-self/status"); err == nil {
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			if v, ok := bytes.CutPrefix(l, []byte("Seccomp:\t")); ok {
+				fmt.Sscanf(string(v), "%d", &mode)
+			}
+		}
+	}
+	if mode != 0 {
+		t.Fatalf("a refused filter left this thread in seccomp mode %d", mode)
+	}
+}

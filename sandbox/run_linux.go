@@ -189,6 +189,9 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Process, error) {
 		return nil, NewError(capability.ReasonSandboxUnavailable, "landlock", "",
 			"Landlock is not available on this kernel (need ABI >= 1); refusing to run without it", nil)
 	}
+	if cfg.Seccomp, err = seccompFilter(cfg.Network == NetBroker.String()); err != nil {
+		return nil, NewError(capability.ReasonSandboxUnavailable, "seccomp", "", "", err)
+	}
 	exe := r.Executable
 	if exe == "" {
 		exe = embeddedInit()
