@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -32,7 +33,14 @@ var embeddedInit = sync.OnceValue(func() string {
 // sealedMemfd returns a close-on-exec memfd holding body, sealed read-only
 // for good.
 func sealedMemfd(name string, body []byte) (int, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	// MFD_EXEC asks for an executable memfd where vm.memfd_noexec would
+	// otherwise make it non-executable (Linux 6.3+); older kernels reject
+	// the flag with EINVAL. Where the sysctl forbids executable memfds
+	// (EACCES), the caller falls back to re-executing its own binary.
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
+	if errors.Is(err, unix.EINVAL) {
+		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
 	if err != nil {
 		return -1, err
 	}
