@@ -30,8 +30,11 @@ type initConfig struct {
 	ExecOnly []string `json:"execOnly,omitempty"`
 	// RestrictExec is true when Spec.ExecOnly was not nil (even empty).
 	RestrictExec bool `json:"restrictExec,omitempty"`
-	UID          int  `json:"uid"`
-	GID          int  `json:"gid"`
+	// Seccomp is the filter to install (see seccompFilter), assembled by
+	// the host.
+	Seccomp []byte `json:"seccomp"`
+	UID     int    `json:"uid"`
+	GID     int    `json:"gid"`
 }
 
 type denyPath struct {

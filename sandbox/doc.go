@@ -4,13 +4,17 @@
 //
 // # How a run is built
 //
-// [Runner.Start] re-executes the current binary (or [Runner.Executable]) as
-// the sandbox init, in new user, mount, pid, network, IPC, UTS and cgroup
+// [Runner.Start] executes the sandbox init — the slim static program
+// embedded in this package (command sandbox/initexe, written once per
+// process to a sealed memfd), else the current binary, or
+// [Runner.Executable] — in new user, mount, pid, network, IPC, UTS and cgroup
 // namespaces, with uid/gid maps of the caller to uid/gid 0 inside. The
 // configuration travels over an inherited pipe as JSON (never argv or the
 // environment); setup errors come back over an inherited SOCK_SEQPACKET
 // socket that is close-on-exec, so EOF means the target was executed.
-// Programs that can serve as the init call, before anything else:
+// The host also assembles the seccomp filter (once per process) and sends
+// it with the configuration, so the init only installs it. Programs that
+// can serve as the init call, before anything else:
 //
 //	if sandbox.IsInit() { sandbox.InitMain() }
 //

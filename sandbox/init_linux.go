@@ -133,7 +133,7 @@ func initRun() error {
 	if err := lp.restrictSelf(); err != nil {
 		return setupFail("landlock", "", err)
 	}
-	if err := loadSeccomp(broker); err != nil {
+	if err := loadSeccomp(cfg.Seccomp); err != nil {
 		return setupFail("seccomp", "", err)
 	}
 	err = syscall.Exec(path, cfg.Argv, env)

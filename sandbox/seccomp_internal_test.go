@@ -1,3 +1,5 @@
+//go:build linux && !norma_init
+
 package sandbox
 
 import (

@@ -1,8 +1,11 @@
+//go:build linux && !norma_init
+
 package sandbox
 
 import (
+	"encoding/binary"
 	"fmt"
-	"unsafe"
+	"sync"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/net/bpf"
@@ -198,26 +201,40 @@ func prelude(domains []uint32) []bpf.Instruction {
 	return out
 }
 
-// loadSeccomp installs the filter on the calling thread. no_new_privs must
-// already be set.
-func loadSeccomp(broker bool) error {
+// seccompFilter returns the filter for the given network mode in the
+// kernel's sock_filter layout, assembled once per process. The host
+// assembles it and sends it in the init's configuration, so that the init
+// (which only installs it, see loadSeccomp) links neither the assembler nor
+// go-seccomp-bpf, whose package initializer builds syscall tables for every
+// architecture at each start.
+func seccompFilter(broker bool) ([]byte, error) {
+	if broker {
+		return brokerFilter()
+	}
+	return isolatedFilter()
+}
+
+var (
+	isolatedFilter = sync.OnceValues(func() ([]byte, error) { return assembleSeccomp(false) })
+	brokerFilter   = sync.OnceValues(func() ([]byte, error) { return assembleSeccomp(true) })
+)
+
+func assembleSeccomp(broker bool) ([]byte, error) {
 	insts, err := seccompProgram(broker)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	raw, err := bpf.Assemble(insts)
 	if err != nil {
-		return fmt.Errorf("assemble seccomp filter: %w", err)
+		return nil, fmt.Errorf("assemble seccomp filter: %w", err)
 	}
-	filter := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	out := make([]byte, 0, len(raw)*sockFilterSize)
+	for _, r := range raw {
+		out = binary.NativeEndian.AppendUint16(out, r.Op)
+		out = append(out, r.Jt, r.Jf)
+		out = binary.NativeEndian.AppendUint32(out, r.K)
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
-		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", e)
-	}
-	return nil
+	return out, nil
 }
 
 // seccompAvailable reports whether the kernel supports seccomp filters.
