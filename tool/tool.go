@@ -181,6 +181,10 @@ type Spec struct {
 // ClosedSchema is the schema Build uses when a Spec has none.
 var ClosedSchema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
 
+// nameRE is a tool name's syntax. It is compiled on first use, like the
+// module's other package-level regular expressions: a package initializer
+// runs at every start of the binary, whatever the command (issue 20), and
+// a counted repetition such as {0,127} is costly to compile.
 var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`) })
 
 // ValidName reports whether name can name a tool: a letter, then up to 127
