@@ -88,3 +88,7 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// Patched copy of v6.0.3 that compiles its metaschemas on first use instead
+// of at init (cold start, issue 20); see third_party/README.md.
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -31,11 +32,11 @@ const MaxStateSize = 64 << 20
 // runIDRE is the shape of a run id: it names a directory under
 // <state dir>/runs, so it can never hold a separator, a dot segment or
 // anything a shell or a file system would read specially.
-var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
 
 // ValidRunID reports whether id can name a run: 1 to 64 letters, digits,
 // '-' or '_', starting with a letter or digit.
-func ValidRunID(id string) bool { return runIDRE.MatchString(id) }
+func ValidRunID(id string) bool { return runIDRE().MatchString(id) }
 
 // NewRunID returns a fresh random run id ("run-" and 16 hex digits).
 func NewRunID() string {

@@ -26,13 +26,20 @@ type Sink interface {
 	Record(ctx context.Context, e Event) error
 }
 
+// Observer is told of each event once it is durable. It must be safe for
+// concurrent use and must not block.
+type Observer interface {
+	Observe(Event)
+}
+
 // Options configures a [Log]. A nil *Options means all defaults.
 type Options struct {
 	// Redactor is applied to every string field before encoding. Nil
 	// means strings are only bounded to MaxFieldLen.
 	Redactor Redactor
-	// Metrics, when set, observes every event after it is durable.
-	Metrics *Metrics
+	// Metrics, when set, observes every event after it is durable
+	// (package audit/metrics counts them for Prometheus).
+	Metrics Observer
 	// MaxBatch caps the events in one transaction; zero means 1024.
 	MaxBatch int
 	// Now is the clock for events without a time; nil means time.Now.
@@ -77,7 +84,7 @@ func (v VerifyResult) OK() bool { return v.FirstBroken == 0 && v.Reason == "" }
 type Log struct {
 	b        Backend
 	redactor Redactor
-	metrics  *Metrics
+	metrics  Observer
 	maxBatch int
 	now      func() time.Time
 	cp       *Checkpointer

@@ -4,6 +4,9 @@ go 1.26.8
 
 replace github.com/norma-run/norma => ../
 
+// As in the main module: the patched copy (third_party/README.md).
+replace github.com/santhosh-tekuri/jsonschema/v6 => ../third_party/jsonschema
+
 require (
 	github.com/cedar-policy/cedar-go v1.9.1
 	github.com/norma-run/norma v0.0.0-00010101000000-000000000000

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml/ast"
@@ -130,7 +131,7 @@ func (c *converter) fail(n ast.Node, msg string) error {
 // decimalInt is how an integer is written in our files. YAML also reads
 // 0x2, 0o2, 0b10 and 1_000 as integers; a reviewer reading the file should
 // not have to.
-var decimalInt = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+var decimalInt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`) })
 
 // failAt is fail naming the field at ptr.
 func (c *converter) failAt(n ast.Node, ptr, msg string) error {
@@ -190,7 +191,7 @@ func (c *converter) convert(n ast.Node, ptr string, depth int, record bool) (any
 	case *ast.LiteralNode:
 		return v.Value.Value, nil
 	case *ast.IntegerNode:
-		if lit := v.GetToken().Value; !decimalInt.MatchString(lit) {
+		if lit := v.GetToken().Value; !decimalInt().MatchString(lit) {
 			return nil, c.failAt(n, ptr, fmt.Sprintf("write integers in plain decimal (found %s)", strconv.Quote(lit)))
 		}
 		return json.Number(fmt.Sprint(v.Value)), nil

@@ -122,7 +122,7 @@ func parseStatement(payload []byte) (*Statement, error) {
 	if st.Type != StatementType {
 		return nil, bad(fmt.Sprintf("statement type %q, want %q", st.Type, StatementType), nil)
 	}
-	if !idPattern.MatchString(st.ID) {
+	if !idPattern().MatchString(st.ID) {
 		return nil, bad("malformed plugin id "+strconv.Quote(st.ID), nil)
 	}
 	if _, err := parseVersion(st.Version); err != nil {

@@ -577,7 +577,7 @@ func (m *Manager) writeState(st *State) error {
 }
 
 func (m *Manager) state(id string) (*State, bool, error) {
-	if !idPattern.MatchString(id) {
+	if !idPattern().MatchString(id) {
 		return nil, false, newErr(capability.ReasonPluginNotInstalled, "state", id, "malformed plugin id", nil)
 	}
 	var st State
@@ -951,7 +951,7 @@ func (m *Manager) List() ([]*State, error) {
 	}
 	var out []*State
 	for _, e := range ents {
-		if !e.IsDir() || !idPattern.MatchString(e.Name()) {
+		if !e.IsDir() || !idPattern().MatchString(e.Name()) {
 			continue
 		}
 		st, ok, err := m.state(e.Name())

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/norma-run/norma/capability"
@@ -75,4 +76,4 @@ func validPath(op, name string) error {
 }
 
 // idPattern is the plugin id syntax of DESIGN.md.
-var idPattern = regexp.MustCompile(`^[a-z0-9]+(?:[.-][a-z0-9]+)+$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(?:[.-][a-z0-9]+)+$`) })

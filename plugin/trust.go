@@ -192,7 +192,7 @@ func (s *TrustStore) Add(pub ed25519.PublicKey, publisher string, prefixes []str
 	}
 	for _, p := range prefixes {
 		q := strings.TrimRight(p, ".-")
-		if q == "" || !(idPattern.MatchString(q) || regexpLabel(q)) || len(p)-len(q) > 1 {
+		if q == "" || !(idPattern().MatchString(q) || regexpLabel(q)) || len(p)-len(q) > 1 {
 			return TrustedKey{}, newErr(capability.ReasonPluginKeyInvalid, "trust add", "", "malformed plugin id prefix "+strconvQuote(p), nil)
 		}
 	}

@@ -598,7 +598,9 @@ func (f *File) env(doc *manifest.Document, scope Scope) manifest.Errors {
 
 // pluginTool is a plugin tool's registry name, mcp__SERVER__TOOL (a
 // server name or plugin id, a manifest tool name).
-var pluginTool = regexp.MustCompile(`^mcp__[A-Za-z0-9_.-]+__[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+var pluginTool = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^mcp__[A-Za-z0-9_.-]+__[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$`)
+})
 
 // plugins checks the tool names of plugins.toolTimeouts (the schema checks
 // the values) and records where each timeout was set.
@@ -614,7 +616,7 @@ func (f *File) plugins(doc *manifest.Document) manifest.Errors {
 	}
 	for name := range pl.ToolTimeouts {
 		ptr := "/plugins/toolTimeouts/" + name
-		if !pluginTool.MatchString(name) {
+		if !pluginTool().MatchString(name) {
 			probs = append(probs, doc.KeyProblem(ptr, fmt.Sprintf("%q is not a plugin tool's name: mcp__SERVER__TOOL, as the run lists them", name)))
 			continue
 		}
@@ -713,7 +715,9 @@ func (f *File) hooks(doc *manifest.Document, workspace string) manifest.Errors {
 func hookOrder(e string) int { return slices.Index(hook.Events(), hook.Event(e)) }
 
 // wsVar matches the variables that name the workspace in a hook command.
-var wsVar = regexp.MustCompile(`\$\{(?:CLAUDE_PROJECT_DIR|NORMA_WORKSPACE)\}|\$(?:CLAUDE_PROJECT_DIR|NORMA_WORKSPACE)\b`)
+var wsVar = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\$\{(?:CLAUDE_PROJECT_DIR|NORMA_WORKSPACE)\}|\$(?:CLAUDE_PROJECT_DIR|NORMA_WORKSPACE)\b`)
+})
 
 // wsMark stands for the workspace while the command is parsed, so that a
 // workspace path holding spaces or shell characters stays one word.
@@ -725,7 +729,7 @@ var errOneProgram = errors.New("a hook command is one program with literal argum
 // workspace substituted. A command that names the workspace ($CLAUDE_PROJECT_DIR,
 // a relative program) needs an absolute workspace.
 func hookArgv(cmd, workspace string) ([]string, error) {
-	marked := wsVar.ReplaceAllLiteralString(cmd, wsMark)
+	marked := wsVar().ReplaceAllLiteralString(cmd, wsMark)
 	fx := shellcmd.Parse(marked)
 	// The analysis also reports a program by its base name, for rules.
 	if len(fx.Spawns) == 2 && len(fx.Spawns[1]) > 0 && fx.Spawns[1][0] == filepath.Base(fx.Spawns[0][0]) {

@@ -205,7 +205,7 @@ func sessionSpecs(cfg Config) []tool.Spec {
 func Manifest() (*manifest.Manifest, error) { return buildManifest(Config{}) }
 
 func buildManifest(cfg Config) (*manifest.Manifest, error) {
-	base, err := manifest.Parse("tools/manifest.yaml", manifestYAML)
+	base, err := manifest.ParseBuiltin("tools/manifest.yaml", manifestYAML)
 	if err != nil {
 		return nil, fmt.Errorf("tools: the embedded manifest: %w", err)
 	}

@@ -26,8 +26,8 @@ const (
 )
 
 var (
-	memoryFileRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.md$`)
-	skillNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+	memoryFileRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}\.md$`) })
+	skillNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`) })
 )
 
 func memoryPath(in tool.Input) string {
@@ -66,7 +66,7 @@ func memoryTool() tool.Spec {
 			if err != nil {
 				return tool.Result{}, err
 			}
-			if f, ok := in.String("file"); ok && !memoryFileRE.MatchString(f) {
+			if f, ok := in.String("file"); ok && !memoryFileRE().MatchString(f) {
 				return tool.Result{}, fail(capability.ReasonInvalidRequest, "invalid memory file name %q", f)
 			}
 			p := memoryPath(in)
@@ -81,7 +81,7 @@ func memoryTool() tool.Spec {
 				}
 				var names []string
 				for _, e := range ents {
-					if e.Type().IsRegular() && memoryFileRE.MatchString(e.Name()) {
+					if e.Type().IsRegular() && memoryFileRE().MatchString(e.Name()) {
 						names = append(names, e.Name())
 					}
 				}
@@ -221,7 +221,7 @@ func skillTool(reg *tool.Registry) tool.Spec {
 				return tool.Result{}, err
 			}
 			name := str(in, "name", "")
-			if !skillNameRE.MatchString(name) {
+			if !skillNameRE().MatchString(name) {
 				return tool.Result{}, fail(capability.ReasonInvalidRequest, "invalid skill name %q", name)
 			}
 			p := skillPath(in)

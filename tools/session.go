@@ -34,7 +34,7 @@ type TodoStore interface {
 	Load(ctx context.Context, session string) ([]Todo, error)
 }
 
-var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var sessionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`) })
 
 // FileTodoStore keeps each session's list as DIR/SESSION.todos.json,
 // written atomically. Session ids are validated, so a session id cannot
@@ -45,7 +45,7 @@ type FileTodoStore struct {
 }
 
 func (s FileTodoStore) file(session string) (string, error) {
-	if !sessionRE.MatchString(session) {
+	if !sessionRE().MatchString(session) {
 		return "", fail(capability.ReasonInvalidRequest, "invalid session id")
 	}
 	if s.Dir == "" || !filepath.IsAbs(s.Dir) {

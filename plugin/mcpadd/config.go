@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -119,15 +120,15 @@ func lineCol(b []byte, off int64) string {
 	return fmt.Sprintf("%d:%d", line, col)
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`) })
 
 // ExpandHostEnv replaces ${VAR} and ${VAR:-default} in s with the host's
 // VAR, as the MCP clients do; a VAR that is unset and has no default is
 // an error.
 func ExpandHostEnv(s string, lookup func(string) (string, bool)) (string, error) {
 	var missing []string
-	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
-		m := envRef.FindStringSubmatch(ref)
+	out := envRef().ReplaceAllStringFunc(s, func(ref string) string {
+		m := envRef().FindStringSubmatch(ref)
 		if v, ok := lookup(m[1]); ok && v != "" {
 			return v
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // SystemPython is the interpreter pip falls back to and python launchers run with.
@@ -59,11 +60,11 @@ func installPython(ctx context.Context, b *builder, c Command) (Source, string, 
 	return Source{Kind: KindPython, Package: c.Package, Version: ver, Integrity: "record-sha256:" + digest, Installer: installer}, entry, nil
 }
 
-var pySeparators = regexp.MustCompile(`[-_.]+`)
+var pySeparators = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[-_.]+`) })
 
 // normalizePython is the PEP 503 normalized name.
 func normalizePython(s string) string {
-	return strings.ToLower(pySeparators.ReplaceAllString(s, "-"))
+	return strings.ToLower(pySeparators().ReplaceAllString(s, "-"))
 }
 
 // findDistInfo is lib's NAME-VERSION.dist-info of the distribution name.
@@ -124,13 +125,15 @@ func pythonCall(info string, c Command) (string, error) {
 	}
 	mod, attr, _ := strings.Cut(ep, ":")
 	mod, attr = strings.TrimSpace(mod), strings.TrimSpace(strings.Fields(attr + " ")[0])
-	if !pyDotted.MatchString(mod) || (attr != "" && !pyDotted.MatchString(attr)) {
+	if !pyDotted().MatchString(mod) || (attr != "" && !pyDotted().MatchString(attr)) {
 		return "", fmt.Errorf("python: console script %q is not module:function", ep)
 	}
 	return fmt.Sprintf("import importlib\nf = importlib.import_module(%q)\nfor a in %q.split(\".\"):\n    f = getattr(f, a) if a else f\nsys.exit(f())\n", mod, attr), nil
 }
 
-var pyDotted = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+var pyDotted = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+})
 
 // consoleScripts reads the [console_scripts] section of entry_points.txt,
 // keyed by normalized script name.

@@ -387,7 +387,9 @@ type readInput struct {
 	Raw       bool   `json:"raw"`
 }
 
-var ansiRE = regexp.MustCompile(`\x1b\[[0-9;?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[@-Z\\^_=>]`)
+var ansiRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\x1b\[[0-9;?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[@-Z\\^_=>]`)
+})
 
 // clean removes escape sequences, carriage returns and the echoed control
 // keys unless raw is set.
@@ -395,7 +397,7 @@ func clean(s string, raw bool) string {
 	if raw {
 		return s
 	}
-	s = ansiRE.ReplaceAllString(s, "")
+	s = ansiRE().ReplaceAllString(s, "")
 	return strings.Map(func(r rune) rune {
 		if r == '\r' || r < 0x20 && r != '\n' && r != '\t' {
 			return -1

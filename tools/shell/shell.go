@@ -36,7 +36,7 @@ const (
 	outputTail = 15_000
 )
 
-var sessionRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var sessionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // Config configures the shell tools of one session. How commands are
 // confined is not configured here: every call runs its processes through
@@ -104,7 +104,7 @@ func newManager(cfg Config) (*Manager, error) {
 	bad := func(format string, args ...any) error {
 		return fail(capability.ReasonShellConfigInvalid, "shell: "+format, args...)
 	}
-	if !sessionRE.MatchString(cfg.SessionID) {
+	if !sessionRE().MatchString(cfg.SessionID) {
 		return nil, bad("invalid session id (want ^[A-Za-z0-9_-]{1,64}$)")
 	}
 	if cfg.DefaultTimeout < 0 || cfg.MaxTimeout < 0 {

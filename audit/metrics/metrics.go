@@ -1,13 +1,21 @@
-package audit
+// Package metrics counts audit events for Prometheus: decisions and
+// approvals, by plugin. It is apart from package audit so that a binary
+// that links the audit log does not link client_golang, whose package
+// initializers (a default registry with Go and process collectors) run at
+// every start (issue 20). Only what serves /metrics needs to link it.
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/norma-run/norma/audit"
 )
 
 // Metrics holds Norma's decision and approval counters on its own
 // registry (no global registry). Every counter is labeled by plugin, the
 // "id@version" of the plugin concerned ("-" when none). It is safe for
-// concurrent use. A [Log] with Options.Metrics observes each durable event.
+// concurrent use. An [audit.Log] with Options.Metrics set to it observes
+// each durable event.
 type Metrics struct {
 	reg        *prometheus.Registry
 	decisions  *prometheus.CounterVec
@@ -34,8 +42,8 @@ const (
 // manifest does not declare.
 var undeclaredReasons = map[string]bool{"TOOL_UNDECLARED": true, "SECRET_UNDECLARED": true}
 
-// NewMetrics returns Metrics registered on a new registry.
-func NewMetrics() *Metrics {
+// New returns Metrics registered on a new registry.
+func New() *Metrics {
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
@@ -58,10 +66,10 @@ func NewMetrics() *Metrics {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Observe counts e.
-func (m *Metrics) Observe(e Event) {
+func (m *Metrics) Observe(e audit.Event) {
 	p := pluginLabel(e)
 	switch e.Type {
-	case TypeCapabilityDecision:
+	case audit.TypeCapabilityDecision:
 		kind := e.CapabilityKind
 		if kind == "" {
 			kind = "-"
@@ -74,20 +82,20 @@ func (m *Metrics) Observe(e Event) {
 		if undeclaredReasons[e.Reason] {
 			m.undeclared.WithLabelValues(p).Inc()
 		}
-	case TypeApprovalRequested:
+	case audit.TypeApprovalRequested:
 		m.requested.WithLabelValues(p).Inc()
-	case TypeApprovalGranted:
+	case audit.TypeApprovalGranted:
 		m.granted.WithLabelValues(p).Inc()
-	case TypeApprovalDenied:
+	case audit.TypeApprovalDenied:
 		m.denied.WithLabelValues(p).Inc()
-	case TypeApprovalExpired:
+	case audit.TypeApprovalExpired:
 		m.expired.WithLabelValues(p).Inc()
-	case TypePluginHeld:
+	case audit.TypePluginHeld:
 		m.held.WithLabelValues(p).Inc()
 	}
 }
 
-func pluginLabel(e Event) string {
+func pluginLabel(e audit.Event) string {
 	switch {
 	case e.Plugin == "":
 		return "-"
