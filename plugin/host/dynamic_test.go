@@ -133,12 +133,15 @@ func TestDynamicToolsAttack(t *testing.T) {
 				t.Fatalf("%s: %v", tc.input, err)
 			}
 			waitFor(t, "the hold", func() bool { return p.isHeld() != nil })
+			// The hold is recorded before the process is stopped.
+			waitFor(t, "the held plugin's process to stop", func() bool {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				return p.proc == nil
+			})
 			p.mu.Lock()
-			started, running := p.started, p.proc != nil
+			started := p.started
 			p.mu.Unlock()
-			if running {
-				t.Fatal("the held plugin's process still runs")
-			}
 			if _, err := echoTool(ctx, p, "echo", "after"); capability.ReasonOf(err) != ReasonToolsChanged {
 				t.Fatalf("call after the hold = %v, want PLUGIN_TOOLS_CHANGED", err)
 			}
