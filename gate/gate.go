@@ -690,7 +690,8 @@ func (x *exec) env() (tool.Env, bool) {
 
 // call runs the handler with a deadline, panic recovery and cancellation.
 // The handler runs on its own goroutine so that Execute returns at the
-// deadline even if the handler ignores its context.
+// deadline even if the handler ignores its context; a handler that never
+// blocks (tool.Inliner) needs no such goroutine and runs on the caller's.
 func (x *exec) call(ctx context.Context, env tool.Env) (tool.Result, error) {
 	timeout := x.entry.Timeout()
 	if timeout <= 0 {
@@ -698,53 +699,85 @@ func (x *exec) call(ctx context.Context, env tool.Env) (tool.Result, error) {
 	}
 	start := time.Now()
 	cctx := newCallCtx(ctx, start.Add(timeout))
-	type res struct {
-		r   tool.Result
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ch <- res{err: &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPanic, Layer: "tool"}, Detail: "the tool panicked"}}
-			}
-		}()
-		r, err := x.g.disp.Call(cctx, x.entry, env, x.in)
-		ch <- res{r, err}
-	}()
-	canceled := func() error {
-		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonCanceled, Layer: "gate"}, Detail: "the call was canceled"}
-	}
-	timedOut := func() error {
-		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonTimeout, Layer: "gate"}, Detail: "the call exceeded its deadline of " + timeout.String()}
-	}
-	timer := getTimer(time.Until(cctx.deadline))
-	var r res
-	select {
-	case r = <-ch:
+	var r callResult
+	if x.entry.Inline() {
+		r = x.callInline(cctx, env)
 		cctx.end(context.Canceled)
-	case <-ctx.Done():
-		cctx.end(ctx.Err())
-		r.err = canceled()
-	case <-timer.C:
-		cctx.end(context.DeadlineExceeded)
-		r.err = timedOut()
-		if ctx.Err() != nil || cctx.parentFirst {
-			r.err = canceled()
-		}
+	} else {
+		r = x.callAsync(ctx, cctx, env, timeout)
 	}
-	putTimer(timer)
 	if r.err != nil && capability.ReasonOf(r.err) == "" && (errors.Is(r.err, context.DeadlineExceeded) || errors.Is(r.err, context.Canceled)) {
 		// The handler gave up because its context ended.
 		if ctx.Err() != nil || cctx.parentFirst {
-			r.err = canceled()
+			r.err = errCanceled()
 		} else {
-			r.err = timedOut()
+			r.err = errTimedOut(timeout)
 		}
 	}
 	x.res.Duration = time.Since(start)
 	x.finishTicket(ctx)
 	return r.r, r.err
+}
+
+type callResult struct {
+	r   tool.Result
+	err error
+}
+
+// callAsync runs the handler on its own goroutine and returns when it
+// does, when ctx ends or at cctx's deadline, whichever comes first; cctx
+// is ended then.
+func (x *exec) callAsync(ctx context.Context, cctx *callCtx, env tool.Env, timeout time.Duration) callResult {
+	ch := make(chan callResult, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- callResult{err: errPanic()}
+			}
+		}()
+		r, err := x.g.disp.Call(cctx, x.entry, env, x.in)
+		ch <- callResult{r, err}
+	}()
+	timer := getTimer(time.Until(cctx.deadline))
+	defer putTimer(timer)
+	select {
+	case r := <-ch:
+		cctx.end(context.Canceled)
+		return r
+	case <-ctx.Done():
+		cctx.end(ctx.Err())
+		return callResult{err: errCanceled()}
+	case <-timer.C:
+		cctx.end(context.DeadlineExceeded)
+		if ctx.Err() != nil || cctx.parentFirst {
+			return callResult{err: errCanceled()}
+		}
+		return callResult{err: errTimedOut(timeout)}
+	}
+}
+
+// callInline runs a handler that never blocks on the caller's goroutine,
+// with panic recovery.
+func (x *exec) callInline(cctx *callCtx, env tool.Env) (r callResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = callResult{err: errPanic()}
+		}
+	}()
+	r.r, r.err = x.g.disp.Call(cctx, x.entry, env, x.in)
+	return r
+}
+
+func errPanic() error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPanic, Layer: "tool"}, Detail: "the tool panicked"}
+}
+
+func errCanceled() error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonCanceled, Layer: "gate"}, Detail: "the call was canceled"}
+}
+
+func errTimedOut(timeout time.Duration) error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonTimeout, Layer: "gate"}, Detail: "the call exceeded its deadline of " + timeout.String()}
 }
 
 // finishTicket tells the approver that the execution its ticket let
