@@ -97,6 +97,12 @@ type Transport struct {
 	// MaxIdleConnsPerHost keeps that many idle connections per host for
 	// reuse; zero means net/http's default (2).
 	MaxIdleConnsPerHost int
+	// HTTP1Only, when true, never negotiates HTTP/2: each request has a
+	// kept-alive HTTP/1.1 connection of the per-origin pool to itself. A
+	// relay of HTTP/1.1 requests (the broker) wants this: one request per
+	// stream costs Go's HTTP/2 client and the server more per request
+	// (framing, flow control, a writer goroutine) than it saves.
+	HTTP1Only bool
 
 	once sync.Once
 	rt   *http.Transport
@@ -121,7 +127,7 @@ func (t *Transport) transport() *http.Transport {
 				RootCAs:    t.RootCAs,
 				MinVersion: tls.VersionTLS12,
 			},
-			ForceAttemptHTTP2:      true,
+			ForceAttemptHTTP2:      !t.HTTP1Only,
 			TLSHandshakeTimeout:    hs,
 			ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
 			DisableCompression:     t.DisableCompression,
