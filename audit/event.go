@@ -153,7 +153,10 @@ func HashTarget(target string) string {
 		return ""
 	}
 	sum := sha256.Sum256([]byte(target))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var b [len("sha256:") + 2*sha256.Size]byte // one allocation: the string
+	n := copy(b[:], "sha256:")
+	hex.Encode(b[n:], sum[:])
+	return string(b[:])
 }
 
 // Redactor rewrites a string before it is written to the log, replacing

@@ -280,6 +280,7 @@ type Result struct {
 type exec struct {
 	g     *Gate
 	c     *Call
+	call1 Call // what c points to for Execute: one allocation per call
 	entry *tool.Entry
 	view  *tool.View
 	in    tool.Input
@@ -348,8 +349,8 @@ func stageLayer(s Step) capability.Layer {
 // Result for c.ID; refusals, failures, panics, timeouts and cancellation are
 // error results with a reason code.
 func (g *Gate) Execute(ctx context.Context, c Call) Result {
-	x := &exec{g: g, c: &c, mode: g.Mode()}
-	x.red.x = x
+	x := &exec{g: g, call1: c, mode: g.Mode()}
+	x.c, x.red.x = &x.call1, x
 	x.res.ToolUseID, x.res.Tool = c.ID, c.Tool
 	executed := x.run(ctx)
 	x.finish(ctx, executed)
@@ -673,8 +674,7 @@ func (x *exec) env() (tool.Env, bool) {
 	env.Principals = append([]string(nil), c.Principals...)
 	env.IdempotencyKey = x.ticket.IdempotencyKey
 	if env.IdempotencyKey == "" {
-		sum := sha256.Sum256([]byte("norma-call-v1\x00" + c.RunID + "\x00" + c.ID))
-		env.IdempotencyKey = "nik_" + hex.EncodeToString(sum[:20])
+		env.IdempotencyKey = idempotencyKey(c.RunID, c.ID)
 	}
 	if env.Exec != nil {
 		probe := x.pol.Decide(context.Background(), capability.Request{Kind: capability.ProcessSpawn, Argv: []string{"true"}})
@@ -686,6 +686,22 @@ func (x *exec) env() (tool.Env, bool) {
 		}
 	}
 	return env, true
+}
+
+// idempotencyKey is the key of a call the approver gave none: derived
+// from the run and the tool_use id, so a retry of the same call has the
+// same key. One allocation: the string.
+func idempotencyKey(runID, toolUseID string) string {
+	msg := make([]byte, 0, 128)
+	msg = append(msg, "norma-call-v1\x00"...)
+	msg = append(msg, runID...)
+	msg = append(msg, 0)
+	msg = append(msg, toolUseID...)
+	sum := sha256.Sum256(msg)
+	var b [len("nik_") + 40]byte
+	n := copy(b[:], "nik_")
+	hex.Encode(b[n:], sum[:20])
+	return string(b[:])
 }
 
 // call runs the handler with a deadline, panic recovery and cancellation.
