@@ -52,7 +52,7 @@ function report(sfx,   d, nb, s, r, bt) {
 	r = (nb - d) / (s - d)
 	printf "  ratio (norma added / smokescreen added): %.2fx  target <= 2x  %s\n", r, (r <= 2 ? "ok" : "MISSED")
 	bt = median("BareTLSProxyGET" sfx)
-	if (bt > 0) printf "  bare TLS-terminating proxy %10.0f ns/op  added %9.0f ns (%.2fx smokescreen's)\n", bt, bt - d, (bt - d) / (s - d)
+	if (bt > 0) printf "  bare TLS-terminating proxy %10.0f ns/op  added %9.0f ns (%.2fx smokescreen)\n", bt, bt - d, (bt - d) / (s - d)
 	d = cmedian("DirectGET" sfx); nb = cmedian("NormaBrokerGET" sfx); s = cmedian("SmokescreenGET" sfx)
 	if (d == 0 || nb == 0 || s == 0 || s - d <= 0) return
 	printf "CPU of the whole process (client, proxy, server), medians, GET%s:\n", sfx
@@ -61,7 +61,7 @@ function report(sfx,   d, nb, s, r, bt) {
 	printf "  smokescreen  %10.0f cpu-ns/op  added %9.0f ns\n", s, s - d
 	printf "  ratio (norma added / smokescreen added): %.2fx\n", (nb - d) / (s - d)
 	bt = cmedian("BareTLSProxyGET" sfx)
-	if (bt > 0) printf "  bare TLS-terminating proxy %10.0f cpu-ns/op  added %9.0f ns (%.2fx smokescreen's)\n", bt, bt - d, (bt - d) / (s - d)
+	if (bt > 0) printf "  bare TLS-terminating proxy %10.0f cpu-ns/op  added %9.0f ns (%.2fx smokescreen)\n", bt, bt - d, (bt - d) / (s - d)
 }
 END {
 	report("")
