@@ -308,7 +308,8 @@ type exec struct {
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
-	red                   redaction // what step 7 and the call's streams masked
+	bg                    context.Context // detached's, made once
+	red                   redaction       // what step 7 and the call's streams masked
 }
 
 func (x *exec) step(s Step) {
@@ -803,7 +804,7 @@ func (x *exec) finishTicket(ctx context.Context) {
 		return
 	}
 	if f, ok := x.g.approver.(approval.Finisher); ok {
-		if err := f.Finish(context.WithoutCancel(ctx), x.ticket); err != nil {
+		if err := f.Finish(x.detached(ctx), x.ticket); err != nil {
 			x.g.log.Error("gate: approval finish failed", "tool", x.entry.Name(), "err", err)
 		}
 	}
@@ -830,11 +831,21 @@ func (x *exec) finish(ctx context.Context, executed bool) {
 	if x.res.Spill != nil {
 		e.OutputDigest = x.res.Spill.Digest
 	}
-	if err := x.g.sink.Record(context.WithoutCancel(ctx), e); err != nil {
+	if err := x.g.sink.Record(x.detached(ctx), e); err != nil {
 		x.res.AuditFailed = true
 		x.g.log.Error("gate: audit refused the final event", "tool", x.c.Tool, "err", err)
 	}
 	x.res.Decision = x.dec
+}
+
+// detached is ctx without its cancellation, for what must happen even
+// when the call was canceled (the ledger, the audit events). Made once per
+// call: ctx is the same for every step.
+func (x *exec) detached(ctx context.Context) context.Context {
+	if x.bg == nil {
+		x.bg = context.WithoutCancel(ctx)
+	}
+	return x.bg
 }
 
 // principalChain is the call's principal chain joined with ">".
