@@ -220,8 +220,12 @@ func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 			return nil, fmt.Errorf("netguard: %s: authorize: %w", creq, err)
 		}
 	}
-	// Cloned only now: Authorize may add headers (credentials) to req.
-	out := req.Clone(ctx)
+	// Copied only now: Authorize may add headers (credentials) to req. A
+	// shallow copy: the caller's request keeps its URL, Host and Method,
+	// and shares the headers, which neither this Transport nor net/http's
+	// changes (a RoundTripper must not modify its request).
+	out := new(http.Request)
+	*out = *req
 	out.URL, out.Host, out.Method = wire, "", method
 	return out, nil
 }
