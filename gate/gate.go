@@ -309,6 +309,7 @@ type exec struct {
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
 	bg                    context.Context // detached's, made once
+	req0                  string          // reqString(0), made once per x.reqs
 	red                   redaction       // what step 7 and the call's streams masked
 }
 
@@ -838,6 +839,18 @@ func (x *exec) finish(ctx context.Context, executed bool) {
 	x.res.Decision = x.dec
 }
 
+// reqString is x.reqs[i].String(); the first request's, which the
+// decision and the audit target both name, is made once.
+func (x *exec) reqString(i int) string {
+	if i != 0 {
+		return x.reqs[i].String()
+	}
+	if x.req0 == "" {
+		x.req0 = x.reqs[0].String()
+	}
+	return x.req0
+}
+
 // detached is ctx without its cancellation, for what must happen even
 // when the call was canceled (the ledger, the audit events). Made once per
 // call: ctx is the same for every step.
@@ -890,7 +903,7 @@ func (x *exec) event(typ string) audit.Event {
 	if len(x.reqs) > 0 {
 		e.CapabilityKind = x.reqs[0].Kind.String()
 		if x.targetHash == "" {
-			x.targetHash = audit.HashTarget(x.reqs[0].String())
+			x.targetHash = audit.HashTarget(x.reqString(0))
 		}
 		e.TargetHash = x.targetHash
 	}
