@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"time"
@@ -90,11 +91,36 @@ func appendMap(b []byte, m map[string]string) []byte {
 	return append(b, '}')
 }
 
-// compareUTF16 orders strings by their UTF-16 code units (RFC 8785 3.2.3).
+// compareUTF16 orders strings by their UTF-16 code units (RFC 8785 3.2.3),
+// each invalid UTF-8 byte counting as U+FFFD, without allocating: it sorts
+// every event's detail keys.
 func compareUTF16(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	ua, ub := utf16.Encode(ra), utf16.Encode(rb)
-	return slices.Compare(ua, ub)
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		a, b = a[na:], b[nb:]
+		if ra == rb {
+			continue
+		}
+		// Only the first differing rune decides. A BMP rune is one unit and
+		// never a surrogate, so it differs from a supplementary rune's high
+		// surrogate; two supplementary runes may share it.
+		ha, la := utf16Units(ra)
+		hb, lb := utf16Units(rb)
+		if c := cmp.Compare(ha, hb); c != 0 {
+			return c
+		}
+		return cmp.Compare(la, lb)
+	}
+	return cmp.Compare(len(a), len(b)) // the one left over is the longer
+}
+
+// utf16Units is r's UTF-16 encoding: one unit (lo 0) or a surrogate pair.
+func utf16Units(r rune) (hi, lo rune) {
+	if r < 0x10000 {
+		return r, 0
+	}
+	return utf16.EncodeRune(r)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -152,8 +152,12 @@ func HashTarget(target string) string {
 	if target == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(target))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	msg := append(make([]byte, 0, 256), target...) // on the stack unless long
+	sum := sha256.Sum256(msg)
+	var b [len("sha256:") + 2*sha256.Size]byte // one allocation: the string
+	n := copy(b[:], "sha256:")
+	hex.Encode(b[n:], sum[:])
+	return string(b[:])
 }
 
 // Redactor rewrites a string before it is written to the log, replacing

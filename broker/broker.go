@@ -281,6 +281,7 @@ func New(ln net.Listener, cfg Config) (*Broker, error) {
 		DisableCompression:     true, // relay exactly what the plugin asked for
 		MaxResponseHeaderBytes: 1 << 20,
 		MaxIdleConnsPerHost:    16,
+		HTTP1Only:              true, // the plugin's side is HTTP/1.1 too (see connect)
 	}
 	b.addr = ln.Addr()
 	b.ln = &limitListener{Listener: ln, sem: make(chan struct{}, b.lim.MaxConns)}

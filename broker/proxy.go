@@ -572,8 +572,10 @@ func (b *Broker) refuse(w http.ResponseWriter, ctx context.Context, x *exchange,
 	w.Write(append(body, '\n'))
 }
 
-// record writes the audit event of x (a denial when d is set) and a log
-// line. Its error matters only before an allowed request is sent.
+// record writes the audit event of x (a denial when d is set) and, for a
+// denial, a log line; an allowed request has its one log line when it was
+// relayed (relay), with the status. Its error matters only before an
+// allowed request is sent.
 func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 	dec := x.decision
 	if d != nil {
@@ -611,11 +613,9 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 		ev.Detail["status"] = strconv.Itoa(d.status)
 	}
 	err := b.sink.Record(ctx, ev)
-	lvl := slog.LevelInfo
 	if d != nil {
-		lvl = slog.LevelWarn
+		b.log.LogAttrs(ctx, slog.LevelWarn, "broker: decision", b.logAttrs(x, d)...)
 	}
-	b.log.LogAttrs(ctx, lvl, "broker: decision", b.logAttrs(x, d)...)
 	if err != nil {
 		b.log.LogAttrs(ctx, slog.LevelError, "broker: audit failed", slog.String("error", b.red.Redact(err.Error())))
 	}

@@ -27,9 +27,12 @@ const benchSchema = `{
 
 var benchInput = json.RawMessage(`{"path":"docs/guide/intro.md","title":"Introduction to the guide","mode":"summary"}`)
 
+// noopSpec is a tool whose handler returns at once; it says so (Inline),
+// as an in-memory built-in tool does.
 func noopSpec() tool.Spec {
 	return tool.Spec{
 		Name:             "Noop",
+		Inline:           true,
 		Schema:           json.RawMessage(benchSchema),
 		ReadOnly:         func(tool.Input) bool { return true },
 		ConcurrencySafe:  func(tool.Input) bool { return true },
@@ -49,6 +52,11 @@ func benchGate(b *testing.B) *gate.Gate {
 	sink := &gatetest.MemorySink{Max: 1}
 	reg := tool.NewRegistry(nil)
 	if err := reg.Register(tool.Registration{Tool: tool.MustBuild(noopSpec())}); err != nil {
+		b.Fatal(err)
+	}
+	goSpec := noopSpec()
+	goSpec.Name, goSpec.Inline = "NoopGo", false
+	if err := reg.Register(tool.Registration{Tool: tool.MustBuild(goSpec)}); err != nil {
 		b.Fatal(err)
 	}
 	set := testSet(b)
@@ -76,6 +84,23 @@ func benchGate(b *testing.B) *gate.Gate {
 func BenchmarkGateNoop(b *testing.B) {
 	g := benchGate(b)
 	c := gate.Call{ID: "toolu_bench", RunID: runID, Principals: []string{user}, Tool: "Noop", Input: benchInput}
+	ctx := b.Context()
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		if r := g.Execute(ctx, c); r.IsError {
+			b.Fatal(r.Content)
+		}
+	}
+	cpu.report(b)
+}
+
+// BenchmarkGateNoopGoroutine is BenchmarkGateNoop with a handler that
+// does not say it never blocks: it runs on its own goroutine, which lets
+// Execute return at the deadline even if the handler ignores its context.
+func BenchmarkGateNoopGoroutine(b *testing.B) {
+	g := benchGate(b)
+	c := gate.Call{ID: "toolu_bench", RunID: runID, Principals: []string{user}, Tool: "NoopGo", Input: benchInput}
 	ctx := b.Context()
 	b.ReportAllocs()
 	cpu := startCPU()

@@ -11,21 +11,22 @@ import (
 // gate closes when the call ends, times out or the parent is canceled.
 // Unlike context.WithTimeout it does not register with the parent nor start
 // a timer of its own: the gate's select watches the parent and a pooled
-// timer, which keeps the per-call cost low.
+// timer, which keeps the per-call cost low. Its Done channel is made the
+// first time it is asked for: most handlers never ask.
 type callCtx struct {
 	parent   context.Context
 	deadline time.Time
 	// parentFirst: the parent's deadline comes first, so reaching it is
 	// the caller's cancellation, not the call's timeout.
 	parentFirst bool
-	done        chan struct{}
 
-	mu  sync.Mutex
-	err error
+	mu   sync.Mutex
+	done chan struct{} // nil until Done or end
+	err  error
 }
 
 func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
-	c := &callCtx{parent: parent, deadline: deadline, done: make(chan struct{})}
+	c := &callCtx{parent: parent, deadline: deadline}
 	if d, ok := parent.Deadline(); ok && !d.After(deadline) {
 		c.deadline, c.parentFirst = d, true
 	}
@@ -33,8 +34,19 @@ func newCallCtx(parent context.Context, deadline time.Time) *callCtx {
 }
 
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c *callCtx) Done() <-chan struct{}       { return c.done }
 func (c *callCtx) Value(key any) any           { return c.parent.Value(key) }
+
+func (c *callCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	return c.done
+}
 
 func (c *callCtx) Err() error {
 	c.mu.Lock()
@@ -48,7 +60,9 @@ func (c *callCtx) end(err error) {
 	defer c.mu.Unlock()
 	if c.err == nil {
 		c.err = err
-		close(c.done)
+		if c.done != nil {
+			close(c.done)
+		}
 	}
 }
 

@@ -24,7 +24,9 @@ import (
 )
 
 // TestCallOutcomesArePaired: panic, timeout, cancellation and tool errors
-// all end in exactly one error result and one final audit event.
+// all end in exactly one error result and one final audit event. The
+// handlers that return at once also run as inline tools (tool.Inliner, on
+// the caller's goroutine), with the same outcomes.
 func TestCallOutcomesArePaired(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -53,34 +55,48 @@ func TestCallOutcomesArePaired(t *testing.T) {
 			return tool.Result{}, capability.Denied(capability.ReasonPathEscape, "fs.read", "escape")
 		}, nil, capability.ReasonPathEscape},
 	}
+	blocks := map[string]bool{"hang-ignoring-ctx": true, "respects-ctx": true, "canceled": true}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var post atomic.Int64
-			f := newFixture(t, func(o *gate.Options, _ *fixture) { o.Timeout = 200 * time.Millisecond })
-			s := f.readTool()
-			s.Name = "Slow"
-			s.Call = func(ctx context.Context, _ tool.Env, _ tool.Input) (tool.Result, error) { return tt.fn(ctx) }
-			f.register(t, s, 0)
-			f.hooks.Add(hook.Hook{Event: hook.PostToolUseFailure, Handler: hook.Func(func(context.Context, hook.Input) (hook.Output, error) {
-				post.Add(1)
-				return hook.Output{}, nil
-			})})
-			ctx := t.Context()
-			if tt.ctx != nil {
-				ctx = tt.ctx(t)
+		for _, inline := range []bool{false, true} {
+			if inline && blocks[tt.name] {
+				continue
 			}
-			r := f.g.Execute(ctx, call("Slow", `{"path":"docs/a.md"}`))
-			wantReason(t, r, tt.want)
-			if strings.Contains(r.Content, "secret-value-123") {
-				t.Errorf("result repeats the panic value: %q", r.Content)
+			name := tt.name
+			if inline {
+				name += "/inline"
 			}
-			if f.finalEvents(r.ToolUseID) != 1 {
-				t.Error("final audit events != 1")
-			}
-			if tt.name != "already-canceled" && post.Load() != 1 {
-				t.Errorf("PostToolUseFailure ran %d times, want 1", post.Load())
-			}
-		})
+			t.Run(name, func(t *testing.T) { testCallOutcome(t, tt.fn, tt.ctx, tt.want, inline, tt.name != "already-canceled") })
+		}
+	}
+}
+
+// testCallOutcome runs one case of TestCallOutcomesArePaired; ran says
+// whether the handler is started (PostToolUseFailure runs once).
+func testCallOutcome(t *testing.T, fn func(ctx context.Context) (tool.Result, error), mkctx func(t *testing.T) context.Context, want capability.Reason, inline, ran bool) {
+	var post atomic.Int64
+	f := newFixture(t, func(o *gate.Options, _ *fixture) { o.Timeout = 200 * time.Millisecond })
+	s := f.readTool()
+	s.Name, s.Inline = "Slow", inline
+	s.Call = func(ctx context.Context, _ tool.Env, _ tool.Input) (tool.Result, error) { return fn(ctx) }
+	f.register(t, s, 0)
+	f.hooks.Add(hook.Hook{Event: hook.PostToolUseFailure, Handler: hook.Func(func(context.Context, hook.Input) (hook.Output, error) {
+		post.Add(1)
+		return hook.Output{}, nil
+	})})
+	ctx := t.Context()
+	if mkctx != nil {
+		ctx = mkctx(t)
+	}
+	r := f.g.Execute(ctx, call("Slow", `{"path":"docs/a.md"}`))
+	wantReason(t, r, want)
+	if strings.Contains(r.Content, "secret-value-123") {
+		t.Errorf("result repeats the panic value: %q", r.Content)
+	}
+	if f.finalEvents(r.ToolUseID) != 1 {
+		t.Error("final audit events != 1")
+	}
+	if ran && post.Load() != 1 {
+		t.Errorf("PostToolUseFailure ran %d times, want 1", post.Load())
 	}
 }
 

@@ -280,6 +280,7 @@ type Result struct {
 type exec struct {
 	g     *Gate
 	c     *Call
+	call1 Call // what c points to for Execute: one allocation per call
 	entry *tool.Entry
 	view  *tool.View
 	in    tool.Input
@@ -307,7 +308,9 @@ type exec struct {
 
 	principal, targetHash string // audit fields computed once
 	detail                map[string]string
-	red                   redaction // what step 7 and the call's streams masked
+	bg                    context.Context // detached's, made once
+	req0                  string          // reqString(0), made once per x.reqs
+	red                   redaction       // what step 7 and the call's streams masked
 }
 
 func (x *exec) step(s Step) {
@@ -348,8 +351,8 @@ func stageLayer(s Step) capability.Layer {
 // Result for c.ID; refusals, failures, panics, timeouts and cancellation are
 // error results with a reason code.
 func (g *Gate) Execute(ctx context.Context, c Call) Result {
-	x := &exec{g: g, c: &c, mode: g.Mode()}
-	x.red.x = x
+	x := &exec{g: g, call1: c, mode: g.Mode()}
+	x.c, x.red.x = &x.call1, x
 	x.res.ToolUseID, x.res.Tool = c.ID, c.Tool
 	executed := x.run(ctx)
 	x.finish(ctx, executed)
@@ -673,8 +676,7 @@ func (x *exec) env() (tool.Env, bool) {
 	env.Principals = append([]string(nil), c.Principals...)
 	env.IdempotencyKey = x.ticket.IdempotencyKey
 	if env.IdempotencyKey == "" {
-		sum := sha256.Sum256([]byte("norma-call-v1\x00" + c.RunID + "\x00" + c.ID))
-		env.IdempotencyKey = "nik_" + hex.EncodeToString(sum[:20])
+		env.IdempotencyKey = idempotencyKey(c.RunID, c.ID)
 	}
 	if env.Exec != nil {
 		probe := x.pol.Decide(context.Background(), capability.Request{Kind: capability.ProcessSpawn, Argv: []string{"true"}})
@@ -688,9 +690,26 @@ func (x *exec) env() (tool.Env, bool) {
 	return env, true
 }
 
+// idempotencyKey is the key of a call the approver gave none: derived
+// from the run and the tool_use id, so a retry of the same call has the
+// same key. One allocation: the string.
+func idempotencyKey(runID, toolUseID string) string {
+	msg := make([]byte, 0, 128)
+	msg = append(msg, "norma-call-v1\x00"...)
+	msg = append(msg, runID...)
+	msg = append(msg, 0)
+	msg = append(msg, toolUseID...)
+	sum := sha256.Sum256(msg)
+	var b [len("nik_") + 40]byte
+	n := copy(b[:], "nik_")
+	hex.Encode(b[n:], sum[:20])
+	return string(b[:])
+}
+
 // call runs the handler with a deadline, panic recovery and cancellation.
 // The handler runs on its own goroutine so that Execute returns at the
-// deadline even if the handler ignores its context.
+// deadline even if the handler ignores its context; a handler that never
+// blocks (tool.Inliner) needs no such goroutine and runs on the caller's.
 func (x *exec) call(ctx context.Context, env tool.Env) (tool.Result, error) {
 	timeout := x.entry.Timeout()
 	if timeout <= 0 {
@@ -698,53 +717,85 @@ func (x *exec) call(ctx context.Context, env tool.Env) (tool.Result, error) {
 	}
 	start := time.Now()
 	cctx := newCallCtx(ctx, start.Add(timeout))
-	type res struct {
-		r   tool.Result
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ch <- res{err: &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPanic, Layer: "tool"}, Detail: "the tool panicked"}}
-			}
-		}()
-		r, err := x.g.disp.Call(cctx, x.entry, env, x.in)
-		ch <- res{r, err}
-	}()
-	canceled := func() error {
-		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonCanceled, Layer: "gate"}, Detail: "the call was canceled"}
-	}
-	timedOut := func() error {
-		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonTimeout, Layer: "gate"}, Detail: "the call exceeded its deadline of " + timeout.String()}
-	}
-	timer := getTimer(time.Until(cctx.deadline))
-	var r res
-	select {
-	case r = <-ch:
+	var r callResult
+	if x.entry.Inline() {
+		r = x.callInline(cctx, env)
 		cctx.end(context.Canceled)
-	case <-ctx.Done():
-		cctx.end(ctx.Err())
-		r.err = canceled()
-	case <-timer.C:
-		cctx.end(context.DeadlineExceeded)
-		r.err = timedOut()
-		if ctx.Err() != nil || cctx.parentFirst {
-			r.err = canceled()
-		}
+	} else {
+		r = x.callAsync(ctx, cctx, env, timeout)
 	}
-	putTimer(timer)
 	if r.err != nil && capability.ReasonOf(r.err) == "" && (errors.Is(r.err, context.DeadlineExceeded) || errors.Is(r.err, context.Canceled)) {
 		// The handler gave up because its context ended.
 		if ctx.Err() != nil || cctx.parentFirst {
-			r.err = canceled()
+			r.err = errCanceled()
 		} else {
-			r.err = timedOut()
+			r.err = errTimedOut(timeout)
 		}
 	}
 	x.res.Duration = time.Since(start)
 	x.finishTicket(ctx)
 	return r.r, r.err
+}
+
+type callResult struct {
+	r   tool.Result
+	err error
+}
+
+// callAsync runs the handler on its own goroutine and returns when it
+// does, when ctx ends or at cctx's deadline, whichever comes first; cctx
+// is ended then.
+func (x *exec) callAsync(ctx context.Context, cctx *callCtx, env tool.Env, timeout time.Duration) callResult {
+	ch := make(chan callResult, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- callResult{err: errPanic()}
+			}
+		}()
+		r, err := x.g.disp.Call(cctx, x.entry, env, x.in)
+		ch <- callResult{r, err}
+	}()
+	timer := getTimer(time.Until(cctx.deadline))
+	defer putTimer(timer)
+	select {
+	case r := <-ch:
+		cctx.end(context.Canceled)
+		return r
+	case <-ctx.Done():
+		cctx.end(ctx.Err())
+		return callResult{err: errCanceled()}
+	case <-timer.C:
+		cctx.end(context.DeadlineExceeded)
+		if ctx.Err() != nil || cctx.parentFirst {
+			return callResult{err: errCanceled()}
+		}
+		return callResult{err: errTimedOut(timeout)}
+	}
+}
+
+// callInline runs a handler that never blocks on the caller's goroutine,
+// with panic recovery.
+func (x *exec) callInline(cctx *callCtx, env tool.Env) (r callResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = callResult{err: errPanic()}
+		}
+	}()
+	r.r, r.err = x.g.disp.Call(cctx, x.entry, env, x.in)
+	return r
+}
+
+func errPanic() error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonPanic, Layer: "tool"}, Detail: "the tool panicked"}
+}
+
+func errCanceled() error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonCanceled, Layer: "gate"}, Detail: "the call was canceled"}
+}
+
+func errTimedOut(timeout time.Duration) error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonTimeout, Layer: "gate"}, Detail: "the call exceeded its deadline of " + timeout.String()}
 }
 
 // finishTicket tells the approver that the execution its ticket let
@@ -754,7 +805,7 @@ func (x *exec) finishTicket(ctx context.Context) {
 		return
 	}
 	if f, ok := x.g.approver.(approval.Finisher); ok {
-		if err := f.Finish(context.WithoutCancel(ctx), x.ticket); err != nil {
+		if err := f.Finish(x.detached(ctx), x.ticket); err != nil {
 			x.g.log.Error("gate: approval finish failed", "tool", x.entry.Name(), "err", err)
 		}
 	}
@@ -781,11 +832,33 @@ func (x *exec) finish(ctx context.Context, executed bool) {
 	if x.res.Spill != nil {
 		e.OutputDigest = x.res.Spill.Digest
 	}
-	if err := x.g.sink.Record(context.WithoutCancel(ctx), e); err != nil {
+	if err := x.g.sink.Record(x.detached(ctx), e); err != nil {
 		x.res.AuditFailed = true
 		x.g.log.Error("gate: audit refused the final event", "tool", x.c.Tool, "err", err)
 	}
 	x.res.Decision = x.dec
+}
+
+// reqString is x.reqs[i].String(); the first request's, which the
+// decision and the audit target both name, is made once.
+func (x *exec) reqString(i int) string {
+	if i != 0 {
+		return x.reqs[i].String()
+	}
+	if x.req0 == "" {
+		x.req0 = x.reqs[0].String()
+	}
+	return x.req0
+}
+
+// detached is ctx without its cancellation, for what must happen even
+// when the call was canceled (the ledger, the audit events). Made once per
+// call: ctx is the same for every step.
+func (x *exec) detached(ctx context.Context) context.Context {
+	if x.bg == nil {
+		x.bg = context.WithoutCancel(ctx)
+	}
+	return x.bg
 }
 
 // principalChain is the call's principal chain joined with ">".
@@ -830,7 +903,7 @@ func (x *exec) event(typ string) audit.Event {
 	if len(x.reqs) > 0 {
 		e.CapabilityKind = x.reqs[0].Kind.String()
 		if x.targetHash == "" {
-			x.targetHash = audit.HashTarget(x.reqs[0].String())
+			x.targetHash = audit.HashTarget(x.reqString(0))
 		}
 		e.TargetHash = x.targetHash
 	}

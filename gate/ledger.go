@@ -22,7 +22,7 @@ func (x *exec) claim(ctx context.Context) bool {
 		return true
 	}
 	c := x.c
-	prior, fresh, err := x.g.ledger.BeginExecution(context.WithoutCancel(ctx), approval.Execution{
+	prior, fresh, err := x.g.ledger.BeginExecution(x.detached(ctx), approval.Execution{
 		RunID: c.RunID, ToolUseID: c.ID, Principals: x.principalChain(), Tool: c.Tool, Started: x.g.now(),
 	})
 	switch {
@@ -57,7 +57,7 @@ func (x *exec) record(ctx context.Context) {
 	if !x.res.IsError {
 		reason = capability.ReasonAllowed
 	}
-	err := x.g.ledger.FinishExecution(context.WithoutCancel(ctx), approval.Execution{
+	err := x.g.ledger.FinishExecution(x.detached(ctx), approval.Execution{
 		RunID: x.c.RunID, ToolUseID: x.c.ID, Principals: x.principalChain(), Tool: x.c.Tool,
 		Finished: x.g.now(), IsError: x.res.IsError, Reason: string(reason), ResultDigest: "sha256:" + hex.EncodeToString(sum[:]),
 	})

@@ -42,11 +42,11 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	}
 	acc, declared, err := e.Accesses(in)
 	if err != nil {
-		x.reqs, x.known = nil, false
+		x.reqs, x.known, x.req0 = nil, false, ""
 		return perm, deny(capability.ReasonInvalidRequest, "tool", "access declaration failed", e.Name()), false
 	}
 	reqs, unknown, bad := x.g.normalize(e.Name(), acc)
-	x.reqs, x.known, x.unknown = reqs, declared && unknown == "", unknown
+	x.reqs, x.known, x.unknown, x.req0 = reqs, declared && unknown == "", unknown, ""
 	if bad != nil {
 		return perm, *bad, false
 	}
@@ -92,7 +92,7 @@ func (x *exec) capability(ctx context.Context) capability.Decision {
 		if pd.Mode < d.Mode || i == 0 {
 			d = pd
 			if d.Request == "" {
-				d.Request = x.reqs[i].String()
+				d.Request = x.reqString(i)
 			}
 		}
 		if d.Mode == capability.Deny {

@@ -95,7 +95,7 @@ func (x *exec) dispatchPreHooks(ctx context.Context) (out hook.Outcome, ok bool)
 // started records tool_call_started; a refusal of the audit log refuses
 // the call.
 func (x *exec) started(ctx context.Context) bool {
-	if err := x.g.sink.Record(context.WithoutCancel(ctx), x.event(audit.TypeToolCallStarted)); err != nil {
+	if err := x.g.sink.Record(x.detached(ctx), x.event(audit.TypeToolCallStarted)); err != nil {
 		x.g.log.Error("gate: audit refused tool_call_started", "tool", x.c.Tool, "err", err)
 		x.fail(capability.ReasonAuditUnavailable, "the call was not run: the audit log is unavailable")
 		return false
@@ -147,7 +147,7 @@ func (x *exec) postHooks(ctx context.Context) {
 	} else {
 		hin.ToolResponse, _ = json.Marshal(x.res.Content)
 	}
-	po := x.g.hooks.Dispatch(context.WithoutCancel(ctx), hin)
+	po := x.g.hooks.Dispatch(x.detached(ctx), hin)
 	x.res.Context = append(x.res.Context, po.Context...)
 	if po.Blocked {
 		x.res.Context = append(x.res.Context, "hook "+po.Hook+": "+po.Message)

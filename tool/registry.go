@@ -83,6 +83,7 @@ type Entry struct {
 	generation uint64
 	order      int
 	timeout    time.Duration
+	inline     bool
 	raw        RawParser
 	decl       Declarer
 }
@@ -111,6 +112,9 @@ func (e *Entry) Generation() uint64 { return e.generation }
 
 // Timeout returns the tool's own deadline, 0 for the gate's default.
 func (e *Entry) Timeout() time.Duration { return e.timeout }
+
+// Inline reports that the tool's handler never blocks (see [Inliner]).
+func (e *Entry) Inline() bool { return e.inline }
 
 // ReadOnly asks the tool; a panic counts as false.
 func (e *Entry) ReadOnly(in Input) (ok bool) {
@@ -263,6 +267,9 @@ func (r *Registry) newEntry(reg Registration) (*Entry, error) {
 	e := &Entry{reg: r, t: reg.Tool, plugin: reg.Plugin, vis: reg.Visibility}
 	if t, ok := reg.Tool.(Timeouter); ok {
 		e.timeout = t.Timeout()
+	}
+	if t, ok := reg.Tool.(Inliner); ok {
+		e.inline = t.Inline()
 	}
 	if p, ok := reg.Tool.(RawParser); ok {
 		e.raw = p

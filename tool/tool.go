@@ -145,6 +145,16 @@ type Timeouter interface {
 	Timeout() time.Duration
 }
 
+// Inliner is implemented by tools whose handler never blocks: it computes
+// its result from its input and memory, without I/O, sleeps, waits or
+// locks held across them. The gate runs such a handler on the caller's
+// goroutine: the goroutine and timer that let it return at the deadline
+// of a handler that ignores its context are not needed, since the handler
+// returns first. A tool that may block must not claim it.
+type Inliner interface {
+	Inline() bool
+}
+
 // Spec describes a tool for [Build]. Only Name and Call are required.
 type Spec struct {
 	Name        string
@@ -174,6 +184,8 @@ type Spec struct {
 	Preview func(context.Context, Env, Input) (string, error)
 	// Timeout zero means the gate's default.
 	Timeout time.Duration
+	// Inline makes the tool an [Inliner]: Call never blocks.
+	Inline bool
 	// Call is the handler.
 	Call func(context.Context, Env, Input) (Result, error)
 }
@@ -233,6 +245,7 @@ func (b *built) Description() string          { return b.s.Description }
 func (b *built) Prompt() string               { return b.s.Prompt }
 func (b *built) InputSchema() json.RawMessage { return b.s.Schema }
 func (b *built) Timeout() time.Duration       { return b.s.Timeout }
+func (b *built) Inline() bool                 { return b.s.Inline }
 
 func (b *built) ReadOnly(in Input) bool {
 	return b.s.ReadOnly != nil && b.s.ReadOnly(in)

@@ -266,6 +266,7 @@ func enterPlanTool(ref *GateRef) tool.Spec {
 		ReadOnly:         yes, // it only takes power away
 		CheckPermissions: allow,
 		Accesses:         noAccess,
+		Inline:           true, // it only sets the gate's mode
 		Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			g, err := ref.get()
 			if err != nil {

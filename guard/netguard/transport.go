@@ -97,6 +97,12 @@ type Transport struct {
 	// MaxIdleConnsPerHost keeps that many idle connections per host for
 	// reuse; zero means net/http's default (2).
 	MaxIdleConnsPerHost int
+	// HTTP1Only, when true, never negotiates HTTP/2: each request has a
+	// kept-alive HTTP/1.1 connection of the per-origin pool to itself. A
+	// relay of HTTP/1.1 requests (the broker) wants this: one request per
+	// stream costs Go's HTTP/2 client and the server more per request
+	// (framing, flow control, a writer goroutine) than it saves.
+	HTTP1Only bool
 
 	once sync.Once
 	rt   *http.Transport
@@ -121,7 +127,7 @@ func (t *Transport) transport() *http.Transport {
 				RootCAs:    t.RootCAs,
 				MinVersion: tls.VersionTLS12,
 			},
-			ForceAttemptHTTP2:      true,
+			ForceAttemptHTTP2:      !t.HTTP1Only,
 			TLSHandshakeTimeout:    hs,
 			ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
 			DisableCompression:     t.DisableCompression,
@@ -214,8 +220,12 @@ func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 			return nil, fmt.Errorf("netguard: %s: authorize: %w", creq, err)
 		}
 	}
-	// Cloned only now: Authorize may add headers (credentials) to req.
-	out := req.Clone(ctx)
+	// Copied only now: Authorize may add headers (credentials) to req. A
+	// shallow copy: the caller's request keeps its URL, Host and Method,
+	// and shares the headers, which neither this Transport nor net/http's
+	// changes (a RoundTripper must not modify its request).
+	out := new(http.Request)
+	*out = *req
 	out.URL, out.Host, out.Method = wire, "", method
 	return out, nil
 }
