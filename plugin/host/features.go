@@ -290,22 +290,14 @@ func (h *Host) listResources(ctx context.Context, in featureInput) (string, erro
 		}
 		cancel()
 	}
-	b, _ := json.MarshalIndent(out, "", " ")
-	w := bounded{max: h.cfg.MaxOutput}
-	w.add(string(b))
-	return w.b.String(), nil
+	return h.boundedJSON(out), nil
 }
 
 func (h *Host) readResource(ctx context.Context, in featureInput) (string, error) {
 	if in.Server == "" || in.URI == "" {
 		return "", errors.New("server and uri are required")
 	}
-	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Resources })
-	if err != nil {
-		return "", err
-	}
-	p := ps[0]
-	s, err := p.featureSession(ctx)
+	p, s, err := h.featureServer(ctx, in.Server, func(f serverFeatures) bool { return f.Resources })
 	if err != nil {
 		return "", err
 	}
@@ -376,22 +368,14 @@ func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error)
 		}
 		cancel()
 	}
-	b, _ := json.MarshalIndent(out, "", " ")
-	w := bounded{max: h.cfg.MaxOutput}
-	w.add(string(b))
-	return w.b.String(), nil
+	return h.boundedJSON(out), nil
 }
 
 func (h *Host) getPrompt(ctx context.Context, in featureInput) (string, error) {
 	if in.Server == "" || in.Name == "" {
 		return "", errors.New("server and name are required")
 	}
-	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Prompts })
-	if err != nil {
-		return "", err
-	}
-	p := ps[0]
-	s, err := p.featureSession(ctx)
+	p, s, err := h.featureServer(ctx, in.Server, func(f serverFeatures) bool { return f.Prompts })
 	if err != nil {
 		return "", err
 	}
@@ -426,4 +410,26 @@ func (h *Host) getPrompt(ctx context.Context, in featureInput) (string, error) {
 		w.add("\n")
 	}
 	return w.b.String(), nil
+}
+
+// featureServer is the one plugin named server whose server has the
+// feature, with its session.
+func (h *Host) featureServer(ctx context.Context, server string, has func(serverFeatures) bool) (*Plugin, *mcp.ClientSession, error) {
+	ps, err := h.featuredPlugins(server, has)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := ps[0].featureSession(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ps[0], s, nil
+}
+
+// boundedJSON is v as indented JSON, bounded by MaxOutput.
+func (h *Host) boundedJSON(v any) string {
+	b, _ := json.MarshalIndent(v, "", " ")
+	w := bounded{max: h.cfg.MaxOutput}
+	w.add(string(b))
+	return w.b.String()
 }
