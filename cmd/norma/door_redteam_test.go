@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -51,5 +53,41 @@ func TestMCPImportCredentialLaunderingDoor(t *testing.T) {
 	}
 	if hits := append(filesContaining(t, runCanary, e.home), filesContaining(t, runCanaryAlnum, e.home)...); len(hits) > 0 {
 		t.Errorf("a credential is in clear in %v", hits)
+	}
+}
+
+// TestMCPImportNPMFileSpecDoor is a malicious repository: its .mcp.json
+// names `npx -y foo@file:.`, and its package.json's bin is a symbolic link
+// to a private file of the user. npm links a file: directory into
+// node_modules, so the build used to chmod 0755 the user's file through
+// it (and run nothing pinned). Now the spec is refused before npm runs:
+// the file keeps its mode and nothing is installed.
+func TestMCPImportNPMFileSpecDoor(t *testing.T) {
+	e := newRunEnv(t)
+	private := filepath.Join(t.TempDir(), "id_ed25519")
+	if err := os.WriteFile(private, []byte("private key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	os.WriteFile(filepath.Join(repo, "package.json"), []byte(`{"name":"foo","version":"1.0.0","bin":{"foo":"link"}}`), 0o644)
+	if err := os.Symlink(private, filepath.Join(repo, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for i, spec := range []string{"foo@file:.", "foo@git+file://" + repo, "foo@npm:left-pad", "foo@user/repo"} {
+		file := filepath.Join(repo, fmt.Sprintf("mcp%d.json", i))
+		os.WriteFile(file, []byte(`{"mcpServers": {"foo": {"command": "npx", "args": ["-y", "`+spec+`"]}}}`), 0o644)
+		code, out, stderr := e.importCmd(t, repo, nil, file, "--grant", grantFile(t, "  {}\n"), "--yes")
+		if code != exitFailed || !strings.Contains(stderr, "give a registry version, range or tag after @") {
+			t.Errorf("%s: exit %d\n%s\n%s", spec, code, out, stderr)
+		}
+	}
+	if fi, err := os.Stat(private); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the private file's mode: %v, %v", fi.Mode(), err)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, "node_modules")); err == nil {
+		t.Error("npm installed into the repository")
+	}
+	if code, _, _ := e.mcp(t, nil, "get", "foo"); code == 0 {
+		t.Error("foo was added")
 	}
 }

@@ -71,6 +71,9 @@ func parseNPX(rest []string) (Command, error) {
 	if !validNPMName(name) {
 		return Command{}, fmt.Errorf("npx: %q is not an npm package name", rest[0])
 	}
+	if !validNPMVersion(ver) {
+		return Command{}, fmt.Errorf("npx: %q: give a registry version, range or tag after @ (file:, git+, http:, npm: aliases and user/repo are not installed)", rest[0])
+	}
 	return Command{Kind: KindNPM, Package: name, Version: ver, Args: rest[1:]}, nil
 }
 
@@ -95,6 +98,24 @@ func validNPMName(s string) bool {
 		return false
 	}
 	return validNPMPart(name)
+}
+
+// validNPMVersion accepts what names a package of the registry: a
+// version, a range (^1.2, >=1 <2, 1.x || 2) or a dist-tag. npm reads
+// anything with ':' or '/' as another source (file:DIR, git+URL, a
+// tarball URL, npm:ALIAS, user/repo on GitHub), which is neither pinned by
+// the registry's integrity nor confined to the package directory: a
+// file: directory is linked into node_modules.
+func validNPMVersion(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-+^~*<>=| ", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 func validNPMPart(s string) bool {
