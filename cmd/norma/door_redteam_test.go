@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"os/exec"
@@ -89,5 +91,73 @@ func TestMCPImportNPMFileSpecDoor(t *testing.T) {
 	}
 	if code, _, _ := e.mcp(t, nil, "get", "foo"); code == 0 {
 		t.Error("foo was added")
+	}
+}
+
+// evilSetup is a setup.py that proves it ran by writing marker.
+func evilSetup(marker string) string {
+	return fmt.Sprintf("open(%q, 'w').write('ran on the host')\nfrom setuptools import setup\nsetup(name='pyevil', version='1.0', py_modules=['pyevil'])\n", marker)
+}
+
+// writeSdist writes pyevil-1.0.tar.gz, a source distribution whose
+// setup.py writes marker, into dir.
+func writeSdist(t *testing.T, dir, marker string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "pyevil-1.0.tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := gzip.NewWriter(f)
+	tw := tar.NewWriter(gz)
+	for name, body := range map[string]string{
+		"pyevil-1.0/setup.py":  evilSetup(marker),
+		"pyevil-1.0/pyevil.py": "print(1)\n",
+		"pyevil-1.0/PKG-INFO":  "Metadata-Version: 2.1\nName: pyevil\nVersion: 1.0\n",
+	} {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	gz.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMCPAddPythonHostCodeDoor: installing a python server must not run
+// its code on the host, where nothing confines it. A repository's
+// .mcp.json naming `python3 -m .` used to make pip build the repository
+// (its setup.py ran on the host); a source distribution from the index
+// (here a local one, as pip is configured to find it) was built the same
+// way. Now the path is refused as a module name and only wheels are
+// installed: neither setup.py runs, nothing is added.
+func TestMCPAddPythonHostCodeDoor(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newRunEnv(t)
+	marker := filepath.Join(t.TempDir(), "PWNED")
+	repo := t.TempDir()
+	os.WriteFile(filepath.Join(repo, "setup.py"), []byte(evilSetup(marker)), 0o644)
+	os.WriteFile(filepath.Join(repo, "pyevil.py"), []byte("print(1)\n"), 0o644)
+	file := filepath.Join(repo, ".mcp.json")
+	os.WriteFile(file, []byte(`{"mcpServers": {"pyevil": {"command": "python3", "args": ["-m", "."]}}}`), 0o644)
+	code, out, stderr := e.importCmd(t, repo, nil, file, "--grant", grantFile(t, "  {}\n"), "--yes")
+	if code != exitFailed || !strings.Contains(stderr, `python: "." is not a module name`) {
+		t.Errorf("import python3 -m .: exit %d\n%s\n%s", code, out, stderr)
+	}
+
+	sdists := t.TempDir()
+	writeSdist(t, sdists, marker)
+	env := []string{"PIP_NO_INDEX=1", "PIP_FIND_LINKS=" + sdists, "UV_NO_INDEX=1", "UV_FIND_LINKS=" + sdists, "PATH=/usr/bin:/bin"}
+	code, out, stderr = e.mcp(t, env, "add", "pyevil", "--grant", grantFile(t, "  {}\n"), "--yes", "--", "uvx", "pyevil")
+	if code != exitFailed {
+		t.Errorf("mcp add uvx pyevil (a source distribution): exit %d\n%s\n%s", code, out, stderr)
+	}
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("setup.py ran on the host: %s", b)
+	}
+	if code, _, _ := e.mcp(t, nil, "get", "pyevil"); code == 0 {
+		t.Error("pyevil was added")
 	}
 }

@@ -50,6 +50,9 @@ func Parse(argv []string) (Command, error) {
 		if len(rest) < 2 || rest[0] != "-m" {
 			return Command{}, errors.New("python: only `python3 -m MODULE ARGS` is supported")
 		}
+		if !validPythonName(rest[1]) || !pyDotted.MatchString(rest[1]) {
+			return Command{}, fmt.Errorf("python: %q is not a module name (python3 -m MODULE installs the distribution MODULE from the index)", rest[1])
+		}
 		return Command{Kind: KindPython, Package: rest[1], Module: rest[1], Args: rest[2:]}, nil
 	}
 	return Command{Kind: KindBinary, Package: argv[0], Args: rest}, nil
@@ -138,10 +141,24 @@ func parseUVX(rest []string) (Command, error) {
 	if !ok {
 		name, ver, _ = strings.Cut(rest[0], "@")
 	}
-	if !validPythonName(name) {
-		return Command{}, fmt.Errorf("uvx: %q is not a python package name", rest[0])
+	if !validPythonName(name) || !validPythonVersion(ver) {
+		return Command{}, fmt.Errorf("uvx: %q is not a python package name (and version)", rest[0])
 	}
 	return Command{Kind: KindPython, Package: name, Version: ver, Args: rest[1:]}, nil
+}
+
+// validPythonVersion accepts a PEP 440 version (1.2.3, 1.0rc1, 2!1.0+local,
+// 1.*): nothing pip would read as a path, a URL or another requirement.
+func validPythonVersion(s string) bool {
+	if len(s) > 100 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".*+!-_", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 func validPythonName(s string) bool {
