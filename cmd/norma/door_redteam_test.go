@@ -161,3 +161,33 @@ func TestMCPAddPythonHostCodeDoor(t *testing.T) {
 		t.Error("pyevil was added")
 	}
 }
+
+// TestMCPAddTerminalEscapesDoor: a program whose name holds a control
+// sequence (a malicious client file names it) reaches the install screen
+// through the proposed description, and `mcp get` through the source and
+// command. No raw escape byte reaches the terminal, and get keeps the
+// command on its line.
+func TestMCPAddTerminalEscapesDoor(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newRunEnv(t)
+	dir := t.TempDir()
+	name := "ev\x1b[1A\x1b[2Kil\nX"
+	echoServer(t, dir, name)
+	cmd := exec.Command(normaBin(t), "--home", e.home, "mcp", "add", "esc", "--grant", grantFile(t, "  {}\n"), "--yes", "--", "./"+name)
+	cmd.Dir = dir
+	code, out, stderr := doorCmd(t, cmd)
+	if code != 0 || !strings.Contains(out, `MCP server esc (binary ev\x1b[1A\x1b[2Kil`) {
+		t.Fatalf("mcp add: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, got, _ := e.mcp(t, nil, "get", "esc")
+	if code != 0 || !strings.Contains(got, `  command     ./ev\x1b[1A\x1b[2Kil\nX`+"\n") {
+		t.Errorf("mcp get:\n%s", got)
+	}
+	for _, s := range []string{out, stderr, got} {
+		if strings.ContainsRune(s, 0x1b) {
+			t.Errorf("a raw escape reached the terminal:\n%q", s)
+		}
+	}
+}
