@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,4 +191,42 @@ func TestMCPAddTerminalEscapesDoor(t *testing.T) {
 			t.Errorf("a raw escape reached the terminal:\n%q", s)
 		}
 	}
+}
+
+// TestMCPAddNodeProjectSecretsDoor: `node ./server.js` run from a project
+// copies the file's directory into the package, which the server reads.
+// The project's .env files and Norma's policy file, which the deny globs
+// keep from every tool and server, used to be copied with it; now they
+// are left out: the canary is in no file under the state directory.
+func TestMCPAddNodeProjectSecretsDoor(t *testing.T) {
+	requireNPM(t)
+	e := newRunEnv(t)
+	proj := t.TempDir()
+	js, err := os.ReadFile(filepath.Join("..", "..", "plugin", "mcpadd", "testdata", "echo_server.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(proj, "server.js"), js, 0o644)
+	os.MkdirAll(filepath.Join(proj, "config", ".norma"), 0o755)
+	os.MkdirAll(filepath.Join(proj, ".norma"), 0o755)
+	for _, f := range []string{".env", "config/.env.local", ".norma/policy.yaml"} {
+		os.WriteFile(filepath.Join(proj, f), []byte("TOKEN="+runCanary+"\n"), 0o600)
+	}
+	cmd := exec.Command(normaBin(t), "--home", e.home, "mcp", "add", "proj", "--grant", grantFile(t, "  {}\n"), "--yes", "--", "node", "./server.js")
+	cmd.Dir = proj
+	if code, out, stderr := doorCmd(t, cmd); code != 0 {
+		t.Fatalf("mcp add node ./server.js: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if hits := filesContaining(t, "server.js", e.home); len(hits) == 0 {
+		t.Fatal("the server is not in the package")
+	}
+	if hits := filesContaining(t, runCanary, e.home); len(hits) > 0 {
+		t.Errorf("the project's secrets were copied into the package: %v", hits)
+	}
+	filepath.WalkDir(e.home, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == ".env" {
+			t.Errorf("%s was copied into the package", p)
+		}
+		return nil
+	})
 }

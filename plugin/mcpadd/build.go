@@ -307,6 +307,17 @@ func withDeny(fs *manifest.Filesystem) (*manifest.Filesystem, error) {
 	if fs == nil {
 		return nil, nil
 	}
+	deny, err := builtinDeny()
+	if err != nil {
+		return nil, err
+	}
+	fs.Deny = deny
+	return fs, nil
+}
+
+// builtinDeny is the built-in tools' deny globs (.env files, Norma's own
+// policy and settings), which no server is given either.
+func builtinDeny() ([]string, error) {
 	b, err := tools.Manifest()
 	if err != nil {
 		return nil, err
@@ -314,8 +325,7 @@ func withDeny(fs *manifest.Filesystem) (*manifest.Filesystem, error) {
 	if b.Permissions.Filesystem == nil || len(b.Permissions.Filesystem.Deny) == 0 {
 		return nil, errors.New("the built-in tools' manifest has no deny globs")
 	}
-	fs.Deny = slices.Clone(b.Permissions.Filesystem.Deny)
-	return fs, nil
+	return slices.Clone(b.Permissions.Filesystem.Deny), nil
 }
 
 // probeVars are the templates' values for the probe; a secret is a fresh
