@@ -15,8 +15,18 @@ func Show(w io.Writer, m *Manifest) { ShowData(w, m, "") }
 
 // ShowData is Show with the host path of the plugin's data directory
 // (plugin.Manager.DataDir) on the line that announces it; "" names it
-// STATE/plugins/ID/data.
+// STATE/plugins/ID/data. Every string of the screen but its own words is
+// the package author's (the description, a secret's purpose, paths), so
+// the whole screen is escaped for the terminal on its way out
+// (termtext.EscapeText): a control sequence in them cannot move the
+// cursor over, erase or recolor what the person consents to.
 func ShowData(w io.Writer, m *Manifest, dataDir string) {
+	var b strings.Builder
+	showData(&b, m, dataDir)
+	io.WriteString(w, termtext.EscapeText(b.String()))
+}
+
+func showData(w io.Writer, m *Manifest, dataDir string) {
 	p := m.Permissions
 	fmt.Fprintf(w, "%s %s\n", m.ID, m.Version)
 	if m.Description != "" {

@@ -60,7 +60,8 @@ func importServer(cmd *cobra.Command, f *addFlags, s mcpadd.ServerConfig) error 
 		return err
 	}
 	for k, v := range s.Env {
-		if r.env[k], err = mcpadd.ExpandHostEnv(v, os.LookupEnv); err != nil {
+		_, secret := r.secrets[k]
+		if r.env[k], err = mcpadd.ExpandHostEnv(v, secret, os.LookupEnv); err != nil {
 			return fmt.Errorf("env %s: %w", k, err)
 		}
 	}

@@ -180,9 +180,9 @@ func printServer(w io.Writer, s *mcpServer, grant map[string][]string) {
 	vs := s.state.Versions[s.state.Active]
 	p := func(format string, a ...any) { fmt.Fprint(w, termtext.EscapeText(fmt.Sprintf(format, a...))) }
 	p("%s: %s %s (%s)\n", s.state.ServerName(), s.state.ID, s.state.Active, s.scope())
-	p("  source      %s\n", sourceLine(s.source))
+	p("  source      %s\n", termtext.Escape(sourceLine(s.source)))
 	if s.source != nil {
-		p("  integrity   %s\n  command     %s\n", s.source.Integrity, strings.Join(s.source.Command, " "))
+		p("  integrity   %s\n  command     %s\n", termtext.Escape(s.source.Integrity), termtext.Escape(strings.Join(s.source.Command, " ")))
 	}
 	p("  merkle root %s\n  starts      %s\n", vs.MerkleRoot, manifest.LaunchLine(s.manifest))
 	if s.manifest.DataDir {

@@ -105,7 +105,7 @@ func TestEverythingSampling(t *testing.T) {
 		t.Fatal(err)
 	}
 	prov := &countingProvider{Provider: scripted.New(script)}
-	e.host.cfg.Sampling = &Sampling{Provider: prov, Model: "m", MaxTokens: 60}
+	e.host.cfg.Sampling = &Sampling{Provider: prov, Model: "m", MaxTokens: 200}
 	res, err = p.call(ctx, "trigger-sampling-request", in, "")
 	if err != nil || res.IsError || !strings.Contains(res.Content, "sampled-answer-9z") {
 		t.Fatalf("allowed sampling = %+v, %v", res, err)
@@ -113,10 +113,11 @@ func TestEverythingSampling(t *testing.T) {
 	if prov.maxTokens[0] != 40 {
 		t.Errorf("asked the provider for %d tokens, want 40", prov.maxTokens[0])
 	}
-	// The scripted provider counts no usage: the reservation was 40 of 60;
-	// exhaust the budget by hand, as two more calls would.
+	// The scripted provider counts no usage: the reservation was the
+	// input's bound and 40 of 200; exhaust the budget by hand, as more
+	// calls would.
 	e.host.sampleMu.Lock()
-	e.host.sampled = 60
+	e.host.sampled = 200
 	e.host.sampleMu.Unlock()
 	res, err = p.call(ctx, "trigger-sampling-request", in, "")
 	if err != nil || !res.IsError {

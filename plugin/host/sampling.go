@@ -69,23 +69,31 @@ func (p *Plugin) sample(ctx context.Context, params *mcp.CreateMessageParams) (*
 		}
 		req.Messages = append(req.Messages, provider.Message{Role: provider.Role(m.Role), Blocks: []provider.Block{{Type: provider.BlockText, Text: t.Text}}})
 	}
-	// Reserve the request's output tokens within what is left.
+	// Reserve the request's input (at most inputBound tokens) and output
+	// tokens within what is left: the input is spent as soon as the
+	// provider reads it, so a request whose input alone may not fit is
+	// refused before it is sent, and concurrent requests cannot together
+	// pass the budget.
+	in := inputBound(req)
 	h.sampleMu.Lock()
 	left := s.MaxTokens - h.sampled
-	want := int(params.MaxTokens)
-	if want <= 0 || want > left {
-		want = left
-	}
-	if left <= 0 {
+	if left <= 0 || in >= left {
 		h.sampleMu.Unlock()
-		return refuse(ReasonSamplingBudget, fmt.Sprintf("the run's sampling budget of %d tokens is spent", s.MaxTokens))
+		if left <= 0 {
+			return refuse(ReasonSamplingBudget, fmt.Sprintf("the run's sampling budget of %d tokens is spent", s.MaxTokens))
+		}
+		return refuse(ReasonSamplingBudget, fmt.Sprintf("the request's input (up to %d tokens) does not fit in the %d tokens left of the run's sampling budget", in, left))
 	}
-	h.sampled += want
+	want := int(params.MaxTokens)
+	if want <= 0 || want > left-in {
+		want = left - in
+	}
+	h.sampled += in + want
 	h.sampleMu.Unlock()
 	req.MaxTokens = want
 	resp, err := s.Provider.Complete(ctx, req, nil)
 	h.sampleMu.Lock()
-	h.sampled -= want
+	h.sampled -= in + want
 	if err == nil {
 		h.sampled += resp.Usage.InputTokens + resp.Usage.OutputTokens
 	}
@@ -107,4 +115,18 @@ func (p *Plugin) sample(ctx context.Context, params *mcp.CreateMessageParams) (*
 		stop = "maxTokens"
 	}
 	return &mcp.CreateMessageResult{Content: &mcp.TextContent{Text: cfg.Redactor.Redact(b.String())}, Model: s.Provider.Name(), Role: "assistant", StopReason: stop}, nil
+}
+
+// inputBound bounds the input tokens of req from above: its text's bytes
+// (a token of a byte-level tokenizer covers at least one byte) and a few
+// tokens of framing per message.
+func inputBound(req provider.Request) int {
+	n := len(req.System) + 8
+	for _, m := range req.Messages {
+		n += 8
+		for _, b := range m.Blocks {
+			n += len(b.Text)
+		}
+	}
+	return n
 }

@@ -140,29 +140,50 @@ func install(ctx context.Context, b *builder, c Command) (Source, string, error)
 }
 
 // checkEnv refuses what must not reach a file: a credential-looking
-// variable that is not declared a secret, and one that is both.
+// variable that is not declared a secret, one that is both, and a plain
+// variable or argument whose value holds a token of a known format
+// (ghp_..., AKIA..., a JWT: secret.Redactor's formats), whatever its
+// name — the manifest, the install screen and `mcp get` show them in clear.
 func checkEnv(o Options) error {
 	if !plugin.ValidServerName(o.Name) {
 		return fmt.Errorf("server name %q: use letters, digits, '-' and '_'", o.Name)
 	}
-	for k := range o.Env {
+	tokens := secret.NewRedactor()
+	for k, v := range o.Env {
 		if _, ok := o.Secrets[k]; ok {
 			return fmt.Errorf("internal: %s is both env and secret", k)
 		}
 		if LooksLikeCredential(k) {
 			return &CredentialError{Key: k}
 		}
+		if _, c := tokens.RedactCount(v); len(c) > 0 {
+			return &CredentialError{Key: k, Value: true}
+		}
+	}
+	for i, a := range o.Argv {
+		if _, c := tokens.RedactCount(a); len(c) > 0 {
+			return fmt.Errorf("%w: argument %d of the command holds a token (%s); it would be written into the plugin's manifest in clear. "+
+				"Pass it in a variable declared a secret instead: --secret K=ORIGIN", ErrCredential, i, strings.Join(sortedKeys(c), ", "))
+		}
 	}
 	return nil
 }
 
-// CredentialError refuses a credential given as a plain variable.
-type CredentialError struct{ Key string }
+// CredentialError refuses a credential given as a plain variable: by its
+// name (Key looks like one) or by its value (Value: it holds a token).
+type CredentialError struct {
+	Key   string
+	Value bool
+}
 
 func (e *CredentialError) Error() string {
-	return fmt.Sprintf("--env %s looks like a credential; it would be written into the plugin's manifest in clear. "+
+	what := "looks like a credential"
+	if e.Value {
+		what = "holds a token"
+	}
+	return fmt.Sprintf("--env %s %s; it would be written into the plugin's manifest in clear. "+
 		"Declare it a secret for the origin it is sent to: --secret %s=https://api.example.com "+
-		"(the value is then taken from --env %s=... or from %s in your environment and stored in the vault)", e.Key, e.Key, e.Key, e.Key)
+		"(the value is then taken from --env %s=... or from %s in your environment and stored in the vault)", e.Key, what, e.Key, e.Key, e.Key)
 }
 
 // ErrCredential matches a *CredentialError with errors.Is.
@@ -286,6 +307,17 @@ func withDeny(fs *manifest.Filesystem) (*manifest.Filesystem, error) {
 	if fs == nil {
 		return nil, nil
 	}
+	deny, err := builtinDeny()
+	if err != nil {
+		return nil, err
+	}
+	fs.Deny = deny
+	return fs, nil
+}
+
+// builtinDeny is the built-in tools' deny globs (.env files, Norma's own
+// policy and settings), which no server is given either.
+func builtinDeny() ([]string, error) {
 	b, err := tools.Manifest()
 	if err != nil {
 		return nil, err
@@ -293,8 +325,7 @@ func withDeny(fs *manifest.Filesystem) (*manifest.Filesystem, error) {
 	if b.Permissions.Filesystem == nil || len(b.Permissions.Filesystem.Deny) == 0 {
 		return nil, errors.New("the built-in tools' manifest has no deny globs")
 	}
-	fs.Deny = slices.Clone(b.Permissions.Filesystem.Deny)
-	return fs, nil
+	return slices.Clone(b.Permissions.Filesystem.Deny), nil
 }
 
 // probeVars are the templates' values for the probe; a secret is a fresh

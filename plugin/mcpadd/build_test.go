@@ -184,3 +184,24 @@ func TestBuildProbeSeesNothingOfTheUser(t *testing.T) {
 		t.Errorf("control: %s\n%s", m.Tools[0].Description, p.Manifest)
 	}
 }
+
+// TestChmodInsideRefusesLinkOut: a bin target reached through a linked
+// directory (what npm makes of a file: dependency) that leaves the
+// package is not made executable: the host file keeps its mode.
+func TestChmodInsideRefusesLinkOut(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "x.js"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755)
+	if err := os.Symlink(outside, filepath.Join(dir, "node_modules", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chmodInside(dir, "node_modules/foo/x.js"); err == nil {
+		t.Error("chmodInside followed a link out of the package")
+	}
+	if fi, _ := os.Stat(filepath.Join(outside, "x.js")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the outside file's mode is %v", fi.Mode())
+	}
+}

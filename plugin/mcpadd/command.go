@@ -50,6 +50,9 @@ func Parse(argv []string) (Command, error) {
 		if len(rest) < 2 || rest[0] != "-m" {
 			return Command{}, errors.New("python: only `python3 -m MODULE ARGS` is supported")
 		}
+		if !validPythonName(rest[1]) || !pyDotted().MatchString(rest[1]) {
+			return Command{}, fmt.Errorf("python: %q is not a module name (python3 -m MODULE installs the distribution MODULE from the index)", rest[1])
+		}
 		return Command{Kind: KindPython, Package: rest[1], Module: rest[1], Args: rest[2:]}, nil
 	}
 	return Command{Kind: KindBinary, Package: argv[0], Args: rest}, nil
@@ -70,6 +73,9 @@ func parseNPX(rest []string) (Command, error) {
 	name, ver := splitNPMSpec(rest[0])
 	if !validNPMName(name) {
 		return Command{}, fmt.Errorf("npx: %q is not an npm package name", rest[0])
+	}
+	if !validNPMVersion(ver) {
+		return Command{}, fmt.Errorf("npx: %q: give a registry version, range or tag after @ (file:, git+, http:, npm: aliases and user/repo are not installed)", rest[0])
 	}
 	return Command{Kind: KindNPM, Package: name, Version: ver, Args: rest[1:]}, nil
 }
@@ -97,6 +103,24 @@ func validNPMName(s string) bool {
 	return validNPMPart(name)
 }
 
+// validNPMVersion accepts what names a package of the registry: a
+// version, a range (^1.2, >=1 <2, 1.x || 2) or a dist-tag. npm reads
+// anything with ':' or '/' as another source (file:DIR, git+URL, a
+// tarball URL, npm:ALIAS, user/repo on GitHub), which is neither pinned by
+// the registry's integrity nor confined to the package directory: a
+// file: directory is linked into node_modules.
+func validNPMVersion(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".-+^~*<>=| ", c)) {
+			return false
+		}
+	}
+	return true
+}
+
 func validNPMPart(s string) bool {
 	if s == "" || len(s) > 214 || s[0] == '.' || s[0] == '_' {
 		return false
@@ -117,10 +141,24 @@ func parseUVX(rest []string) (Command, error) {
 	if !ok {
 		name, ver, _ = strings.Cut(rest[0], "@")
 	}
-	if !validPythonName(name) {
-		return Command{}, fmt.Errorf("uvx: %q is not a python package name", rest[0])
+	if !validPythonName(name) || !validPythonVersion(ver) {
+		return Command{}, fmt.Errorf("uvx: %q is not a python package name (and version)", rest[0])
 	}
 	return Command{Kind: KindPython, Package: name, Version: ver, Args: rest[1:]}, nil
+}
+
+// validPythonVersion accepts a PEP 440 version (1.2.3, 1.0rc1, 2!1.0+local,
+// 1.*): nothing pip would read as a path, a URL or another requirement.
+func validPythonVersion(s string) bool {
+	if len(s) > 100 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".*+!-_", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 func validPythonName(s string) bool {

@@ -124,11 +124,18 @@ var envRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\
 
 // ExpandHostEnv replaces ${VAR} and ${VAR:-default} in s with the host's
 // VAR, as the MCP clients do; a VAR that is unset and has no default is
-// an error.
-func ExpandHostEnv(s string, lookup func(string) (string, bool)) (string, error) {
-	var missing []string
+// an error. Unless the value is a secret's (it then goes to the vault), a
+// VAR whose name looks like a credential (${AWS_SECRET_ACCESS_KEY}) is
+// refused: a client's file must not pull the user's credentials into a
+// plain variable, which the manifest holds in clear.
+func ExpandHostEnv(s string, secret bool, lookup func(string) (string, bool)) (string, error) {
+	var missing, creds []string
 	out := envRef().ReplaceAllStringFunc(s, func(ref string) string {
 		m := envRef().FindStringSubmatch(ref)
+		if !secret && LooksLikeCredential(m[1]) {
+			creds = append(creds, m[1])
+			return ""
+		}
 		if v, ok := lookup(m[1]); ok && v != "" {
 			return v
 		}
@@ -138,6 +145,10 @@ func ExpandHostEnv(s string, lookup func(string) (string, bool)) (string, error)
 		missing = append(missing, m[1])
 		return ""
 	})
+	if len(creds) > 0 {
+		return "", fmt.Errorf("%w: ${%s} looks like a credential and the variable is not declared a secret; "+
+			"its value would be written into the plugin's manifest in clear (declare it: --secret K=ORIGIN)", ErrCredential, creds[0])
+	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		return "", fmt.Errorf("${%s} is not set in the environment", strings.Join(slices.Compact(missing), "}, ${"))

@@ -53,7 +53,7 @@ func TestExpandHostEnv(t *testing.T) {
 	env := map[string]string{"A": "1", "EMPTY": ""}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	for in, want := range map[string]string{"${A}/x": "1/x", "${B:-d}": "d", "${EMPTY:-e}": "e", "$A ${A}": "$A 1", "${data}/m": ""} {
-		got, err := ExpandHostEnv(in, lookup)
+		got, err := ExpandHostEnv(in, false, lookup)
 		if want == "" {
 			if err == nil || !strings.Contains(err.Error(), "${data} is not set") {
 				t.Errorf("ExpandHostEnv(%q) = %q, %v, want an error", in, got, err)

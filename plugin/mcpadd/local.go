@@ -10,6 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/norma-run/norma/manifest"
 )
 
 // MaxCopy bounds what a node FILE's directory may hold (bytes).
@@ -25,7 +29,11 @@ func copyNode(b *builder, c Command) (Source, string, error) {
 	if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
 		return Source{}, "", fmt.Errorf("node: %s is not a file", c.Package)
 	}
-	if err := copyTree(filepath.Dir(file), filepath.Join(b.dir, "app")); err != nil {
+	skip, err := deniedFiles()
+	if err != nil {
+		return Source{}, "", err
+	}
+	if err := copyTree(filepath.Dir(file), filepath.Join(b.dir, "app"), skip); err != nil {
 		return Source{}, "", err
 	}
 	digest, err := fileIntegrity(file)
@@ -87,10 +95,29 @@ func fileIntegrity(file string) (string, error) {
 	return "sha256-" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
 }
 
+// deniedFiles reports a path (relative to the copied directory) that the
+// built-in tools' deny globs keep from every tool and server (.env files,
+// Norma's own policy and settings): the directory of a node FILE is often
+// a project, and what is copied into the package the server can read.
+func deniedFiles() (func(rel string) bool, error) {
+	globs, err := builtinDeny()
+	if err != nil {
+		return nil, err
+	}
+	return func(rel string) bool {
+		for _, g := range globs {
+			if ok, _ := doublestar.Match(manifest.WorkspaceGlob(g), rel); ok {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
 // copyTree copies the regular files and directories under src to dst,
-// skipping .git and npm's .bin link directories and any other link; at
-// most MaxCopy bytes.
-func copyTree(src, dst string) error {
+// skipping .git and npm's .bin link directories, any other link and the
+// files skip names; at most MaxCopy bytes.
+func copyTree(src, dst string, skip func(rel string) bool) error {
 	var total int64
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -103,7 +130,7 @@ func copyTree(src, dst string) error {
 			return filepath.SkipDir
 		case d.IsDir():
 			return os.MkdirAll(target, 0o755)
-		case !d.Type().IsRegular():
+		case !d.Type().IsRegular(), skip(filepath.ToSlash(rel)):
 			return nil
 		}
 		fi, err := d.Info()

@@ -33,7 +33,7 @@ func installNPM(ctx context.Context, b *builder, c Command) (Source, string, err
 		return Source{}, "", err
 	}
 	entry := path.Join("node_modules", c.Package, target)
-	if err := os.Chmod(filepath.Join(b.dir, filepath.FromSlash(entry)), 0o755); err != nil {
+	if err := chmodInside(b.dir, entry); err != nil {
 		return Source{}, "", fmt.Errorf("npm: bin target %s: %w", entry, err)
 	}
 	integrity, err := lockIntegrity(filepath.Join(b.dir, "package-lock.json"), c.Package)
@@ -143,4 +143,23 @@ func dropBinLinks(root string) error {
 		}
 	}
 	return err
+}
+
+// chmodInside makes the file at rel under dir executable, following links
+// only inside dir: a link that leaves the package (a linked directory, a
+// symbolic link in it) must not change the mode of a file of the host.
+func chmodInside(dir, rel string) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	fi, err := root.Stat(filepath.FromSlash(rel))
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file")
+	}
+	return root.Chmod(filepath.FromSlash(rel), 0o755)
 }

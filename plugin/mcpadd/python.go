@@ -19,6 +19,9 @@ const SystemPython = "/usr/bin/python3"
 
 // installPython installs the distribution c.Package into dir/lib (uv when
 // on PATH, else pip of SystemPython) and writes the launcher bin/NAME.
+// Only wheels are installed (--only-binary :all:): building a source
+// distribution runs its setup.py or build backend on the host, unconfined
+// — npm's install scripts, which --ignore-scripts keeps from running.
 func installPython(ctx context.Context, b *builder, c Command) (Source, string, error) {
 	spec := c.Package
 	if c.Version != "" {
@@ -29,9 +32,9 @@ func installPython(ctx context.Context, b *builder, c Command) (Source, string, 
 	var err error
 	if uv, lerr := exec.LookPath("uv"); lerr == nil {
 		installer = "uv"
-		err = b.run(ctx, uv, "pip", "install", "--python", SystemPython, "--target", lib, spec)
+		err = b.run(ctx, uv, "pip", "install", "--python", SystemPython, "--only-binary", ":all:", "--target", lib, spec)
 	} else {
-		err = b.run(ctx, SystemPython, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "--target", lib, spec)
+		err = b.run(ctx, SystemPython, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "--only-binary", ":all:", "--target", lib, spec)
 	}
 	if err != nil {
 		return Source{}, "", err
