@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -247,48 +248,40 @@ func (w *bounded) add(s string) {
 	w.b.WriteString(s)
 }
 
+// resourceEntry is one listed resource or resource template.
+type resourceEntry struct {
+	Server      string `json:"server"`
+	URI         string `json:"uri,omitempty"`
+	URITemplate string `json:"uriTemplate,omitempty"`
+	Name        string `json:"name"`
+	MIMEType    string `json:"mimeType,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
 func (h *Host) listResources(ctx context.Context, in featureInput) (string, error) {
 	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Resources })
 	if err != nil {
 		return "", err
 	}
-	type entry struct {
-		Server      string `json:"server"`
-		URI         string `json:"uri,omitempty"`
-		URITemplate string `json:"uriTemplate,omitempty"`
-		Name        string `json:"name"`
-		MIMEType    string `json:"mimeType,omitempty"`
-		Description string `json:"description,omitempty"`
-	}
-	var out []entry
+	var out []resourceEntry
 	for _, p := range ps {
-		s, err := p.featureSession(ctx)
+		err := h.withFeatureSession(ctx, p, func(cctx context.Context, s *mcp.ClientSession) error {
+			var err error
+			out, err = collect(out, s.Resources(cctx, nil), func(r *mcp.Resource) resourceEntry {
+				return resourceEntry{Server: p.server, URI: r.URI, Name: r.Name, MIMEType: r.MIMEType, Description: truncate(r.Description, 256)}
+			})
+			if err != nil {
+				return p.featureErr(cctx, ListResourcesTool, err)
+			}
+			// Templates are optional: an error ends their list only.
+			out, _ = collect(out, s.ResourceTemplates(cctx, nil), func(r *mcp.ResourceTemplate) resourceEntry {
+				return resourceEntry{Server: p.server, URITemplate: r.URITemplate, Name: r.Name, MIMEType: r.MIMEType, Description: truncate(r.Description, 256)}
+			})
+			return nil
+		})
 		if err != nil {
 			return "", err
 		}
-		cctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
-		n := 0
-		for r, err := range s.Resources(cctx, nil) {
-			if err != nil {
-				cancel()
-				return "", p.featureErr(cctx, ListResourcesTool, err)
-			}
-			if n++; n > maxListed {
-				break
-			}
-			out = append(out, entry{Server: p.server, URI: r.URI, Name: r.Name, MIMEType: r.MIMEType, Description: truncate(r.Description, 256)})
-		}
-		n = 0
-		for r, err := range s.ResourceTemplates(cctx, nil) {
-			if err != nil {
-				break // templates are optional
-			}
-			if n++; n > maxListed {
-				break
-			}
-			out = append(out, entry{Server: p.server, URITemplate: r.URITemplate, Name: r.Name, MIMEType: r.MIMEType, Description: truncate(r.Description, 256)})
-		}
-		cancel()
 	}
 	return h.boundedJSON(out), nil
 }
@@ -328,45 +321,44 @@ func orUnknown(mime string) string {
 	return mime
 }
 
+// promptEntry is one listed prompt.
+type promptEntry struct {
+	Server      string      `json:"server"`
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	Arguments   []promptArg `json:"arguments,omitempty"`
+}
+
+type promptArg struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
 func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error) {
 	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Prompts })
 	if err != nil {
 		return "", err
 	}
-	type arg struct {
-		Name        string `json:"name"`
-		Description string `json:"description,omitempty"`
-		Required    bool   `json:"required,omitempty"`
-	}
-	type entry struct {
-		Server      string `json:"server"`
-		Name        string `json:"name"`
-		Description string `json:"description,omitempty"`
-		Arguments   []arg  `json:"arguments,omitempty"`
-	}
-	var out []entry
+	var out []promptEntry
 	for _, p := range ps {
-		s, err := p.featureSession(ctx)
+		err := h.withFeatureSession(ctx, p, func(cctx context.Context, s *mcp.ClientSession) error {
+			var err error
+			out, err = collect(out, s.Prompts(cctx, nil), func(pr *mcp.Prompt) promptEntry {
+				e := promptEntry{Server: p.server, Name: pr.Name, Description: truncate(pr.Description, 256)}
+				for _, a := range pr.Arguments {
+					e.Arguments = append(e.Arguments, promptArg{Name: a.Name, Description: truncate(a.Description, 256), Required: a.Required})
+				}
+				return e
+			})
+			if err != nil {
+				return p.featureErr(cctx, ListPromptsTool, err)
+			}
+			return nil
+		})
 		if err != nil {
 			return "", err
 		}
-		cctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
-		n := 0
-		for pr, err := range s.Prompts(cctx, nil) {
-			if err != nil {
-				cancel()
-				return "", p.featureErr(cctx, ListPromptsTool, err)
-			}
-			if n++; n > maxListed {
-				break
-			}
-			e := entry{Server: p.server, Name: pr.Name, Description: truncate(pr.Description, 256)}
-			for _, a := range pr.Arguments {
-				e.Arguments = append(e.Arguments, arg{Name: a.Name, Description: truncate(a.Description, 256), Required: a.Required})
-			}
-			out = append(out, e)
-		}
-		cancel()
 	}
 	return h.boundedJSON(out), nil
 }
@@ -432,4 +424,31 @@ func (h *Host) boundedJSON(v any) string {
 	w := bounded{max: h.cfg.MaxOutput}
 	w.add(string(b))
 	return w.b.String()
+}
+
+// withFeatureSession runs f with p's session under the call timeout.
+func (h *Host) withFeatureSession(ctx context.Context, p *Plugin, f func(context.Context, *mcp.ClientSession) error) error {
+	s, err := p.featureSession(ctx)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
+	defer cancel()
+	return f(cctx, s)
+}
+
+// collect appends to out, converted by f, the items of seq up to
+// maxListed of them; an error from seq ends it.
+func collect[T, E any](out []E, seq iter.Seq2[T, error], f func(T) E) ([]E, error) {
+	n := 0
+	for x, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		if n++; n > maxListed {
+			break
+		}
+		out = append(out, f(x))
+	}
+	return out, nil
 }
