@@ -69,6 +69,20 @@ func findServer(cmd *cobra.Command, name string) (*mcpServer, bool, error) {
 	return nil, false, nil
 }
 
+// openServer finds the server called name and opens the plugin manager
+// of the state directory; call done when finished.
+func openServer(cmd *cobra.Command, name string) (*mcpServer, *plugin.Manager, func(), error) {
+	s, err := mustFindServer(cmd, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, done, err := manager(cmd, false, "", true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return s, m, done, nil
+}
+
 func mustFindServer(cmd *cobra.Command, name string) (*mcpServer, error) {
 	s, ok, err := findServer(cmd, name)
 	if err != nil {
@@ -136,11 +150,7 @@ func newMCPGetCmd() *cobra.Command {
 		Short: "Show an MCP server: source pin, launch line, tools with their effects, grant",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := mustFindServer(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			m, done, err := manager(cmd, false, "", true)
+			s, m, done, err := openServer(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -210,11 +220,7 @@ func newMCPRemoveCmd() *cobra.Command {
 		Short: "Remove an MCP server: its plugin, its data directory and its secrets in the vault",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := mustFindServer(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			m, done, err := manager(cmd, false, "", true)
+			s, m, done, err := openServer(cmd, args[0])
 			if err != nil {
 				return err
 			}
