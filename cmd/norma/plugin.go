@@ -44,9 +44,10 @@ func pluginErr(err error) error {
 	return exitWith(exitFailed, err)
 }
 
-// progress prints throttled progress lines on w; nil when quiet.
+// progress prints throttled progress lines on w; nil when quiet or when w
+// is not a terminal (its "\r" lines would run into what follows in a log).
 func progress(w io.Writer, what string, quiet bool) plugin.Progress {
-	if quiet {
+	if f, ok := w.(*os.File); quiet || !ok || !isTerminal(f) {
 		return nil
 	}
 	// Short work prints nothing; long work prints at most 4 lines a second.
