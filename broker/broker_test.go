@@ -18,6 +18,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/manifest"
 )
 
 func TestAllowedGETInjectsToken(t *testing.T) {
@@ -628,6 +629,11 @@ func TestEnv(t *testing.T) {
 	for k, v := range got {
 		if strings.Contains(v, canary) || strings.Contains(v, CAKeyFile) {
 			t.Errorf("Env %s leaks %q", k, v)
+		}
+		// A manifest's env may not override what the broker sets (a
+		// secret's variable is refused by the manifest on its own).
+		if k != "ISSUE_TOKEN" && !manifest.ReservedEnv(k) {
+			t.Errorf("Env sets %s, which manifest.ReservedEnv does not reserve", k)
 		}
 	}
 }

@@ -90,9 +90,11 @@ func walkTemplate(s string, f func(lit, ref string) error) error {
 	}
 }
 
-// reservedEnv reports whether the host sets variable k for every plugin
-// (paths, the broker's proxy and CA settings), so a manifest may not.
-func reservedEnv(k string) bool {
+// ReservedEnv reports whether the host sets variable k for every plugin
+// (paths, the broker's proxy and CA settings), so a manifest may not. The
+// broker's and the plugin host's tests check that every variable they set
+// is listed here.
+func ReservedEnv(k string) bool {
 	switch strings.ToUpper(k) {
 	case "PATH", "HOME", "TMPDIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
 		"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO":
@@ -136,7 +138,7 @@ func (c *checker) launch(m *Manifest) {
 		switch {
 		case !validEnvName(k):
 			c.add(ptr, true, "%q is not a variable name (letters, digits and _, not starting with a digit, at most 128)", k)
-		case reservedEnv(k):
+		case ReservedEnv(k):
 			c.add(ptr, true, "%s is set by Norma for every plugin and cannot be set here", k)
 		case secretEnv[k]:
 			c.add(ptr, true, "%s already receives a secret's placeholder (permissions.secrets[].env)", k)
