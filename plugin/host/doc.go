@@ -13,9 +13,10 @@
 // matches its pin or is seen for the first time (then pinned, and offered
 // from the next Load: a session's registry is fixed when it starts);
 // anything else — an undeclared tool, a pinned tool changed — holds the
-// plugin (PLUGIN_HELD) until the user consents again. MCP tool
-// annotations are ignored: effects and approval come from the signed
-// manifest.
+// plugin (PLUGIN_HELD) until the user consents again. At run time MCP
+// tool annotations are ignored: effects and approval come from the
+// manifest (Wrap only proposes them from annotations, as untrusted
+// suggestions the user reviews before consent).
 //
 // Beyond tools: a server's resources and prompts are offered through
 // [Host.FeatureTools], behind the gate; its logging messages and progress
