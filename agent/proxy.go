@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/provider"
 )
@@ -16,13 +17,16 @@ import (
 // as a model's tool_use in [Session.Run] would, without a model. It is the
 // door of a host that relays another agent's calls (`norma mcp proxy`):
 // such a host never reaches a tool but through it. Each call gets its own
-// tool_use id; a call the approval service left pending is refused (it
-// cannot be resumed), its approval id in the result.
+// tool_use id. A call the approval service left pending (see
+// [PendingApprover]) is refused with APPROVAL_PENDING and the approval's
+// id: once it is approved, the same call again (same input, same run)
+// redeems it.
 func (s *Session) Execute(ctx context.Context, toolName string, input json.RawMessage) gate.Result {
 	id := "relay_" + strconv.FormatUint(s.explains.Add(1), 10)
 	r := s.g.Execute(ctx, gate.Call{ID: id, RunID: s.cfg.runID, Principals: s.Principals(), Tool: toolName, Input: input})
-	if a := s.takePending(id); a != "" && r.ApprovalID == "" {
-		r.ApprovalID = a
+	if a := s.takePending(id); a != "" && r.IsError {
+		r.Reason, r.ApprovalID = capability.ReasonApprovalPending, a
+		r.Content = "approval " + a + " is pending: approve it (norma approvals approve " + a + "), then make the same call again"
 	}
 	return r
 }

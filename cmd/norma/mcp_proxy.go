@@ -44,10 +44,11 @@ func newMCPProxyCmd() *cobra.Command {
 			"lets you see, under the server's own names; every tools/call, resources/read and prompts/get is decided,\n" +
 			"approved, capped, redacted and audited by the gate. A refusal is a tool error whose text begins\n" +
 			"\"norma: REASON:\".\n\n" +
-			"Approvals: asked through the client (MCP elicitation) when it supports it; otherwise the call waits up to\n" +
-			"--approval-wait for `norma approvals approve ID` in another terminal, then is refused (APPROVAL_EXPIRED);\n" +
-			"--approval-wait 0 refuses at once (APPROVAL_DENIED). --headless runs in dontAsk mode: a call that needs\n" +
-			"approval is refused at once (MODE_DENIED), and nobody is asked.\n\n" +
+			"Approvals: asked through the client (MCP elicitation, with the preview the terminal prompt shows) when it\n" +
+			"supports it; otherwise the call waits up to --approval-wait for `norma approvals approve ID` in another\n" +
+			"terminal, then is refused (APPROVAL_PENDING: once approved, the same call again runs); --approval-wait 0\n" +
+			"refuses at once (APPROVAL_DENIED). --headless runs in dontAsk mode: a call that needs approval is refused\n" +
+			"at once (MODE_DENIED), and nobody is asked.\n\n" +
 			"stdout carries MCP frames only; Norma's messages go to stderr. The proxy exits when the client closes\n" +
 			"stdin, and stops the server.",
 		Args: cobra.ExactArgs(1),
@@ -102,7 +103,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
 	// The approver asks the client, known once the proxy is built; the
 	// service is needed before.
 	var ask lateApprover
-	svc, err := approval.NewService(db, &approval.Options{Sink: log, Approver: &ask})
+	svc, err := approval.NewService(db, &approval.Options{Sink: log, Approver: agent.PendingApprover(&ask, approval.DefaultTTL)})
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
@@ -132,7 +133,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
 		return exitWith(exitFailed, err)
 	}
 	defer sess.Close()
-	p, err := proxy.New(proxy.Options{Door: sess, Server: server, Version: proxyVersion()})
+	p, err := proxy.New(proxy.Options{Door: sess, Server: server, Version: proxyVersion(), Approvals: svc})
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	Server string
 	// Version is the version the proxy advertises (Norma's).
 	Version string
+	// Approvals is the door's approval service, through which a client
+	// that supports elicitation answers; nil asks no client.
+	Approvals Approvals
 }
 
 // MetaReason is the _meta key of a tool result that holds the gate's
@@ -47,6 +50,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	session *mcp.ServerSession // the client's, once it sent a request
+	asked   map[string]string  // approval id → the call (callKey) it was asked for
 }
 
 // New builds the proxy's MCP server: the tools the door lists for the
@@ -56,7 +60,7 @@ func New(o Options) (*Proxy, error) {
 	if o.Door == nil || o.Server == "" {
 		return nil, errors.New("proxy: a door and a server name are required")
 	}
-	p := &Proxy{o: o}
+	p := &Proxy{o: o, asked: map[string]string{}}
 	prefix := host.ToolName(o.Server, "")
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	var tools []provider.ToolSpec
@@ -100,7 +104,19 @@ func (p *Proxy) callTool(full string) mcp.ToolHandler {
 		if len(in) == 0 || string(in) == "null" {
 			in = json.RawMessage(`{}`)
 		}
-		r := p.o.Door.Execute(context.WithValue(ctx, sessionKey{}, req.Session), full, in)
+		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
+		if refusal, ok := p.answered(ctx, req.Session, req.Params, full, in); refusal != nil {
+			return toolResult(*refusal), nil
+		} else if ok {
+			// Approved: the repeated call redeems the approval.
+			return toolResult(p.o.Door.Execute(ctx, full, in)), nil
+		}
+		r := p.o.Door.Execute(ctx, full, in)
+		if r.Reason == capability.ReasonApprovalPending && r.ApprovalID != "" && p.o.Approvals != nil && canElicit(req.Session) {
+			if res, ok := p.askClient(ctx, r.ApprovalID, full, in); ok {
+				return res, nil
+			}
+		}
 		return toolResult(r), nil
 	}
 }

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// proxyClient starts `norma mcp proxy NAME ARGS...` (the built binary, in
+// the workspace) as a real MCP client does, over stdio, and connects to it
+// with the go-sdk client; elicit, when set, answers the proxy's
+// elicitations (and declares the capability). The session is closed at
+// the end of the test, and the proxy's stderr checked for the canary.
+func (e runEnv) proxyClient(t *testing.T, elicit func(*mcp.ElicitRequest) (*mcp.ElicitResult, error), name string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(normaBin(t), append([]string{"--home", e.home, "mcp", "proxy", name}, args...)...)
+	cmd.Dir = e.ws
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	opts := &mcp.ClientOptions{}
+	if elicit != nil {
+		opts.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return elicit(r) }
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "norma-door-test", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	s, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connect to the proxy: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		s.Close()
+		cancel()
+		if strings.Contains(stderr.String(), runCanary) {
+			t.Errorf("canary on the proxy's stderr:\n%s", stderr.String())
+		}
+	})
+	return s
+}
+
+// callTool calls tool with args and returns the result's text and reason.
+func callTool(t *testing.T, s *mcp.ClientSession, tool string, args map[string]any) (text, reason string, isErr bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", tool, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	reason, _ = res.Meta["norma/reason"].(string)
+	if strings.Contains(b.String(), runCanary) {
+		t.Errorf("%s: the canary reached the client: %q", tool, b.String())
+	}
+	return b.String(), reason, res.IsError
+}
+
+// approveAll and declineAll answer an elicitation, counting the asks.
+func answer(n *atomic.Int32, msgs *[]string, action, decision string) func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		n.Add(1)
+		*msgs = append(*msgs, r.Params.Message)
+		res := &mcp.ElicitResult{Action: action}
+		if action == "accept" {
+			res.Content = map[string]any{"decision": decision}
+		}
+		return res, nil
+	}
+}
+
+// auditEvents returns the events of the state directory's audit log.
+func (e runEnv) auditEvents(t *testing.T) []map[string]any {
+	t.Helper()
+	code, out, errs := door(t, "--home", e.home, "audit", "query", "--json")
+	if code != 0 {
+		t.Fatalf("audit query: exit %d\n%s", code, errs)
+	}
+	var recs []struct{ Event map[string]any }
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("audit query: %v\n%s", err, out)
+	}
+	var evs []map[string]any
+	for _, r := range recs {
+		evs = append(evs, r.Event)
+	}
+	return evs
+}
+
+// finalDecision is the reason of the last gate event of tool in the log
+// whose detail names tool_use id… of run: one per call.
+func callReasons(evs []map[string]any, tool string) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev["tool"] != tool {
+			continue
+		}
+		if ev["type"] == "tool_call_finished" || ev["type"] == "capability_decision" {
+			out = append(out, toString(ev["reason"]))
+		}
+	}
+	return out
+}
+
+// TestMCPProxyFilesystemDoor: server-filesystem, added with read of the
+// workspace and write of out/ granted (writes need approval), served by
+// `norma mcp proxy fs` to a go-sdk client over stdio. tools/list shows
+// the server's own names with their schemas; a read goes through; .env
+// is refused and its canary reaches nobody; a write the client approves
+// through elicitation runs once, one it declines does nothing; an
+// approved write outside out/ fails in the sandbox and writes nothing;
+// --headless refuses at once and asks nobody; without elicitation a
+// write waits for `norma approvals approve` from another process, then
+// runs. Every call is in the audit log, and the log verifies.
+func TestMCPProxyFilesystemDoor(t *testing.T) {
+	requireNPM(t)
+	e := newRunEnv(t)
+	os.MkdirAll(filepath.Join(e.ws, "out"), 0o755)
+	e.addNPM(t, "fs", "filesystem", "  filesystem:\n    read: [\"workspace://**\"]\n    write: [\"workspace://out/**\"]\n", nil, e.ws)
+	p := func(rel string) string { return filepath.Join(e.ws, rel) }
+
+	var asked atomic.Int32
+	var msgs []string
+	s := e.proxyClient(t, answer(&asked, &msgs, "accept", "approve"), "fs")
+	ctx := context.Background()
+	tl, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]*mcp.Tool{}
+	for _, tool := range tl.Tools {
+		names[tool.Name] = tool
+		if strings.HasPrefix(tool.Name, "mcp__") {
+			t.Errorf("tools/list: %s carries the gate's name", tool.Name)
+		}
+	}
+	if w := names["write_file"]; w == nil || !strings.Contains(string(mustJSON(t, w.InputSchema)), `"content"`) {
+		t.Fatalf("tools/list: no write_file with its schema: %v", names)
+	}
+	if names["read_text_file"] == nil {
+		t.Fatalf("tools/list: no read_text_file: %v", names)
+	}
+
+	if text, reason, isErr := callTool(t, s, "read_text_file", map[string]any{"path": p("docs/intro.md")}); isErr || reason != "ALLOWED" || !strings.Contains(text, "hello") {
+		t.Errorf("allowed read: %q %s %v", text, reason, isErr)
+	}
+	if text, _, isErr := callTool(t, s, "read_text_file", map[string]any{"path": p(".env")}); !isErr {
+		t.Errorf("reading .env was not refused: %q", text)
+	}
+	// Approved through elicitation: it runs once.
+	if text, reason, isErr := callTool(t, s, "write_file", map[string]any{"path": p("out/ok.md"), "content": "approved"}); isErr || reason != "ALLOWED" {
+		t.Errorf("approved write: %q %s", text, reason)
+	}
+	if b, err := os.ReadFile(p("out/ok.md")); err != nil || string(b) != "approved" {
+		t.Errorf("out/ok.md = %q, %v", b, err)
+	}
+	if asked.Load() != 1 || !strings.Contains(msgs[0], "write_file") || !strings.Contains(msgs[0], "out/ok.md") {
+		t.Errorf("elicitation: %d asks, %q", asked.Load(), msgs)
+	}
+	// Approved, but outside the write grant: the sandbox refuses it.
+	if text, _, isErr := callTool(t, s, "write_file", map[string]any{"path": p("docs/evil.md"), "content": "evil"}); !isErr {
+		t.Errorf("write outside the grant reported success: %q", text)
+	}
+	if _, err := os.Stat(p("docs/evil.md")); err == nil {
+		t.Error("docs/evil.md was written outside the write grant")
+	}
+
+	// The client declines: nothing happens.
+	var declined atomic.Int32
+	var dmsgs []string
+	d := e.proxyClient(t, answer(&declined, &dmsgs, "decline", ""), "fs")
+	if text, reason, isErr := callTool(t, d, "write_file", map[string]any{"path": p("out/no.md"), "content": "no"}); !isErr || reason != "APPROVAL_DENIED" ||
+		!strings.HasPrefix(text, "norma: APPROVAL_DENIED:") {
+		t.Errorf("declined write: %q %s %v", text, reason, isErr)
+	}
+	if _, err := os.Stat(p("out/no.md")); err == nil || declined.Load() != 1 {
+		t.Errorf("declined write: out/no.md exists (%v) or %d asks", err, declined.Load())
+	}
+
+	// --headless: refused at once, nobody asked, even a client that could
+	// answer.
+	var hasked atomic.Int32
+	var hmsgs []string
+	h := e.proxyClient(t, answer(&hasked, &hmsgs, "accept", "approve"), "fs", "--headless")
+	start := time.Now()
+	if text, reason, isErr := callTool(t, h, "write_file", map[string]any{"path": p("out/h.md"), "content": "h"}); !isErr || reason != "MODE_DENIED" ||
+		!strings.HasPrefix(text, "norma: MODE_DENIED:") {
+		t.Errorf("headless write: %q %s %v", text, reason, isErr)
+	}
+	if _, err := os.Stat(p("out/h.md")); err == nil || hasked.Load() != 0 || time.Since(start) > 30*time.Second {
+		t.Errorf("headless write: out/h.md exists (%v), %d asks, %s", err, hasked.Load(), time.Since(start))
+	}
+
+	// No elicitation: the call waits for `norma approvals approve` in
+	// another process.
+	q := e.proxyClient(t, nil, "fs", "--approval-wait", "90s")
+	approved := make(chan string, 1)
+	go func() {
+		deadline := time.Now().Add(80 * time.Second)
+		for time.Now().Before(deadline) {
+			_, out, _ := door(t, "--home", e.home, "approvals", "list", "--json")
+			var recs []map[string]any
+			json.Unmarshal([]byte(out), &recs)
+			for _, r := range recs {
+				if r["tool"] == "mcp__fs__write_file" {
+					id := toString(r["id"])
+					code, _, errs := door(t, "--home", e.home, "approvals", "approve", id)
+					if code != 0 {
+						approved <- "approve: " + errs
+						return
+					}
+					approved <- id
+					return
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		approved <- "no pending approval"
+	}()
+	if text, reason, isErr := callTool(t, q, "write_file", map[string]any{"path": p("out/queued.md"), "content": "queued"}); isErr || reason != "ALLOWED" {
+		t.Errorf("queued write: %q %s", text, reason)
+	}
+	if id := <-approved; !strings.HasPrefix(id, "apr_") {
+		t.Errorf("approving from another process: %s", id)
+	}
+	if b, err := os.ReadFile(p("out/queued.md")); err != nil || string(b) != "queued" {
+		t.Errorf("out/queued.md = %q, %v", b, err)
+	}
+
+	for _, c := range []*mcp.ClientSession{s, d, h, q} {
+		c.Close()
+	}
+	evs := e.auditEvents(t)
+	reads, writes := callReasons(evs, "mcp__fs__read_text_file"), callReasons(evs, "mcp__fs__write_file")
+	if len(reads) != 2 || reads[0] != "ALLOWED" {
+		t.Errorf("audited reads: %v", reads)
+	}
+	count := func(list []string, want string) (n int) {
+		for _, x := range list {
+			if x == want {
+				n++
+			}
+		}
+		return n
+	}
+	// ok and queued ran; h was refused by the mode; ok, evil and no were
+	// held for the client's answer first.
+	if count(writes, "ALLOWED") != 2 || count(writes, "MODE_DENIED") != 1 || count(writes, "APPROVAL_REQUIRED") < 3 {
+		t.Errorf("audited writes: %v", writes)
+	}
+	var decisions []string
+	for _, ev := range evs {
+		if ev["tool"] == "mcp__fs__write_file" && strings.HasPrefix(toString(ev["type"]), "approval_") {
+			decisions = append(decisions, toString(ev["type"]))
+		}
+	}
+	if d := strings.Join(decisions, " "); strings.Count(d, "approval_granted") != 3 || strings.Count(d, "approval_denied") != 1 {
+		t.Errorf("audited approvals: %v", decisions)
+	}
+	if code, out, errs := door(t, "--home", e.home, "audit", "verify"); code != 0 {
+		t.Errorf("audit verify: exit %d\n%s%s", code, out, errs)
+	}
+	// Closing the client stopped the proxy and its server.
+	if procs := processesWith(e.ws); len(procs) > 0 {
+		t.Errorf("processes left with the workspace in their command line: %v", procs)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// processesWith lists the processes whose command line contains s, after
+// a grace period for the ones being stopped.
+func processesWith(s string) []string {
+	var out []string
+	for range 50 {
+		out = out[:0]
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && bytes.Contains(b, []byte(s)) && e.Name() != "self" {
+				out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return out
+}
