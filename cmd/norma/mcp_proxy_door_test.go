@@ -308,3 +308,92 @@ func processesWith(s string) []string {
 	}
 	return out
 }
+
+// inspector returns the MCP Inspector CLI ($NORMA_TEST_MCP_INSPECTOR,
+// installed by .ci/run): a skip without it, a failure under
+// NORMA_REQUIRE_SANDBOX=1.
+func inspector(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("NORMA_TEST_MCP_INSPECTOR")
+	if p == "" {
+		if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
+			t.Fatal("NORMA_TEST_MCP_INSPECTOR is required")
+		}
+		t.Skip("NORMA_TEST_MCP_INSPECTOR is not set")
+	}
+	return p
+}
+
+// inspect runs `mcp-inspector --cli norma --home HOME mcp proxy ARGS...`
+// in the workspace and returns its exit code and the JSON it printed.
+func (e runEnv) inspect(t *testing.T, args ...string) (int, map[string]any, string) {
+	t.Helper()
+	cmd := exec.Command(inspector(t), append([]string{"--cli", normaBin(t), "--home", e.home, "mcp", "proxy"}, args...)...)
+	cmd.Dir = e.ws
+	code, out, errs := doorCmd(t, cmd)
+	i := strings.Index(out, "{")
+	var v map[string]any
+	if i < 0 || json.NewDecoder(strings.NewReader(out[i:])).Decode(&v) != nil {
+		t.Fatalf("inspector %v: exit %d, no JSON:\n%s\n%s", args, code, out, errs)
+	}
+	return code, v, errs
+}
+
+// TestMCPProxyInspectorDoor: the MCP Inspector CLI, a second real client,
+// runs `norma mcp proxy fs`: tools/list gives the server's tools under
+// their own names; an allowed read returns the file; a write under
+// --headless is a tool error carrying MODE_DENIED, and nothing is
+// written.
+func TestMCPProxyInspectorDoor(t *testing.T) {
+	requireNPM(t)
+	inspector(t)
+	e := newRunEnv(t)
+	os.MkdirAll(filepath.Join(e.ws, "out"), 0o755)
+	e.addNPM(t, "fs", "filesystem", "  filesystem:\n    read: [\"workspace://**\"]\n    write: [\"workspace://out/**\"]\n", nil, e.ws)
+
+	code, list, errs := e.inspect(t, "fs", "--method", "tools/list")
+	tools, _ := list["tools"].([]any)
+	var names []string
+	for _, x := range tools {
+		m, _ := x.(map[string]any)
+		names = append(names, toString(m["name"]))
+		if m["inputSchema"] == nil {
+			t.Errorf("tools/list: %v has no inputSchema", m["name"])
+		}
+	}
+	if code != 0 || !strings.Contains(" "+strings.Join(names, " ")+" ", " read_text_file ") || !strings.Contains(strings.Join(names, " "), "write_file") ||
+		strings.Contains(strings.Join(names, " "), "mcp__") {
+		t.Fatalf("tools/list: exit %d, %v\n%s", code, names, errs)
+	}
+
+	text := func(v map[string]any) string {
+		var b strings.Builder
+		c, _ := v["content"].([]any)
+		for _, x := range c {
+			m, _ := x.(map[string]any)
+			b.WriteString(toString(m["text"]))
+		}
+		return b.String()
+	}
+	meta := func(v map[string]any) string { m, _ := v["_meta"].(map[string]any); return toString(m["norma/reason"]) }
+	code, res, errs := e.inspect(t, "fs", "--method", "tools/call", "--tool-name", "read_text_file", "--tool-arg", "path="+filepath.Join(e.ws, "docs/intro.md"))
+	if code != 0 || res["isError"] == true || meta(res) != "ALLOWED" || !strings.Contains(text(res), "hello") {
+		t.Errorf("allowed read: exit %d, %v\n%s", code, res, errs)
+	}
+
+	target := filepath.Join(e.ws, "out", "inspected.md")
+	_, res, errs = e.inspect(t, "fs", "--headless", "--method", "tools/call", "--tool-name", "write_file", "--tool-arg", "path="+target, "--tool-arg", "content=x")
+	if res["isError"] != true || meta(res) != "MODE_DENIED" || !strings.HasPrefix(text(res), "norma: MODE_DENIED:") {
+		t.Errorf("denied write: %v\n%s", res, errs)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("the denied write wrote the file")
+	}
+	evs := e.auditEvents(t)
+	if r := callReasons(evs, "mcp__fs__read_text_file"); len(r) != 1 || r[0] != "ALLOWED" {
+		t.Errorf("audited reads: %v", r)
+	}
+	if r := callReasons(evs, "mcp__fs__write_file"); len(r) != 1 || r[0] != "MODE_DENIED" {
+		t.Errorf("audited writes: %v", r)
+	}
+}
