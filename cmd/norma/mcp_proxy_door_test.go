@@ -18,9 +18,10 @@ import (
 // proxyClient starts `norma mcp proxy NAME ARGS...` (the built binary, in
 // the workspace) as a real MCP client does, over stdio, and connects to it
 // with the go-sdk client; elicit, when set, answers the proxy's
-// elicitations (and declares the capability). The session is closed at
+// elicitations (and declares the capability); proto is the protocol
+// version it asks for ("" the latest). The session is closed at
 // the end of the test, and the proxy's stderr checked for the canary.
-func (e runEnv) proxyClient(t *testing.T, elicit func(*mcp.ElicitRequest) (*mcp.ElicitResult, error), name string, args ...string) *mcp.ClientSession {
+func (e runEnv) proxyClient(t *testing.T, elicit func(*mcp.ElicitRequest) (*mcp.ElicitResult, error), proto, name string, args ...string) *mcp.ClientSession {
 	t.Helper()
 	cmd := exec.Command(normaBin(t), append([]string{"--home", e.home, "mcp", "proxy", name}, args...)...)
 	cmd.Dir = e.ws
@@ -32,7 +33,7 @@ func (e runEnv) proxyClient(t *testing.T, elicit func(*mcp.ElicitRequest) (*mcp.
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "norma-door-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	s, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	s, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	if err != nil {
 		cancel()
 		t.Fatalf("connect to the proxy: %v\n%s", err, stderr.String())
@@ -134,7 +135,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 
 	var asked atomic.Int32
 	var msgs []string
-	s := e.proxyClient(t, answer(&asked, &msgs, "accept", "approve"), "fs")
+	s := e.proxyClient(t, answer(&asked, &msgs, "accept", "approve"), "", "fs")
 	ctx := context.Background()
 	tl, err := s.ListTools(ctx, nil)
 	if err != nil {
@@ -178,10 +179,23 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 		t.Error("docs/evil.md was written outside the write grant")
 	}
 
+	// A client of an older protocol is asked by elicitation/create
+	// during the call (the SDK's way for it); it approves: the call runs
+	// once.
+	var oasked atomic.Int32
+	var omsgs []string
+	o := e.proxyClient(t, answer(&oasked, &omsgs, "accept", "approve"), "2025-11-25", "fs")
+	if text, reason, isErr := callTool(t, o, "write_file", map[string]any{"path": p("out/old.md"), "content": "old"}); isErr || reason != "ALLOWED" {
+		t.Errorf("approved write, older protocol: %q %s", text, reason)
+	}
+	if b, err := os.ReadFile(p("out/old.md")); err != nil || string(b) != "old" || oasked.Load() != 1 || !strings.Contains(omsgs[0], "out/old.md") {
+		t.Errorf("out/old.md = %q, %v; %d asks", b, err, oasked.Load())
+	}
+
 	// The client declines: nothing happens.
 	var declined atomic.Int32
 	var dmsgs []string
-	d := e.proxyClient(t, answer(&declined, &dmsgs, "decline", ""), "fs")
+	d := e.proxyClient(t, answer(&declined, &dmsgs, "decline", ""), "2025-11-25", "fs")
 	if text, reason, isErr := callTool(t, d, "write_file", map[string]any{"path": p("out/no.md"), "content": "no"}); !isErr || reason != "APPROVAL_DENIED" ||
 		!strings.HasPrefix(text, "norma: APPROVAL_DENIED:") {
 		t.Errorf("declined write: %q %s %v", text, reason, isErr)
@@ -194,7 +208,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 	// answer.
 	var hasked atomic.Int32
 	var hmsgs []string
-	h := e.proxyClient(t, answer(&hasked, &hmsgs, "accept", "approve"), "fs", "--headless")
+	h := e.proxyClient(t, answer(&hasked, &hmsgs, "accept", "approve"), "", "fs", "--headless")
 	start := time.Now()
 	if text, reason, isErr := callTool(t, h, "write_file", map[string]any{"path": p("out/h.md"), "content": "h"}); !isErr || reason != "MODE_DENIED" ||
 		!strings.HasPrefix(text, "norma: MODE_DENIED:") {
@@ -206,7 +220,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 
 	// No elicitation: the call waits for `norma approvals approve` in
 	// another process.
-	q := e.proxyClient(t, nil, "fs", "--approval-wait", "90s")
+	q := e.proxyClient(t, nil, "", "fs", "--approval-wait", "90s")
 	approved := make(chan string, 1)
 	go func() {
 		deadline := time.Now().Add(80 * time.Second)
@@ -240,7 +254,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 		t.Errorf("out/queued.md = %q, %v", b, err)
 	}
 
-	for _, c := range []*mcp.ClientSession{s, d, h, q} {
+	for _, c := range []*mcp.ClientSession{s, o, d, h, q} {
 		c.Close()
 	}
 	evs := e.auditEvents(t)
@@ -256,9 +270,9 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 		}
 		return n
 	}
-	// ok and queued ran; h was refused by the mode; ok, evil and no were
-	// held for the client's answer first.
-	if count(writes, "ALLOWED") != 2 || count(writes, "MODE_DENIED") != 1 || count(writes, "APPROVAL_REQUIRED") < 3 {
+	// ok, old and queued ran; h was refused by the mode; ok, evil, old
+	// and no were held for the client's answer first.
+	if count(writes, "ALLOWED") != 3 || count(writes, "MODE_DENIED") != 1 || count(writes, "APPROVAL_REQUIRED") < 4 {
 		t.Errorf("audited writes: %v", writes)
 	}
 	var decisions []string
@@ -267,7 +281,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 			decisions = append(decisions, toString(ev["type"]))
 		}
 	}
-	if d := strings.Join(decisions, " "); strings.Count(d, "approval_granted") != 3 || strings.Count(d, "approval_denied") != 1 {
+	if d := strings.Join(decisions, " "); strings.Count(d, "approval_granted") != 4 || strings.Count(d, "approval_denied") != 1 {
 		t.Errorf("audited approvals: %v", decisions)
 	}
 	if code, out, errs := door(t, "--home", e.home, "audit", "verify"); code != 0 {
