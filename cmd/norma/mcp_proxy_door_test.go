@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/norma-run/norma/sandbox/sandboxtest"
 )
 
 // proxyClient starts `norma mcp proxy NAME ARGS...` (the built binary, in
@@ -409,5 +412,67 @@ func TestMCPProxyInspectorDoor(t *testing.T) {
 	}
 	if r := callReasons(evs, "mcp__fs__write_file"); len(r) != 1 || r[0] != "MODE_DENIED" {
 		t.Errorf("audited writes: %v", r)
+	}
+}
+
+// TestMCPProxyEverythingDoor: server-everything (installed as a dev
+// plugin) through `norma mcp proxy`: its resources and prompts are
+// listed, read and got through the gate's feature tools, as in a run;
+// a settings deny rule on ReadMcpResource refuses resources/read with
+// RULE_DENIED, and the refusal is audited.
+func TestMCPProxyEverythingDoor(t *testing.T) {
+	sandboxtest.Require(t)
+	requireNPM(t)
+	e := newRunEnv(t)
+	pkg := everythingPkg(t)
+	grant := grantFile(t, "  {}\n")
+	if code, out, errs := door(t, "--home", e.home, "plugin", "install", "--dev", pkg, "--yes", "--grant", grant); code != 0 {
+		t.Fatalf("install: exit %d\n%s%s", code, out, errs)
+	}
+	s := e.proxyClient(t, nil, "", "local.everything")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const doc = "demo://resource/static/document/features.md"
+	rl, err := s.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatalf("resources/list: %v", err)
+	}
+	found := false
+	for _, r := range rl.Resources {
+		found = found || r.URI == doc
+	}
+	if !found {
+		t.Errorf("resources/list lacks %s: %d resources", doc, len(rl.Resources))
+	}
+	rr, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: doc})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "#") {
+		t.Errorf("resources/read: %v, %v", rr, err)
+	}
+	pl, err := s.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatalf("prompts/list: %v", err)
+	}
+	var prompts []string
+	for _, p := range pl.Prompts {
+		prompts = append(prompts, p.Name)
+	}
+	if !slices.Contains(prompts, "args-prompt") {
+		t.Errorf("prompts/list: %v", prompts)
+	}
+	gp, err := s.GetPrompt(ctx, &mcp.GetPromptParams{Name: "args-prompt", Arguments: map[string]string{"city": "Lyon"}})
+	if err != nil || len(gp.Messages) != 1 || !strings.Contains(gp.Messages[0].Content.(*mcp.TextContent).Text, "What's weather in Lyon?") {
+		t.Errorf("prompts/get: %v, %v", gp, err)
+	}
+	s.Close()
+
+	settings := filepath.Join(t.TempDir(), "settings.yaml")
+	os.WriteFile(settings, []byte("permissions:\n  deny: [\"ReadMcpResource\"]\n"), 0o644)
+	d := e.proxyClient(t, nil, "", "local.everything", "--settings", settings)
+	if _, err := d.ReadResource(ctx, &mcp.ReadResourceParams{URI: doc}); err == nil || !strings.Contains(err.Error(), "norma: RULE_DENIED:") {
+		t.Errorf("denied resources/read: %v", err)
+	}
+	d.Close()
+	if r := callReasons(e.auditEvents(t), "ReadMcpResource"); len(r) != 2 || r[0] != "ALLOWED" || r[1] != "RULE_DENIED" {
+		t.Errorf("audited reads: %v", r)
 	}
 }
