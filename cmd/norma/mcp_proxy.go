@@ -81,6 +81,10 @@ func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return exitWith(exitUsage, fmt.Errorf("mcp proxy: --workspace %s is not a directory", f.workspace))
 	}
+	if !srv.state.LoadsIn(ws) {
+		return exitWith(exitUsage, fmt.Errorf("mcp proxy: %s was added for another workspace (%s); run the proxy there (--workspace)",
+			termtext.Escape(name), termtext.Escape(srv.state.Workspace)))
+	}
 	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
 	if err != nil {
 		return exitWith(exitInternal, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -475,4 +476,79 @@ func TestMCPProxyEverythingDoor(t *testing.T) {
 	if r := callReasons(e.auditEvents(t), "ReadMcpResource"); len(r) != 2 || r[0] != "ALLOWED" || r[1] != "RULE_DENIED" {
 		t.Errorf("audited reads: %v", r)
 	}
+}
+
+// TestMCPProxyStdioDoor speaks raw JSON-RPC to `norma mcp proxy` over
+// its stdin: every line of its stdout is a JSON-RPC frame (the server's
+// stderr, with a terminal escape, never reaches it; Norma's notes go to
+// stderr, escaped); the tool works; closing stdin ends the proxy (exit
+// 0) and its server.
+func TestMCPProxyStdioDoor(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newRunEnv(t)
+	src := t.TempDir()
+	p := echoServer(t, src, "echo-server")
+	b, _ := os.ReadFile(p)
+	noisy := strings.Replace(string(b), "def main():\n", "def main():\n    sys.stderr.write('\\x1b]0;pwned\\x07 STDERR-MARK\\n'); sys.stderr.flush()\n", 1)
+	os.WriteFile(p, []byte(noisy), 0o755)
+	add := exec.Command(normaBin(t), "--home", e.home, "mcp", "add", "echo", "--workspace", e.ws, "--grant", grantFile(t, "  {}\n"), "--yes", "--", "./echo-server")
+	add.Dir = src
+	if code, out, errs := doorCmd(t, add); code != 0 {
+		t.Fatalf("mcp add: exit %d\n%s%s", code, out, errs)
+	}
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}
+`
+	cmd := exec.Command(normaBin(t), "--home", e.home, "mcp", "proxy", "echo")
+	cmd.Dir, cmd.Stdin = e.ws, &slowReader{lines: strings.SplitAfter(in, "\n")}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	out, errs := stdout.String(), stderr.String()
+	if err != nil || time.Since(start) > time.Minute {
+		t.Fatalf("proxy: %v after %s\n%s", err, time.Since(start), errs)
+	}
+	var ids []float64
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var f map[string]any
+		if err := json.Unmarshal([]byte(l), &f); err != nil || f["jsonrpc"] != "2.0" {
+			t.Errorf("stdout line is not a JSON-RPC frame: %q", l)
+			continue
+		}
+		if id, ok := f["id"].(float64); ok {
+			ids = append(ids, id)
+		}
+	}
+	if !slices.Equal(ids, []float64{1, 2, 3}) || !strings.Contains(out, `echo: hi`) {
+		t.Errorf("answers %v:\n%s", ids, out)
+	}
+	if strings.Contains(out, "STDERR-MARK") || strings.Contains(out+errs, "\x1b]0;") {
+		t.Errorf("the server's stderr or a raw escape reached the output:\n%q\n%q", out, errs)
+	}
+	if procs := processesWith(filepath.Join(e.home, "plugins")); len(procs) > 0 {
+		t.Errorf("processes left: %v", procs)
+	}
+}
+
+// slowReader gives one line per read, then, after a pause for the
+// answers, EOF: a client that sends its requests and closes stdin.
+type slowReader struct{ lines []string }
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if len(r.lines) == 0 {
+		time.Sleep(2 * time.Second)
+		return 0, io.EOF
+	}
+	time.Sleep(100 * time.Millisecond)
+	n := copy(p, r.lines[0])
+	r.lines[0] = r.lines[0][n:]
+	if r.lines[0] == "" {
+		r.lines = r.lines[1:]
+	}
+	return n, nil
 }

@@ -104,4 +104,3 @@ func proxyHome(cmd *cobra.Command) (string, error) {
 	}
 	return dir, nil
 }
-
