@@ -95,3 +95,41 @@ func TestRewriteRefuses(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRewrite: whatever the file, a rewrite that succeeds gives a file
+// that parses, whose rewritten servers run the proxy and whose other
+// servers are unchanged (Rewrite checks the latter itself).
+func FuzzRewrite(f *testing.F) {
+	for _, p := range []string{"testdata/config/claude.mcp.json", "testdata/config/gemini.settings.json", "testdata/config/codex.config.toml", "testdata/rewrite/codex.toml"} {
+		b, _ := os.ReadFile(p)
+		f.Add(b, strings.HasSuffix(p, ".toml"))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, toml bool) {
+		file := "x.json"
+		parse := parseJSON
+		if toml {
+			file, parse = "x.toml", parseTOML
+		}
+		servers, err := parse(file, b)
+		if err != nil {
+			return
+		}
+		argv := map[string][]string{}
+		for name := range servers {
+			argv[name] = proxyArgv(name)
+		}
+		out, err := Rewrite(file, b, argv)
+		if err != nil {
+			return
+		}
+		cur, err := parse(file, out)
+		if err != nil {
+			t.Fatalf("the result does not parse: %v\n%s", err, out)
+		}
+		for name := range argv {
+			if c := cur[name]; !IsProxy(ServerConfig{Command: c.Command, Args: c.Args}) || c.Args[2] != name {
+				t.Fatalf("%s not rewritten: %+v\n%s", name, c, out)
+			}
+		}
+	})
+}
