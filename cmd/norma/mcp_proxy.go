@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,7 +66,10 @@ func newMCPProxyCmd() *cobra.Command {
 
 // runProxy serves server name until the client closes stdin.
 func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
-	ctx := cmd.Context()
+	// A client that stops the proxy with a signal still gets the server
+	// stopped and the audit log closed (its checkpoint signed).
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
 	srv, err := mustFindServer(cmd, name)
 	if err != nil {
 		return err
