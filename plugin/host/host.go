@@ -36,7 +36,8 @@ const (
 // DefaultCallTimeout bounds a plugin tool call when Config does not.
 const DefaultCallTimeout = 2 * time.Minute
 
-// Config configures a Host. Manager, Workspace, Audit and Vault are required.
+// Config configures a Host. Workspace, Audit and Vault are required, and
+// Manager for installed plugins ([Host.Load]; [Host.LoadDev] needs none).
 type Config struct {
 	Home      string // state directory (broker CA, tool pins)
 	Manager   *plugin.Manager
@@ -103,8 +104,8 @@ type Host struct {
 
 // New returns a Host.
 func New(cfg Config) (*Host, error) {
-	if cfg.Manager == nil || cfg.Workspace == "" || cfg.Audit == nil || cfg.Vault == nil {
-		return nil, errors.New("plugin host: Manager, Workspace, Audit and Vault are required")
+	if cfg.Workspace == "" || cfg.Audit == nil || cfg.Vault == nil {
+		return nil, errors.New("plugin host: Workspace, Audit and Vault are required")
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
@@ -191,6 +192,10 @@ type Plugin struct {
 	// the broker spends one per approval_required request (see
 	// creditAuthorizer).
 	credits chan string
+
+	// dev is how a plugin that is not installed starts (LoadDev); nil
+	// for an installed one.
+	dev *devLaunch
 }
 
 // Load prepares the installed plugin id: its active version, manifest,
@@ -258,6 +263,9 @@ func (c Config) inputs(m *manifest.Manifest, grant *manifest.Layer, generation u
 }
 
 func (h *Host) prepare(id string) (*Plugin, error) {
+	if h.cfg.Manager == nil {
+		return nil, errors.New("plugin host: no plugin manager: installed plugins cannot be loaded")
+	}
 	st, err := h.cfg.Manager.Info(id)
 	if err != nil {
 		return nil, err

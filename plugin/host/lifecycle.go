@@ -112,13 +112,14 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 	return nil
 }
 
-// sandboxSpec is the sandbox of one plugin process: the package directory
-// and the broker CA read-only, the plugin's data directory read-write
+// sandboxSpec is the sandbox of one plugin process, installed or in
+// development (LoadDev): the package directory and the broker CA read-only, the plugin's data directory read-write
 // (data_dir: true), the workspace paths the policy grants (see
 // sandboxpolicy.Derive), an environment of defaults, broker settings and
 // the manifest's env, the broker as its only network, and the configured
 // limits. The command line is the entrypoint (its interpreter resolved on
-// the host, see EntryCommand) and the manifest's args.
+// the host, see EntryCommand) and the manifest's args, or a development
+// plugin's CMD and ARGS (see [Plugin.command]).
 func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connListener) (sandbox.Spec, error) {
 	cfg := p.h.cfg
 	env := []string{"PATH=" + SandboxPath, "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
@@ -145,12 +146,12 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 	if err != nil {
 		return sandbox.Spec{}, err
 	}
-	cmd, err := EntryCommand(filepath.Join(p.dir, filepath.FromSlash(p.m.Entrypoint)))
+	cmd, args, err := p.command()
 	if err != nil {
-		return sandbox.Spec{}, fmt.Errorf("entrypoint: %w", err)
+		return sandbox.Spec{}, err
 	}
 	argv := cmd.Argv
-	for i, a := range p.m.Args {
+	for i, a := range args {
 		x, err := manifest.Expand(a, vars)
 		if err != nil {
 			return sandbox.Spec{}, fmt.Errorf("args[%d]: %w", i, err)
@@ -166,7 +167,7 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 	}
 	spec := sandbox.Spec{
 		Argv:      argv,
-		Dir:       "/tmp",
+		Dir:       p.workDir(),
 		ReadOnly:  append([]string{p.dir, p.h.ca.CertPath()}, paths.ReadOnly...),
 		ReadWrite: rw,
 		Deny:      deny,
@@ -220,7 +221,9 @@ func (p *Plugin) launchVars(brk *broker.Broker) (manifest.Vars, error) {
 		return ph.String(), nil
 	}}
 	if p.m.DataDir {
-		v.Data = p.h.cfg.Manager.DataDir(p.m.ID)
+		if v.Data, err = p.dataDir(); err != nil {
+			return manifest.Vars{}, fmt.Errorf("data directory: %w", err)
+		}
 		if err := os.Mkdir(v.Data, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return manifest.Vars{}, fmt.Errorf("data directory: %w", err)
 		}
@@ -328,9 +331,11 @@ func (p *Plugin) stderrTail() []string {
 	return out
 }
 
-// Close stops the plugin's process tree and broker.
+// Close stops the plugin's process tree and broker (and removes a
+// development plugin's temporary data directory).
 func (p *Plugin) Close() error {
 	p.stop()
+	p.closeDev()
 	return nil
 }
 

@@ -71,7 +71,12 @@ func (p *Plugin) readPins() (map[string]pinnedTool, serverFeatures, bool) {
 	return out, f.Features, true
 }
 
+// writePins records the pins in the plugin's state; a development
+// plugin (no lockPath) keeps them in memory, for the run.
 func (p *Plugin) writePins() error {
+	if p.lockPath == "" {
+		return nil
+	}
 	f := pinFile{Version: p.m.Version, PermissionDigest: p.m.Permissions.Digest(), Features: p.caps}
 	for _, t := range p.tools {
 		f.Tools = append(f.Tools, t)
@@ -97,10 +102,13 @@ func (p *Plugin) hold(ctx context.Context, reason capability.Reason, detail stri
 	p.held = err
 	p.mu.Unlock()
 	// The hold outlives this process: a restart must not quietly serve the
-	// changed tools. `norma plugin consent ID --tools` releases it.
-	if werr := writeHold(p.h.cfg.Home, p.m, reason, detail); werr != nil {
-		p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypePluginHeld, Plugin: p.m.ID,
-			PluginVersion: p.m.Version, Reason: string(reason), Detail: map[string]string{"persist": werr.Error()}})
+	// changed tools. `norma plugin consent ID --tools` releases it. A
+	// development plugin has no state: its hold lasts for the run.
+	if p.dev == nil {
+		if werr := writeHold(p.h.cfg.Home, p.m, reason, detail); werr != nil {
+			p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypePluginHeld, Plugin: p.m.ID,
+				PluginVersion: p.m.Version, Reason: string(reason), Detail: map[string]string{"persist": werr.Error()}})
+		}
 	}
 	p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypePluginHeld, RunID: p.h.cfg.RunID,
 		Plugin: p.m.ID, PluginVersion: p.m.Version, ManifestDigest: p.m.Digest(), Reason: string(reason),
