@@ -64,9 +64,12 @@ type Options struct {
 	RunPolicy *manifest.Layer
 	// Plugins are plugins besides the installed ones (an embedder's own).
 	Plugins []agent.Plugin
-	// Declared are plugins known by their manifest only, not installed
-	// (`policy explain --manifest`): registered with the policy the plugin
-	// host would compile for them here, and never started.
+	// Declared are plugins known by their manifest only, not installed:
+	// registered with the policy the plugin host would compile for them
+	// here. One without a Launch is never started (`policy explain
+	// --manifest`); one with a Launch is loaded by the plugin host and
+	// served like an installed plugin (`mcp proxy --manifest`), unless
+	// Describe.
 	Declared []Declaration
 	// NoSubagents leaves out the Task tool; by default the session may run
 	// subagents, agent.DefaultMaxSubagentDepth deep.
@@ -156,10 +159,20 @@ type Options struct {
 }
 
 // Declaration is a plugin known by its manifest, as if installed with
-// Grant (nil: no grant layer).
+// Grant (nil: no grant layer, so the manifest's own requests under the
+// workspace, settings and run layers).
 type Declaration struct {
 	Manifest *manifest.Manifest
 	Grant    *manifest.Layer
+	// Launch, when set, starts the plugin for development: its server is
+	// Launch (CMD ARGS, in place of the manifest's entrypoint and args),
+	// run in Dir, the manifest's directory and its package, through the
+	// plugin host as an installed plugin runs (host.LoadDev): in the
+	// sandbox, behind the broker, its tools through the gate. Nothing is
+	// written to the plugin state. It needs Home and Vault; an installed
+	// plugin with the same id or server name is left out for the run.
+	Launch []string
+	Dir    string
 }
 
 // Runtime is a workspace's assembled runtime. It is not safe for
@@ -323,27 +336,26 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 		Layers: layers, Protected: []string{r.opts.Home, r.opts.Settings.UserDir}, Env: r.opts.ShellEnv, Limits: r.opts.Limits})
 }
 
-// loadPlugins loads every installed plugin through the plugin host, with
-// the workspace policy as a ceiling. A plugin that does not load is left
-// out, recorded as a [PluginFailure] and reported to Warn.
+// loadPlugins loads every installed plugin and every launched
+// Declaration through the plugin host, with the workspace policy as a
+// ceiling. An installed plugin that does not load is left out, recorded
+// as a [PluginFailure] and reported to Warn; a launched one that does not
+// load fails Open (the door asked for it by name).
 func (r *Runtime) loadPlugins(ctx context.Context) (err error) {
 	home := r.opts.Home
+	dev := r.launched()
 	if home == "" || (r.opts.Vault == nil && !r.opts.Describe) {
+		if len(dev) > 0 {
+			return errors.New("workspace: a launched declaration needs Home and Vault")
+		}
 		return nil
 	}
-	if fi, err := os.Stat(filepath.Join(home, "plugins")); err != nil || !fi.IsDir() {
-		return nil // nothing installed
-	}
-	m, err := plugin.NewManager(plugin.Options{Home: home, Audit: r.opts.Audit, Workspace: r.layer})
-	if err != nil {
-		return err
-	}
-	list, err := m.List()
-	if err != nil || len(list) == 0 {
+	list, m, err := r.installed()
+	if err != nil || len(list)+len(dev) == 0 {
 		return err
 	}
 	cfg := r.hostConfig()
-	cfg.Manager = m
+	cfg.Manager = m // nil when nothing is installed: none is created for a dev plugin
 	load := func(id string) (agent.Plugin, error) { return host.Describe(cfg, id) }
 	if !r.opts.Describe {
 		if cfg.Vault, err = r.opts.Vault(ctx); err != nil {
@@ -359,10 +371,28 @@ func (r *Runtime) loadPlugins(ctx context.Context) (err error) {
 			}
 		}()
 	}
+	shadowed := map[string]bool{}
+	for _, d := range dev {
+		p, err := r.host.LoadDev(ctx, d.Manifest, d.Dir, d.Launch, d.Grant)
+		if err != nil {
+			return err
+		}
+		shadowed[d.Manifest.ID] = true
+		r.declared = append(r.declared, p)
+		var ap agent.Plugin = p
+		if r.opts.WrapPlugin != nil {
+			ap = r.opts.WrapPlugin(ap)
+		}
+		r.plugins = append(r.plugins, ap)
+	}
 	var described []*host.Declared
 	for _, st := range list {
 		if !st.LoadsIn(r.dir) {
 			continue // added with --scope workspace for another workspace
+		}
+		if shadowed[st.ID] || shadowed[st.ServerName()] {
+			r.warn(fmt.Errorf("installed plugin %s is left out: the manifest given for development takes its name", st.ID))
+			continue
 		}
 		p, err := load(st.ID)
 		if err != nil {
@@ -385,6 +415,36 @@ func (r *Runtime) loadPlugins(ctx context.Context) (err error) {
 		r.features, err = host.DescribedFeatureTools(described)
 	}
 	return err
+}
+
+// installed lists the installed plugins with their manager; none, and no
+// manager (nothing is created in the state directory), when nothing is
+// installed.
+func (r *Runtime) installed() ([]*plugin.State, *plugin.Manager, error) {
+	if fi, err := os.Stat(filepath.Join(r.opts.Home, "plugins")); err != nil || !fi.IsDir() {
+		return nil, nil, nil // nothing installed
+	}
+	m, err := plugin.NewManager(plugin.Options{Home: r.opts.Home, Audit: r.opts.Audit, Workspace: r.layer})
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := m.List()
+	return list, m, err
+}
+
+// launched returns the Declarations to start (with a Launch), none when
+// describing.
+func (r *Runtime) launched() []Declaration {
+	if r.opts.Describe {
+		return nil
+	}
+	var out []Declaration
+	for _, d := range r.opts.Declared {
+		if d.Launch != nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // hostConfig is the plugin host's configuration for this workspace, less
@@ -420,8 +480,8 @@ func (r *Runtime) sampling() *host.Sampling {
 	return &host.Sampling{Provider: r.opts.Sampler, Model: r.opts.SamplerModel, MaxTokens: s.Sampling.MaxTokens}
 }
 
-// Declared returns the first Declared plugin, registered; nil when there
-// is none.
+// Declared returns the first Declared plugin, registered (a launched one
+// is a *host.Plugin); nil when there is none.
 func (r *Runtime) Declared() agent.Plugin {
 	if len(r.declared) == 0 {
 		return nil
@@ -429,9 +489,13 @@ func (r *Runtime) Declared() agent.Plugin {
 	return r.declared[0]
 }
 
-// declare registers the Declared plugins, after Plugins.
+// declare registers the Declared plugins that are not launched, after
+// Plugins (loadPlugins starts the launched ones).
 func (r *Runtime) declare() error {
 	for _, d := range r.opts.Declared {
+		if d.Launch != nil && !r.opts.Describe {
+			continue
+		}
 		p, err := host.Declare(r.hostConfig(), d.Manifest, d.Grant)
 		if err != nil {
 			return err
