@@ -19,6 +19,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/internal/termtext"
+	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/plugin/proxy"
 	"github.com/norma-run/norma/provider"
@@ -33,12 +34,15 @@ type proxyFlags struct {
 	settings     string
 	headless     bool
 	approvalWait time.Duration
+	// manifest and grant are the development form's: a manifest that is
+	// not installed, its server started by the command after --.
+	manifest, grant string
 }
 
 func newMCPProxyCmd() *cobra.Command {
 	var f proxyFlags
 	c := &cobra.Command{
-		Use:   "proxy NAME [--workspace DIR] [--headless] [--approval-wait D]",
+		Use:   "proxy (NAME | --manifest FILE [--grant FILE] -- CMD ARGS...) [--workspace DIR] [--headless] [--approval-wait D]",
 		Short: "Serve an added MCP server (or installed plugin) over stdio to any MCP client, every request through Norma's gate",
 		Long: "A stdio MCP server for a client's config (.mcp.json: {\"command\": \"norma\", \"args\": [\"mcp\", \"proxy\", \"NAME\"]}).\n" +
 			"Behind it the server NAME (its name or plugin id) runs as `norma run` runs it: in the workspace (default the\n" +
@@ -52,29 +56,100 @@ func newMCPProxyCmd() *cobra.Command {
 			"refuses at once (APPROVAL_DENIED). --headless runs in dontAsk mode: a call that needs approval is refused\n" +
 			"at once (MODE_DENIED), and nobody is asked.\n\n" +
 			"stdout carries MCP frames only; Norma's messages go to stderr. The proxy exits when the client closes\n" +
-			"stdin, and stops the server.",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runProxy(cmd, f, args[0]) },
+			"stdin, and stops the server.\n\n" +
+			"For development, --manifest FILE -- CMD ARGS... serves a manifest that is not installed the same way:\n" +
+			"CMD ARGS start its server in place of the manifest's entrypoint and args, in the manifest's directory\n" +
+			"(its package: mounted read-only, the server's working directory; it may not overlap the workspace).\n" +
+			"CMD is a path (relative to that directory) or a name looked up in the sandbox's PATH\n" +
+			"(" + host.SandboxPath + "), never yours; ARGS may use the manifest's templates (${workspace}, ...).\n" +
+			"Without --grant you consent to what the manifest declares, still capped by the workspace policy, the\n" +
+			"settings and managed settings (what `norma policy explain --manifest FILE` decides); --grant FILE caps\n" +
+			"it with that grant layer. Nothing is installed or written to the plugin state (its tool pins last for\n" +
+			"the run, a data_dir is temporary), and the audit log records a consent_granted event with dev=true and\n" +
+			"the manifest's digest. The server's name is the manifest's id.",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.manifest == "" {
+				if f.grant != "" {
+					return exitWith(exitUsage, errors.New("mcp proxy: --grant goes with --manifest"))
+				}
+				return cobra.ExactArgs(1)(cmd, args)
+			}
+			if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
+				return exitWith(exitUsage, errors.New("mcp proxy: --manifest FILE takes its server's command after --: norma mcp proxy --manifest FILE -- CMD ARGS..."))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runProxy(cmd, f, args) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.workspace, "workspace", ".", "the workspace directory")
 	fl.StringVar(&f.settings, "settings", "", "one more settings file, above the user's and the workspace's (below managed settings)")
 	fl.BoolVar(&f.headless, "headless", false, "ask nobody: refuse every call that needs approval (dontAsk mode)")
 	fl.DurationVar(&f.approvalWait, "approval-wait", 2*time.Minute, "without elicitation: how long a call waits for \"norma approvals approve\"")
+	fl.StringVar(&f.manifest, "manifest", "", "serve this manifest, not installed, its server started by the command after -- (development)")
+	fl.StringVar(&f.grant, "grant", "", "with --manifest: the grant layer file that caps it (default: what the manifest declares)")
 	return c
 }
 
-// runProxy serves server name until the client closes stdin.
-func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
+// proxyTarget is the server a proxy serves: an added server or installed
+// plugin (id), or a manifest given for development (dev).
+type proxyTarget struct {
+	server string // the name its tools go by
+	id     string // the installed plugin's id
+	dev    *workspace.Declaration
+}
+
+// findProxyTarget resolves args: NAME, or with --manifest the command of
+// the manifest's server.
+func findProxyTarget(cmd *cobra.Command, f proxyFlags, args []string, ws string) (proxyTarget, error) {
+	if f.manifest != "" {
+		d, err := devDeclaration(f.manifest, f.grant, args)
+		if err != nil {
+			return proxyTarget{}, exitWith(exitUsage, fmt.Errorf("mcp proxy: %w", err))
+		}
+		return proxyTarget{server: d.Manifest.ID, dev: &d}, nil
+	}
+	name := args[0]
+	srv, err := mustFindServer(cmd, name)
+	if err != nil {
+		return proxyTarget{}, err
+	}
+	if !srv.state.LoadsIn(ws) {
+		return proxyTarget{}, exitWith(exitUsage, fmt.Errorf("mcp proxy: %s was added for another workspace (%s); run the proxy there (--workspace)",
+			termtext.Escape(name), termtext.Escape(srv.state.Workspace)))
+	}
+	return proxyTarget{server: srv.state.ServerName(), id: srv.state.ID}, nil
+}
+
+// devDeclaration is the plugin of the manifest at path, not installed,
+// with the grant layer at grant ("": none) and its server started by argv
+// in the manifest's directory.
+func devDeclaration(path, grant string, argv []string) (workspace.Declaration, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return workspace.Declaration{}, err
+	}
+	d := workspace.Declaration{Dir: filepath.Dir(abs), Launch: argv}
+	if d.Manifest, err = manifest.ParseFile(abs); err != nil {
+		return d, err
+	}
+	if grant != "" {
+		if d.Grant, err = manifest.ParseLayerFile(grant); err != nil {
+			return d, err
+		}
+		if d.Grant.Kind != manifest.KindGrant {
+			return d, fmt.Errorf("--grant %s is a %q layer, want kind: %s", termtext.Escape(grant), termtext.Escape(d.Grant.Kind), manifest.KindGrant)
+		}
+	}
+	return d, nil
+}
+
+// runProxy serves the server of args until the client closes stdin.
+func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	// A client that stops the proxy with a signal still gets the server
 	// stopped and the audit log closed (its checkpoint signed).
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	srv, err := mustFindServer(cmd, name)
-	if err != nil {
-		return err
-	}
-	server := srv.state.ServerName()
 	home, err := stateDir(cmd)
 	if err != nil {
 		return exitWith(exitInternal, err)
@@ -86,9 +161,14 @@ func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
 	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
 		return exitWith(exitUsage, fmt.Errorf("mcp proxy: --workspace %s is not a directory", f.workspace))
 	}
-	if !srv.state.LoadsIn(ws) {
-		return exitWith(exitUsage, fmt.Errorf("mcp proxy: %s was added for another workspace (%s); run the proxy there (--workspace)",
-			termtext.Escape(name), termtext.Escape(srv.state.Workspace)))
+	tgt, err := findProxyTarget(cmd, f, args, ws)
+	if err != nil {
+		return err
+	}
+	server := tgt.server
+	var declared []workspace.Declaration
+	if tgt.dev != nil {
+		declared = append(declared, *tgt.dev)
 	}
 	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
 	if err != nil {
@@ -117,7 +197,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
 		return exitWith(exitInternal, err)
 	}
 	rt, err := workspace.Open(ctx, workspace.Options{
-		Dir: ws, Home: home, Mode: mode, ModeGiven: f.headless, Audit: log, Settings: settingsFiles(f.settings),
+		Dir: ws, Home: home, Mode: mode, ModeGiven: f.headless, Audit: log, Settings: settingsFiles(f.settings), Declared: declared,
 		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		Redactor: red,
 		Warn: func(err error) {
@@ -132,8 +212,8 @@ func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
 	}
 	defer rt.Close()
 	for _, pf := range rt.PluginFailures() {
-		if pf.Plugin == srv.state.ID {
-			return exitWith(exitFailed, fmt.Errorf("mcp proxy: %s not loaded: %s: %s", name, pf.Reason, pf.Detail))
+		if tgt.id != "" && pf.Plugin == tgt.id {
+			return exitWith(exitFailed, fmt.Errorf("mcp proxy: %s not loaded: %s: %s", termtext.Escape(server), pf.Reason, pf.Detail))
 		}
 	}
 	sess, err := rt.Session(ctx, agent.WithProvider(noModel{}, "mcp-proxy"), agent.WithApprovalService(svc),
@@ -151,7 +231,12 @@ func runProxy(cmd *cobra.Command, f proxyFlags, name string) error {
 		fallback = timedApprover{approval.Waiter{Store: db}, f.approvalWait}
 	}
 	ask.set(p.Approver(fallback))
-	fmt.Fprintf(stderr, "norma: proxying %s (run %s) in %s\n", termtext.Escape(server), rt.RunID(), termtext.Escape(ws))
+	if d := tgt.dev; d != nil {
+		fmt.Fprintf(stderr, "norma: proxying %s from the manifest %s (%s, not installed; run %s) in %s\n", termtext.Escape(server),
+			termtext.Escape(f.manifest), d.Manifest.Digest(), rt.RunID(), termtext.Escape(ws))
+	} else {
+		fmt.Fprintf(stderr, "norma: proxying %s (run %s) in %s\n", termtext.Escape(server), rt.RunID(), termtext.Escape(ws))
+	}
 	t := &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{cmd.OutOrStdout()}}
 	if err := p.Run(ctx, t); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) && ctx.Err() == nil {
 		return exitWith(exitFailed, fmt.Errorf("mcp proxy: %w", err))
