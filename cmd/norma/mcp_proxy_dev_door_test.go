@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -218,5 +220,108 @@ func TestMCPProxyDevManifestRefusedDoor(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.home, "plugins")); err == nil {
 		t.Error("plugin state was created")
+	}
+}
+
+// fsDevPackage copies node_modules holding
+// @modelcontextprotocol/server-filesystem ($NORMA_TEST_MCP_SERVERS, or a
+// fresh npm install of the pinned version) into a directory of its own
+// with a manifest declaring its tools: the reads without approval, the
+// writes asking on every call; it may read the workspace and write out/.
+// It returns the manifest's path.
+func fsDevPackage(t *testing.T) string {
+	t.Helper()
+	requireNPM(t)
+	src := os.Getenv("NORMA_TEST_MCP_SERVERS")
+	if src == "" {
+		src = t.TempDir()
+		if b, err := exec.Command("npm", "install", "--prefix", src, "--no-audit", "--no-fund", "@modelcontextprotocol/server-filesystem@"+mcpServerVersion).CombinedOutput(); err != nil {
+			if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
+				t.Fatalf("npm install: %v\n%s", err, b)
+			}
+			t.Skipf("npm install: %v", err)
+		}
+	}
+	pkg := filepath.Join(t.TempDir(), "fs-server")
+	os.MkdirAll(pkg, 0o755)
+	if b, err := exec.Command("cp", "-a", filepath.Join(src, "node_modules"), pkg).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, b)
+	}
+	var b strings.Builder
+	b.WriteString("schema_version: 2\nid: local.dev.fs\nversion: 0.1.0\nentrypoint: node_modules/@modelcontextprotocol/server-filesystem/dist/index.js\ntools:\n")
+	for _, name := range []string{"directory_tree", "get_file_info", "list_allowed_directories", "list_directory", "list_directory_with_sizes",
+		"read_file", "read_media_file", "read_multiple_files", "read_text_file", "search_files"} {
+		fmt.Fprintf(&b, "  - {name: %s, risk: read, approval: never}\n", name)
+	}
+	for _, name := range []string{"create_directory", "edit_file", "move_file", "write_file"} {
+		fmt.Fprintf(&b, "  - {name: %s, risk: read}\n", name)
+	}
+	b.WriteString("permissions:\n  filesystem:\n    read: [\"workspace://**\"]\n    write: [\"workspace://out/**\"]\n  process:\n    spawn: deny\n")
+	mf := filepath.Join(pkg, "manifest.yaml")
+	if err := os.WriteFile(mf, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return mf
+}
+
+// TestMCPProxyDevFilesystemDoor: the npm server-filesystem, not
+// installed, run by `norma mcp proxy --manifest FILE -- node
+// node_modules/.../dist/index.js ${workspace}` (node found in the
+// sandbox's PATH, ${workspace} expanded): tools/list gives its fourteen
+// tools with their schemas; a read runs; a write the client approves runs
+// in out/; an approved write outside out/, which the server itself would
+// allow (the workspace is its allowed directory), fails in the sandbox and
+// writes nothing; --headless refuses a write at once. No plugin state is
+// left and no server runs afterwards.
+func TestMCPProxyDevFilesystemDoor(t *testing.T) {
+	mf := fsDevPackage(t)
+	e := newRunEnv(t)
+	os.MkdirAll(filepath.Join(e.ws, "out"), 0o755)
+	p := func(rel string) string { return filepath.Join(e.ws, rel) }
+	dev := []string{"--manifest", mf, "--", "node", "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "${workspace}"}
+
+	var asked atomic.Int32
+	var msgs []string
+	s := e.proxyClient(t, answer(&asked, &msgs, "accept", "approve"), "", dev[0], dev[1:]...)
+	tl, err := s.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]*mcp.Tool{}
+	for _, tool := range tl.Tools {
+		tools[tool.Name] = tool
+	}
+	if w := tools["write_file"]; len(tools) != 14 || w == nil || !strings.Contains(string(mustJSON(t, w.InputSchema)), `"content"`) {
+		t.Fatalf("tools/list: %d tools, write_file %v", len(tools), w)
+	}
+	if text, reason, isErr := callTool(t, s, "read_text_file", map[string]any{"path": p("docs/intro.md")}); isErr || reason != "ALLOWED" || !strings.Contains(text, "hello") {
+		t.Errorf("allowed read: %q %s %v", text, reason, isErr)
+	}
+	if text, reason, isErr := callTool(t, s, "write_file", map[string]any{"path": p("out/ok.md"), "content": "approved"}); isErr || reason != "ALLOWED" {
+		t.Errorf("approved write: %q %s", text, reason)
+	}
+	if b, err := os.ReadFile(p("out/ok.md")); err != nil || string(b) != "approved" || asked.Load() != 1 {
+		t.Errorf("out/ok.md = %q, %v; %d asks", b, err, asked.Load())
+	}
+	if text, _, isErr := callTool(t, s, "write_file", map[string]any{"path": p("docs/evil.md"), "content": "evil"}); !isErr {
+		t.Errorf("write outside the grant reported success: %q", text)
+	}
+	if _, err := os.Stat(p("docs/evil.md")); err == nil {
+		t.Error("docs/evil.md was written outside the write grant")
+	}
+	h := e.proxyClient(t, nil, "", "--headless", dev...)
+	if text, reason, isErr := callTool(t, h, "write_file", map[string]any{"path": p("out/h.md"), "content": "h"}); !isErr || reason != "MODE_DENIED" {
+		t.Errorf("headless write: %q %s %v", text, reason, isErr)
+	}
+	if _, err := os.Stat(p("out/h.md")); err == nil {
+		t.Error("out/h.md was written by a refused call")
+	}
+	s.Close()
+	h.Close()
+	if procs := processesWith(filepath.Dir(mf)); len(procs) > 0 {
+		t.Errorf("processes left with the package in their command line: %v", procs)
+	}
+	if _, err := os.Stat(filepath.Join(e.home, "plugins")); err == nil {
+		t.Error("the proxy left plugin state (STATE/plugins)")
 	}
 }
