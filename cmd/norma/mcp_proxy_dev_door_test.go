@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -324,4 +326,58 @@ func TestMCPProxyDevFilesystemDoor(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.home, "plugins")); err == nil {
 		t.Error("the proxy left plugin state (STATE/plugins)")
 	}
+}
+
+// TestMCPProxyDevShadowsInstalledDoor: with a plugin of the same id
+// installed, `mcp proxy --manifest` serves the development server and
+// leaves the installed one out for the run (said on stderr): its calls
+// reach the development copy, which reports its own package as working
+// directory, and the installed plugin's state is unchanged (it was not
+// started: no tool pins written).
+func TestMCPProxyDevShadowsInstalledDoor(t *testing.T) {
+	mf := devPackage(t)
+	e := newRunEnv(t)
+	inst := t.TempDir()
+	b, _ := os.ReadFile(mf)
+	os.WriteFile(filepath.Join(inst, "manifest.yaml"), b, 0o644)
+	src, _ := os.ReadFile(filepath.Join(filepath.Dir(mf), "server.py"))
+	os.WriteFile(filepath.Join(inst, "server.py"), src, 0o755)
+	os.WriteFile(filepath.Join(inst, "installed-copy"), nil, 0o644)
+	if code, out, errs := door(t, "--home", e.home, "plugin", "install", "--dev", inst, "--yes", "--grant", grantFile(t, "  filesystem:\n    read: [\"workspace://**\"]\n")); code != 0 {
+		t.Fatalf("install: exit %d\n%s%s", code, out, errs)
+	}
+	before := stateTree(t, filepath.Join(e.home, "plugins"))
+	cmd := exec.Command(normaBin(t), "--home", e.home, "mcp", "proxy", "--manifest", mf, "--", "python3", "server.py")
+	cmd.Dir = e.ws
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "norma-door-test", Version: "1"}, nil)
+	s, err := c.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	text, reason, isErr := callTool(t, s, "listdir", map[string]any{"path": "."})
+	if isErr || reason != "ALLOWED" || !strings.Contains(text, `"server.py"`) || strings.Contains(text, "installed-copy") {
+		t.Errorf("listdir . = %q %s %v, want the development package", text, reason, isErr)
+	}
+	s.Close()
+	if !strings.Contains(stderr.String(), "installed plugin local.dev.py is left out") {
+		t.Errorf("stderr does not say the installed plugin is left out:\n%s", stderr.String())
+	}
+	if after := stateTree(t, filepath.Join(e.home, "plugins")); !slices.Equal(before, after) {
+		t.Errorf("the installed plugin's state changed:\nbefore %q\nafter  %q", before, after)
+	}
+}
+
+// stateTree lists the paths under dir.
+func stateTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
 }
