@@ -18,6 +18,14 @@
 // manifest (Wrap only proposes them from annotations, as untrusted
 // suggestions the user reviews before consent).
 //
+// [Host.LoadDev] runs a plugin that is not installed, for development
+// (`norma mcp proxy --manifest FILE -- CMD ARGS...`): its manifest's
+// directory is its package and CMD ARGS replace the entrypoint and args;
+// everything else (policy, sandbox spec, broker, tool checks) is the code
+// that runs an installed plugin, and nothing is written to the plugin
+// state (pins and a hold last for the run, a data directory is
+// temporary).
+//
 // Beyond tools: a server's resources and prompts are offered through
 // [Host.FeatureTools], behind the gate; its logging messages and progress
 // notifications are audited and handed to Config.Notify, never to the
@@ -55,6 +63,8 @@
 //   - tools.go: the registry CoreTools, the unexported call, result bounds,
 //     and the tools/list check (at start and on tools/list_changed)
 //     against the manifest and the pins.
+//   - dev.go: LoadDev, the development plugin's package check, command,
+//     working directory and temporary data directory.
 //   - pins.go: tool pins (tools.pin.json) and holds (tools.held.json, Hold,
 //     ReleaseHold).
 //   - listener.go: the plugin's egress broker, its approval credits, and the
