@@ -113,15 +113,15 @@ func (h *Host) devPackage(dir string) (string, error) {
 		if err != nil {
 			other = x.path
 		}
-		if within(real, other) || (x.what == "the workspace" && within(other, real)) {
+		if inDir(real, other) || (x.what == "the workspace" && inDir(other, real)) {
 			return "", refuse(x.what, other)
 		}
 	}
 	return real, nil
 }
 
-// within reports whether p is dir or lies below it (both clean, absolute).
-func within(p, dir string) bool {
+// inDir reports whether p is dir or lies below it (both clean, absolute).
+func inDir(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
