@@ -59,7 +59,8 @@ func newMCPProxyCmd() *cobra.Command {
 			"stdin, and stops the server.\n\n" +
 			"For development, --manifest FILE -- CMD ARGS... serves a manifest that is not installed the same way:\n" +
 			"CMD ARGS start its server in place of the manifest's entrypoint and args, in the manifest's directory\n" +
-			"(its package: mounted read-only, the server's working directory; it may not overlap the workspace).\n" +
+			"(its package: mounted read-only, the server's working directory; it may not overlap the workspace or\n" +
+			"the state directory, PLUGIN_DEV_PACKAGE).\n" +
 			"CMD is a path (relative to that directory) or a name looked up in the sandbox's PATH\n" +
 			"(" + host.SandboxPath + "), never yours; ARGS may use the manifest's templates (${workspace}, ...).\n" +
 			"Without --grant you consent to what the manifest declares, still capped by the workspace policy, the\n" +

@@ -14,7 +14,7 @@ import (
 )
 
 // ReasonDevPackage refuses the package directory of a development plugin
-// that overlaps the workspace or holds the state directory: it is mounted
+// that overlaps the workspace or the state directory: it is mounted
 // read-only whole, so it would show the server files the workspace policy
 // denies (.env) or Norma's own state.
 const ReasonDevPackage capability.Reason = "PLUGIN_DEV_PACKAGE"
@@ -88,8 +88,8 @@ func (h *Host) LoadDev(ctx context.Context, m *manifest.Manifest, dir string, ar
 }
 
 // devPackage returns the real path of a development plugin's package
-// directory, refused when it overlaps the workspace (either inside the
-// other) or holds the state directory.
+// directory, refused when it overlaps the workspace or the state
+// directory (either inside the other).
 func (h *Host) devPackage(dir string) (string, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err == nil {
@@ -113,7 +113,7 @@ func (h *Host) devPackage(dir string) (string, error) {
 		if err != nil {
 			other = x.path
 		}
-		if inDir(real, other) || (x.what == "the workspace" && inDir(other, real)) {
+		if inDir(real, other) || inDir(other, real) {
 			return "", refuse(x.what, other)
 		}
 	}

@@ -173,17 +173,17 @@ func TestLoadDevGrant(t *testing.T) {
 	}
 }
 
-// TestLoadDevPackageRefused: a package directory inside the workspace,
-// holding it, or holding the state directory is refused
+// TestLoadDevPackageRefused: a package directory that is, lies inside or
+// holds the workspace or the state directory is refused
 // (PLUGIN_DEV_PACKAGE) before anything starts: mounted whole, it would
 // show the server what the policy hides. A command is required.
 func TestLoadDevPackageRefused(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvAt(t, filepath.Join(t.TempDir(), "state"), t.TempDir())
 	ctx := t.Context()
 	_, m := devPackage(t, pyManifest("local.test.devbad", "", ""))
 	inside := filepath.Join(e.ws, "server")
 	os.MkdirAll(inside, 0o755)
-	for _, dir := range []string{e.ws, inside, filepath.Dir(e.ws), e.home, filepath.Join(e.home, "plugins")} {
+	for _, dir := range []string{e.ws, inside, filepath.Dir(e.ws), e.home, filepath.Join(e.home, "plugins"), filepath.Dir(e.home)} {
 		if _, err := e.host.LoadDev(ctx, m, dir, []string{"python3", "server.py"}, nil); capability.ReasonOf(err) != ReasonDevPackage {
 			t.Errorf("LoadDev in %s: %v, want %s", dir, err, ReasonDevPackage)
 		}
