@@ -113,7 +113,8 @@ func (p *Plugin) startLocked(ctx context.Context) error {
 }
 
 // sandboxSpec is the sandbox of one plugin process, installed or in
-// development (LoadDev): the package directory and the broker CA read-only, the plugin's data directory read-write
+// development (LoadDev): the package directory and the broker CA
+// read-only, the plugin's data directory read-write
 // (data_dir: true), the workspace paths the policy grants (see
 // sandboxpolicy.Derive), an environment of defaults, broker settings and
 // the manifest's env, the broker as its only network, and the configured
