@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,6 +137,11 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 	}
 	if err != nil {
 		return FailVerdict(err), ev.Call.Tool
+	}
+	if x.Stage == gate.StepLookup && x.Decision.Reason == capability.ReasonToolUnknown && strings.HasPrefix(ev.Call.Tool, "mcp__") {
+		// An MCP server of the agent's that is no installed plugin: Norma
+		// cannot see what its tool does, as for a tool with no mapping.
+		return byName(en.rules, ev), ev.Tool
 	}
 	d := x.Decision
 	d.Trace = nil

@@ -31,7 +31,8 @@ type hookWorld struct {
 }
 
 const userSettings = `permissions:
-  allow: ["Bash(git status:*)"]
+  allow: ["Bash(git status:*)", "mcp__ok__tool"]
+  ask: ["Task"]
 network:
   requests:
     - {origin: "http://10.0.0.1", methods: [GET], paths: ["/", "/{a}", "/{a}/{b}"]}
@@ -127,7 +128,11 @@ func TestEngineAttacks(t *testing.T) {
 		{"Bash", map[string]any{"command": "touch x"}, "ask", capability.ReasonApprovalRequired},
 		{"TodoWrite", map[string]any{"todos": []any{}}, "allow", capability.ReasonAllowed},
 		{"SlashCommand", map[string]any{"command": "/x"}, "deny", capability.ReasonHookToolUnmapped},
-		{"mcp__nope__tool", map[string]any{}, "deny", capability.ReasonToolUnknown},
+		// An MCP server that is no installed plugin: like an unmapped tool.
+		{"mcp__nope__tool", map[string]any{}, "deny", capability.ReasonHookToolUnmapped},
+		{"mcp__ok__tool", map[string]any{}, "allow", capability.ReasonAllowed},
+		// An inert tool an ask rule names.
+		{"Task", map[string]any{"prompt": "p"}, "ask", capability.ReasonApprovalRequired},
 	}
 	for i, tt := range tests {
 		id := fmt.Sprintf("toolu_%02d", i)
