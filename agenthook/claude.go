@@ -29,7 +29,14 @@ import (
 )
 
 // Claude is the codec of Claude Code's command and HTTP hooks.
-type Claude struct{}
+type Claude struct {
+	// ProjectDir is Claude Code's project directory when known (a command
+	// hook's $CLAUDE_PROJECT_DIR): an event whose cwd lies inside it is
+	// decided in it, so that a `cd` into a subdirectory neither leaves the
+	// project's .norma files behind nor moves the workspace. Empty: the
+	// workspace is the event's cwd.
+	ProjectDir string
+}
 
 // Agent returns ClaudeCode.
 func (Claude) Agent() Agent { return ClaudeCode }
@@ -61,7 +68,7 @@ var claudeKinds = map[string]Kind{
 // hook_event_name always; tool_name and an object tool_input for the tool
 // events; tool_use_id for PreToolUse and PostToolUse (PermissionRequest
 // carries none).
-func (Claude) Parse(in []byte) (Event, error) {
+func (c Claude) Parse(in []byte) (Event, error) {
 	var ci claudeInput
 	if err := json.Unmarshal(in, &ci); err != nil {
 		return Event{}, invalid("the hook input is not a JSON object: %v", err)
@@ -79,6 +86,11 @@ func (Claude) Parse(in []byte) (Event, error) {
 	}
 	e := Event{Agent: ClaudeCode, Kind: kind, Name: ci.HookEventName, Session: ci.SessionID, ToolUseID: ci.ToolUseID,
 		Cwd: filepath.Clean(ci.Cwd), PermissionMode: ci.PermissionMode}
+	if p := filepath.Clean(c.ProjectDir); filepath.IsAbs(p) {
+		if _, ok := inside(p, e.Cwd); ok {
+			e.Cwd = p
+		}
+	}
 	if kind == SessionStart || kind == SessionEnd {
 		return e, nil
 	}

@@ -249,3 +249,18 @@ func FuzzClaudeParse(f *testing.F) {
 		}
 	})
 }
+
+// TestClaudeProjectDir: with the project directory known, a cwd inside it
+// is decided in the project, paths relative to it; a cwd outside it is
+// its own workspace.
+func TestClaudeProjectDir(t *testing.T) {
+	in := []byte(`{"session_id":"s","cwd":"/w/proj/sub","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/w/proj/sub/a.go"},"tool_use_id":"t"}`)
+	e, err := Claude{ProjectDir: "/w/proj"}.Parse(in)
+	if err != nil || e.Cwd != "/w/proj" || string(e.Call.Input) != `{"path":"sub/a.go"}` {
+		t.Fatalf("Parse = %+v %s, %v", e, e.Call.Input, err)
+	}
+	e, err = Claude{ProjectDir: "/elsewhere"}.Parse(in)
+	if err != nil || e.Cwd != "/w/proj/sub" || string(e.Call.Input) != `{"path":"a.go"}` {
+		t.Fatalf("Parse with another project = %+v %s, %v", e, e.Call.Input, err)
+	}
+}

@@ -56,6 +56,10 @@ func newHookAnswerCmd(a agenthook.Agent) *cobra.Command {
 			if !ok {
 				return exitWith(exitUsage, fmt.Errorf("no hook codec for %s", a))
 			}
+			if a == agenthook.ClaudeCode {
+				// Claude Code tells a command hook its project directory.
+				c = agenthook.Claude{ProjectDir: os.Getenv("CLAUDE_PROJECT_DIR")}
+			}
 			r := answerHook(cmd, c)
 			cmd.OutOrStdout().Write(r.Out)
 			if r.Stderr != "" {
