@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/norma-run/norma/audit"
@@ -67,8 +68,12 @@ type rtKey struct {
 }
 
 type rtEntry struct {
-	mu     sync.Mutex // serializes Explain: a runtime is claimed by its first one
-	closed bool       // under mu: replaced and closed
+	// mu is held exclusively by the first Explain (it claims the
+	// runtime's session, which is safe for concurrent use only once that
+	// returned) and by closeLater, and shared by later Explains.
+	mu     sync.RWMutex
+	warm   atomic.Bool // an Explain returned
+	closed bool        // under mu: replaced and closed
 	rt     *workspace.Runtime
 	fp     string
 	rules  *policy.RuleSet
@@ -160,12 +165,19 @@ var errReplaced = errors.New("agenthook: the runtime was replaced")
 
 // explain decides c with the gate of en's runtime.
 func (en *rtEntry) explain(ctx context.Context, c *Call) (gate.Explanation, error) {
-	en.mu.Lock()
-	defer en.mu.Unlock()
+	if en.warm.Load() {
+		en.mu.RLock()
+		defer en.mu.RUnlock()
+	} else {
+		en.mu.Lock()
+		defer en.mu.Unlock()
+	}
 	if en.closed {
 		return gate.Explanation{}, errReplaced
 	}
-	return en.rt.Explain(ctx, c.Tool, c.Input)
+	x, err := en.rt.Explain(ctx, c.Tool, c.Input)
+	en.warm.Store(true)
+	return x, err
 }
 
 // byName decides a call with no Norma counterpart by the user's

@@ -17,6 +17,9 @@ import (
 	"github.com/norma-run/norma/workspace"
 )
 
+// maxRuntimes bounds the runtimes an engine keeps open.
+const maxRuntimes = 32
+
 // auditTimeout bounds recording one event, also after the decision's own
 // deadline passed (the refusal it became is recorded).
 const auditTimeout = 5 * time.Second
@@ -50,6 +53,14 @@ func (e *Engine) runtime(ctx context.Context, ev Event) (*rtEntry, error) {
 		return old, nil
 	} else if old != nil {
 		old.closeLater()
+	}
+	if len(e.rt) >= maxRuntimes {
+		// A daemon serving many workspaces keeps a bounded few open.
+		for k2, old := range e.rt {
+			delete(e.rt, k2)
+			old.closeLater()
+			break
+		}
 	}
 	e.rt[k] = en
 	e.mu.Unlock()
