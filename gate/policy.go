@@ -53,7 +53,9 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	}
 	reqs, unknown, bad := x.g.normalize(e.Name(), acc)
 	x.reqs, x.known, x.unknown, x.req0 = reqs, declared && unknown == "", unknown, ""
-	x.named = x.g.namedFiles(acc)
+	if x.unconfined {
+		x.named = x.g.namedFiles(acc)
+	}
 	if bad != nil {
 		return perm, *bad, false
 	}
@@ -158,11 +160,12 @@ func (x *exec) addrDenied(r *capability.Request) (capability.Decision, bool) {
 	return d, true
 }
 
-// namedDenied is the policy's deny of a file a command names, if any: a
-// command that names a file the policy denies reading (cat .env, cp .env
-// x, grep -f .env) is refused, whatever it does with it. The sandbox hides
-// such files from the commands Norma runs; this refusal is what stands
-// for a command that another agent runs outside it (package agenthook).
+// namedDenied is the policy's deny of a file an unconfined call's command
+// names, if any: a command that names a file the policy denies reading
+// (cat .env, cp .env x, grep -f .env) is refused, whatever it does with
+// it. The sandbox hides such files from the commands Norma runs; this
+// refusal is what stands for a command that another agent runs outside it
+// (package agenthook).
 func (x *exec) namedDenied(ctx context.Context) (capability.Decision, bool) {
 	for i := range x.named {
 		pd := x.pol.Decide(ctx, x.named[i])

@@ -126,11 +126,12 @@ func TestOpenRefusesABadPolicy(t *testing.T) {
 	}
 }
 
-// TestExplainRefusesWhatARunCannotDo: a command that names a file the
-// policy denies reading, and a fetch of a literal private address, are
-// refused by the gate itself — not only by the sandbox and the dialer —
-// so that the decision holds for a call that runs outside them (another
-// agent's, through agenthook). An allow rule does not lift either.
+// TestExplainRefusesWhatARunCannotDo: for a call that runs outside the
+// sandbox (gate.Unconfined: another agent's, through agenthook), a command
+// that names a file the policy denies reading is refused; a fetch of a
+// literal private address is refused in every decision, as the dialer
+// would. An allow rule does not lift either. A confined explain leaves the
+// named file to the sandbox.
 func TestExplainRefusesWhatARunCannotDo(t *testing.T) {
 	sandboxtest.Require(t)
 	const pol = `schema_version: 2
@@ -172,12 +173,20 @@ permissions:
 				t.Fatal(err)
 			}
 			defer rt.Close()
-			e, err := rt.Explain(t.Context(), tc.tool, json.RawMessage(tc.input))
+			e, err := rt.Explain(gate.Unconfined(t.Context()), tc.tool, json.RawMessage(tc.input))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if e.Decision.Mode != tc.want || e.Decision.Reason != tc.reason {
 				t.Errorf("Explain(%s %s) = %v %s (%s), want %v %s", tc.tool, tc.input, e.Decision.Mode, e.Decision.Reason, e.Decision.Rule, tc.want, tc.reason)
+			}
+			if tc.tool != "Bash" {
+				return
+			}
+			// Confined (a run's own Bash): the sandbox hides the file.
+			e, err = rt.Explain(t.Context(), tc.tool, json.RawMessage(tc.input))
+			if err != nil || e.Decision.Mode != capability.Allow {
+				t.Errorf("confined Explain(%s) = %v %s %v, want allow", tc.input, e.Decision.Mode, e.Decision.Reason, err)
 			}
 		})
 	}
