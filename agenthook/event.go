@@ -55,6 +55,12 @@ type Event struct {
 	// mcp__SERVER__TOOL of an installed plugin), or nil when the codec has
 	// no mapping for the tool: the decider then decides on the name alone.
 	Call *Call
+	// Inert says the tool has no Norma counterpart because it has no
+	// effect outside the agent's own state: its todo list, a question to
+	// its user, leaving plan mode, a subagent (whose own calls are hooked
+	// too). Call is then nil; the decider allows it unless a permission
+	// rule of the user's settings names it.
+	Inert bool
 	// Response is what the tool returned (AfterTool only).
 	Response json.RawMessage
 }
@@ -72,6 +78,11 @@ type Verdict struct {
 	Decision capability.Decision
 	// Message says why, safe to show to the agent and its user.
 	Message string
+	// Err, when set, says the event could not be decided (the workspace
+	// did not open, the audit log refused the event, time ran out):
+	// [Handle] renders it with Codec.Fail, the agent's strongest refusal,
+	// not as a decided deny.
+	Err error
 }
 
 // Decider decides events: the one engine behind every codec and every

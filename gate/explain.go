@@ -54,6 +54,18 @@ func (x *exec) explainHooks(ctx context.Context) bool {
 	return true
 }
 
+type unconfinedKey struct{}
+
+// Unconfined returns ctx for an [Gate.Explain] of a call that will run
+// outside Norma's sandbox and guards: another agent's own tool (package
+// agenthook). What the sandbox would do for such a call is then decided
+// too: a command that names a workspace file the policy denies reading
+// (cat .env), which the sandbox would have hidden from it, is refused.
+// Execute ignores it: what Execute runs is sandboxed.
+func Unconfined(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unconfinedKey{}, true)
+}
+
 // maxDelegation bounds how deep Explain follows calls that run other
 // calls (ExecuteExtraTool refuses itself; this bounds any other chain).
 const maxDelegation = 4
@@ -73,7 +85,7 @@ func (g *Gate) Explain(ctx context.Context, c Call) Explanation {
 
 func (g *Gate) explain(ctx context.Context, c Call, inner bool, depth int) Explanation {
 	var trace []capability.LayerResult
-	x := &exec{g: g, c: &c, mode: g.Mode(), trace: &trace, unlockable: inner}
+	x := &exec{g: g, c: &c, mode: g.Mode(), trace: &trace, unlockable: inner, unconfined: ctx.Value(unconfinedKey{}) != nil}
 	ok := x.lookup(ctx) && x.check(ctx, c.Input, true)
 	if ok && x.dec.Mode == capability.Allow {
 		// A call that needs no approval meets the PreToolUse hooks next.

@@ -10,6 +10,8 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
+	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
 	"github.com/norma-run/norma/workspace"
 )
@@ -121,5 +123,71 @@ func TestOpenRefusesABadPolicy(t *testing.T) {
 	want := filepath.Join(dir, workspace.PolicyFile) + ":3:1"
 	if got := err.Error(); len(got) < len(want) || got[:len(want)] != want {
 		t.Errorf("Open error = %q, want it to start with %q", got, want)
+	}
+}
+
+// TestExplainRefusesWhatARunCannotDo: for a call that runs outside the
+// sandbox (gate.Unconfined: another agent's, through agenthook), a command
+// that names a file the policy denies reading is refused; a fetch of a
+// literal private address is refused in every decision, as the dialer
+// would. An allow rule does not lift either. A confined explain leaves the
+// named file to the sandbox.
+func TestExplainRefusesWhatARunCannotDo(t *testing.T) {
+	sandboxtest.Require(t)
+	const pol = `schema_version: 2
+kind: workspace
+permissions:
+  network:
+    requests:
+      - {origin: "http://127.0.0.1:8080", methods: [GET], paths: ["/page"]}
+      - {origin: "http://10.1.2.3", methods: [GET], paths: ["/page"]}
+    allow_private: ["10.1.2.3/32"]
+`
+	dir := newWorkspace(t, "")
+	os.Symlink(".env", filepath.Join(dir, "env-link"))
+	layer, err := manifest.ParseLayer("policy.yaml", []byte(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := policy.Rules{Allow: []string{"Bash(cat:*)", "Bash(grep:*)", "Bash(cp:*)", "WebFetch"}}
+	for _, tc := range []struct {
+		name, tool, input string
+		want              capability.Mode
+		reason            capability.Reason
+	}{
+		{"cat .env", "Bash", `{"command":"cat .env"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
+		{"cat by absolute path", "Bash", `{"command":"cat ` + dir + `/.env"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
+		{"cat through a link", "Bash", `{"command":"cat env-link"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
+		{"an option's value", "Bash", `{"command":"grep --file=.env notes.md"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
+		{"in a pipeline", "Bash", `{"command":"cat notes.md | cp .env /tmp/x"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
+		{"quoted", "Bash", `{"command":"cat '.e'\"nv\""}`, capability.Deny, capability.ReasonFilesystemReadDenied},
+		{"an allowed file", "Bash", `{"command":"cat notes.md"}`, capability.Allow, capability.ReasonAllowed},
+		{"a name that is no file", "Bash", `{"command":"cat .env.example"}`, capability.Allow, capability.ReasonAllowed},
+		{"loopback", "WebFetch", `{"url":"http://127.0.0.1:8080/page"}`, capability.Deny, capability.ReasonNetworkPrivateAddress},
+		{"admitted private", "WebFetch", `{"url":"http://10.1.2.3/page"}`, capability.Allow, capability.ReasonAllowed},
+		{"not a listed destination", "WebFetch", `{"url":"http://169.254.169.254/page"}`, capability.Deny, capability.ReasonNetworkDestinationDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, err := workspace.Open(t.Context(), workspace.Options{Dir: dir, Audit: nopSink{}, Rules: rules, Policy: layer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			e, err := rt.Explain(gate.Unconfined(t.Context()), tc.tool, json.RawMessage(tc.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Decision.Mode != tc.want || e.Decision.Reason != tc.reason {
+				t.Errorf("Explain(%s %s) = %v %s (%s), want %v %s", tc.tool, tc.input, e.Decision.Mode, e.Decision.Reason, e.Decision.Rule, tc.want, tc.reason)
+			}
+			if tc.tool != "Bash" {
+				return
+			}
+			// Confined (a run's own Bash): the sandbox hides the file.
+			e, err = rt.Explain(t.Context(), tc.tool, json.RawMessage(tc.input))
+			if err != nil || e.Decision.Mode != capability.Allow {
+				t.Errorf("confined Explain(%s) = %v %s %v, want allow", tc.input, e.Decision.Mode, e.Decision.Reason, err)
+			}
+		})
 	}
 }
