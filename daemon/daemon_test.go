@@ -362,9 +362,17 @@ func TestForward(t *testing.T) {
 
 	// Fake daemons that take the connection and then fail in each way.
 	bad := map[string]func(c net.Conn){
-		"closes":    func(c net.Conn) { readRequest(c); c.Close() },
-		"500":       func(c net.Conn) { readRequest(c); io.WriteString(c, "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n"); c.Close() },
-		"truncated": func(c net.Conn) { readRequest(c); io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"out\":"); c.Close() },
+		"closes": func(c net.Conn) { readRequest(c); c.Close() },
+		"500": func(c net.Conn) {
+			readRequest(c)
+			io.WriteString(c, "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n")
+			c.Close()
+		},
+		"truncated": func(c net.Conn) {
+			readRequest(c)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"out\":")
+			c.Close()
+		},
 		"not json": func(c net.Conn) {
 			readRequest(c)
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nNorma-Hook-Exit: 0\r\nContent-Length: 5\r\n\r\nallow")
