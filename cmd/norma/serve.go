@@ -21,8 +21,17 @@ import (
 	"github.com/norma-run/norma/internal/termtext"
 )
 
-// serveAgents are the agents whose hooks norma serve answers.
-var serveAgents = []agenthook.Agent{agenthook.ClaudeCode, agenthook.Codex, agenthook.Gemini}
+// serveAgents are the agents whose hooks norma serve answers: those with
+// a codec.
+func serveAgents() []agenthook.Agent {
+	var as []agenthook.Agent
+	for _, a := range []agenthook.Agent{agenthook.ClaudeCode, agenthook.Codex, agenthook.Gemini} {
+		if _, ok := agenthook.CodecFor(a); ok {
+			as = append(as, a)
+		}
+	}
+	return as
+}
 
 // Files of the daemon in the state directory.
 const (
@@ -108,7 +117,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return exitWith(exitInternal, err)
 	}
 	defer hooks.Close()
-	srv := daemon.New(daemon.Options{Hook: hooks.Answer, Fail: hooks.Fail, Agents: serveAgents,
+	srv := daemon.New(daemon.Options{Hook: hooks.Answer, Fail: hooks.Fail, Agents: serveAgents(),
 		Log: func(line string) { logf("%s", line) }})
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
