@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -118,6 +119,9 @@ func (c Client) roundTrip(ctx context.Context, conn net.Conn, agent agenthook.Ag
 }
 
 func (c Client) fail(cause error) Answer {
+	if ue, ok := errors.AsType[*url.Error](cause); ok {
+		cause = ue.Err // not the request's made-up URL
+	}
 	err := &capability.Error{
 		Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonServeNoAnswer, Layer: capability.LayerHook},
 		Detail:   "norma serve took the hook request and gave no answer (" + cause.Error() + "); denied",

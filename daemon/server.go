@@ -163,15 +163,17 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(EnvelopeHeader) != "" {
 		out, _ = json.Marshal(a) // plain types: cannot fail
 	}
+	// Logged before the answer is sent, so the log has every decision a
+	// client got.
+	if s.opts.Log != nil {
+		s.opts.Log(fmt.Sprintf("hook %s via %s: request sha256:%s, exit %d, %d bytes, %s",
+			agent, via(r), digest, a.Exit, len(a.Out), time.Since(start).Round(time.Microsecond)))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set(ExitHeader, strconv.Itoa(a.Exit))
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(out)
-	if s.opts.Log != nil {
-		s.opts.Log(fmt.Sprintf("hook %s via %s: request sha256:%s, exit %d, %d bytes, %s",
-			agent, via(r), digest, a.Exit, len(a.Out), time.Since(start).Round(time.Microsecond)))
-	}
 }
 
 // decide calls the hook with the server's timeout; a panic of the hook is

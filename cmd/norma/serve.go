@@ -111,7 +111,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		return exitWith(exitFailed, err)
 	}
 
-	hooks, err := newServeHooks(cmd, home)
+	hooks, err := newServeHooks(cmd)
 	if err != nil {
 		ul.Close()
 		return exitWith(exitInternal, err)

@@ -315,3 +315,133 @@ func healthy(sock string) bool {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode == 200 && strings.Contains(string(b), `"ok":true`)
 }
+
+// hookCmd runs the built binary's `norma hook claude-code` on home with
+// stdin, as Claude Code runs a command hook.
+func hookCmd(t *testing.T, home, stdin string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(normaBin(t), "--home", home, "hook", "claude-code")
+	cmd.Env = append(os.Environ(), isolated(t)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	return cmd
+}
+
+// runHook runs cmd and returns its exit code, stdout and stderr.
+func runHook(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String()+errb.String(), runCanary) {
+		t.Errorf("the canary leaked:\n%s%s", out.String(), errb.String())
+	}
+	return code, out.String(), errb.String()
+}
+
+// TestDoorHookForwardsToServe: while `norma serve` runs on the state
+// directory, `norma hook claude-code` hands its input to it (the daemon's
+// log records the request's digest) and answers what it decided; once the
+// daemon is stopped, the command decides itself, with the same answers.
+// Every decision, by either path, is in the audit log.
+func TestDoorHookForwardsToServe(t *testing.T) {
+	e := newRunEnv(t)
+	home := shortHome(t)
+	cases := func(tag string) []struct{ body, want string } {
+		return []struct{ body, want string }{
+			{preToolUse(e.ws, "toolu_allow_"+tag, "Read", fmt.Sprintf(`{"file_path":%q}`, filepath.Join(e.ws, "docs", "intro.md"))), "allow"},
+			{preToolUse(e.ws, "toolu_deny_"+tag, "Read", fmt.Sprintf(`{"file_path":%q}`, filepath.Join(e.ws, ".env"))), "deny"},
+			{preToolUse(e.ws, "toolu_bash_"+tag, "Bash", `{"command":"cat .env"}`), "deny"},
+		}
+	}
+	p := startServe(t, home, isolated(t))
+	for _, c := range cases("daemon") {
+		code, out, errs := runHook(t, hookCmd(t, home, c.body))
+		if d, _ := permissionDecision(t, out); code != 0 || d != c.want {
+			t.Fatalf("through the daemon: exit %d %s %s, want %s", code, out, errs, c.want)
+		}
+		if !p.served(c.body) {
+			t.Fatalf("the daemon did not decide %s:\n%s", c.body, p.stderr.String())
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-p.done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	p.done <- nil
+	for _, c := range cases("self") {
+		code, out, errs := runHook(t, hookCmd(t, home, c.body))
+		if d, _ := permissionDecision(t, out); code != 0 || d != c.want {
+			t.Fatalf("without the daemon: exit %d %s %s, want %s", code, out, errs, c.want)
+		}
+		if p.served(c.body) {
+			t.Fatal("a stopped daemon decided")
+		}
+	}
+	for _, tag := range []string{"daemon", "self"} {
+		for _, c := range cases(tag) {
+			var id struct {
+				ID string `json:"tool_use_id"`
+			}
+			json.Unmarshal([]byte(c.body), &id)
+			if evs := auditDecisions(t, home, id.ID); len(evs) != 1 || evs[0]["decision"] != c.want {
+				t.Fatalf("audit of %s: %v, want one %s", id.ID, evs, c.want)
+			}
+		}
+	}
+}
+
+// TestDoorHookDaemonKilledMidRequest: the daemon takes the command hook's
+// connection and is killed before it answers (stopped first, so the
+// request is surely in flight). The hook denies with SERVE_NO_ANSWER and
+// exit 2 — for a Read the policy would allow — and decides nothing
+// itself: no decision for the call is in the audit log.
+func TestDoorHookDaemonKilledMidRequest(t *testing.T) {
+	e := newRunEnv(t)
+	home := shortHome(t)
+	p := startServe(t, home, isolated(t))
+	body := preToolUse(e.ws, "toolu_killed", "Read", fmt.Sprintf(`{"file_path":%q}`, filepath.Join(e.ws, "docs", "intro.md")))
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	h := hookCmd(t, home, body)
+	var out, errb strings.Builder
+	h.Stdout, h.Stderr = &out, &errb
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- h.Wait() }()
+	// The hook connects at once (the kernel queues the connection of a
+	// stopped listener) and waits for the answer.
+	select {
+	case err := <-exited:
+		t.Fatalf("the hook did not wait for the stopped daemon: %v\n%s%s", err, out.String(), errb.String())
+	case <-time.After(1500 * time.Millisecond):
+	}
+	p.cmd.Process.Kill()
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the hook did not answer after the daemon was killed")
+	}
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 2 {
+		t.Fatalf("hook: %v, want exit 2\n%s%s", err, out.String(), errb.String())
+	}
+	if d, why := permissionDecision(t, out.String()); d != "deny" || !strings.Contains(why, "SERVE_NO_ANSWER") || !strings.Contains(errb.String(), "SERVE_NO_ANSWER") {
+		t.Fatalf("hook answer %q, stderr %q: want a deny with SERVE_NO_ANSWER", out.String(), errb.String())
+	}
+	if strings.Contains(out.String(), `"allow"`) {
+		t.Fatalf("the hook allowed: %s", out.String())
+	}
+	if evs := auditDecisions(t, home, "toolu_killed"); len(evs) != 0 {
+		t.Fatalf("the call was decided after all: %v", evs)
+	}
+}
