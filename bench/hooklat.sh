@@ -51,3 +51,10 @@ cd "$tmp/ws"
 	sed "s|$tmp/||g; s|$python|python3|; s|$node|node|; s| $tok||"
 n=$(grep -c 'via unix' "$tmp/serve.log" || true)
 echo "norma serve answered $n forwarded command hooks (runs+1 expected)"
+# The daemon's own time per request (its log: read, decide, audit commit),
+# to split the http hook's latency from the transport's.
+for via in unix http; do
+	sed -n "s/.*via $via: .*bytes, \([0-9.]*\)\([µm]*s\)$/\1 \2/p" "$tmp/serve.log" |
+		awk '{ v = $1; if ($2 == "µs") v /= 1000; else if ($2 == "s") v *= 1000; print v }' | sort -n |
+		awk -v via="$via" '{ a[NR] = $1 } END { if (NR) printf "norma serve, time inside the daemon per %s request: median %.3f ms\n", via, a[int((NR + 1) / 2)] }'
+done

@@ -23,9 +23,12 @@
 //
 // Every hook answer that carries a decision is a 200 whose body is the
 // agent's own output (a JSON deny included), with the command hook's exit
-// code in the Norma-Hook-Exit header: Claude Code treats a non-2xx answer
-// or a connection failure of an http hook as a non-blocking error and goes
-// on, so an error status must never stand for a denial.
+// code in the Norma-Hook-Exit header: Claude Code treats a non-2xx answer,
+// a connection failure or a timeout of an http hook as a non-blocking error
+// and goes on (https://code.claude.com/docs/en/hooks, "HTTP hooks"; the
+// pinned 2.1.332 logs "HTTP hook response status" and takes only a 2xx as
+// ok), so an error status must never stand for a denial, and an http hook
+// fails open while the daemon is down: the command hook is the safe door.
 //
 // [Client.Forward] is the command hook's way to the daemon: when no daemon
 // answers the connection it reports ok=false and the command decides
