@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
@@ -40,7 +41,8 @@ type Client struct {
 // Forward sends body, the hook input of agent, to the daemon and returns
 // its answer. ok is false when no daemon took the connection (no socket,
 // nobody listening, not in time): nothing was sent, and the caller decides
-// itself. Once the connection is made, any failure — the daemon dies or is
+// itself; so is a socket whose listener is another user's process. Once
+// the connection is made, any failure — the daemon dies or is
 // killed, times out, answers an error status or something malformed —
 // returns ok with the refusal of Fail: a daemon that may have crashed on
 // this input never lets it through by being asked again.
@@ -56,6 +58,13 @@ func (c Client) Forward(ctx context.Context, agent agenthook.Agent, body []byte)
 	d := net.Dialer{Timeout: connect}
 	conn, err := d.DialContext(ctx, "unix", c.Socket)
 	if err != nil {
+		return Answer{}, false
+	}
+	// The daemon must be ours too: a socket another user managed to put
+	// at this path would answer whatever it likes. Nothing is sent to it;
+	// the caller decides itself.
+	if uid, err := peerUID(conn.(*net.UnixConn)); err != nil || uid != os.Getuid() {
+		conn.Close()
 		return Answer{}, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

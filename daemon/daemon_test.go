@@ -273,18 +273,7 @@ func TestUnixRefusesOtherUID(t *testing.T) {
 	defer s.Shutdown(context.Background())
 	os.Chmod(path, 0o666)
 
-	// The test binary's own directory is private: run a copy.
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper := filepath.Join(dir, "helper")
-	if err := os.WriteFile(helper, self, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(helper, "-test.run=^TestHelperConnect$")
-	cmd.Env = append(os.Environ(), "NORMA_TEST_CONNECT="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd := asNobody(t, dir, "TestHelperConnect", "NORMA_TEST_CONNECT="+path)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
@@ -305,6 +294,85 @@ func TestUnixRefusesOtherUID(t *testing.T) {
 	}
 }
 
+// asNobody is a command that runs this test binary's test named helper as
+// uid 65534, with env added; the binary is copied into dir, since its own
+// directory is private.
+func asNobody(t *testing.T, dir, helper string, env ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "helper")
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^"+helper+"$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return cmd
+}
+
+// TestForwardRefusesOtherUIDsDaemon: a "daemon" of another user at the
+// socket's path that would answer allow is never sent the input and its
+// answer is never taken: Forward reports no daemon (the command decides
+// itself).
+func TestForwardRefusesOtherUIDsDaemon(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to start a process of another uid")
+	}
+	dir := shortDir(t)
+	os.Chmod(dir, 0o777)
+	path := filepath.Join(dir, "serve.sock")
+	got := filepath.Join(dir, "got")
+	cmd := asNobody(t, dir, "TestHelperFakeDaemon", "NORMA_TEST_FAKE_DAEMON="+path, "NORMA_TEST_FAKE_GOT="+got)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(path); err == nil {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("the fake daemon did not listen: %s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a, ok := Client{Socket: path}.Forward(context.Background(), agenthook.ClaudeCode, []byte(`{"secret":"input"}`))
+	if ok {
+		t.Fatalf("Forward took the answer of another uid's daemon: %+v", a)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if b, err := os.ReadFile(got); err == nil && len(b) > 0 {
+		t.Fatalf("the other uid's daemon received %q", b)
+	}
+}
+
+// TestHelperFakeDaemon is the other uid's daemon of
+// TestForwardRefusesOtherUIDsDaemon: it answers every request allow and
+// records what it was sent.
+func TestHelperFakeDaemon(t *testing.T) {
+	path := os.Getenv("NORMA_TEST_FAKE_DAEMON")
+	if path == "" {
+		t.Skip("helper process only")
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		fmt.Println("listen:", err)
+		return
+	}
+	os.Chmod(path, 0o777)
+	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		os.WriteFile(os.Getenv("NORMA_TEST_FAKE_GOT"), b, 0o666)
+		w.Header().Set(ExitHeader, "0")
+		io.WriteString(w, `{"out":"eyJhbGxvdyI6dHJ1ZX0=","exit":0}`)
+	}))
+}
+
 // TestHelperConnect is the other uid's side of TestUnixRefusesOtherUID.
 func TestHelperConnect(t *testing.T) {
 	path := os.Getenv("NORMA_TEST_CONNECT")
@@ -318,8 +386,9 @@ func TestHelperConnect(t *testing.T) {
 	}
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	fmt.Fprintf(c, "POST /hooks/claude-code HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+	// Closed unanswered: an EOF, or a reset since the request was unread.
 	b, err := io.ReadAll(c)
-	if len(b) == 0 && err == nil {
+	if len(b) == 0 && (err == nil || errors.Is(err, syscall.ECONNRESET)) {
 		fmt.Println("connected, no answer")
 		return
 	}
