@@ -25,7 +25,7 @@ func BenchmarkHTTPHook(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	go s.Serve(ln, Guard(tok))
+	go s.Serve(ln, Guard(tok, nil))
 	defer s.Shutdown(context.Background())
 	url := "http://" + ln.Addr().String() + "/hooks/claude-code"
 	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}

@@ -49,7 +49,7 @@ func startTCP(t *testing.T, s *Server, tok Token) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Serve(ln, Guard(tok))
+	go s.Serve(ln, Guard(tok, nil))
 	t.Cleanup(func() { s.Shutdown(context.Background()) })
 	return "http://" + ln.Addr().String()
 }
@@ -115,6 +115,7 @@ func TestGuard(t *testing.T) {
 		{name: "fetch metadata", path: "/hooks/claude-code", headers: map[string]string{"Authorization": good, "Sec-Fetch-Site": "cross-site"}, want: 403},
 		{name: "unknown agent", path: "/hooks/cursor", headers: map[string]string{"Authorization": good}, want: 404},
 		{name: "good", path: "/hooks/claude-code", headers: map[string]string{"Authorization": good}, want: 200},
+		{name: "good lowercase scheme", path: "/hooks/claude-code", headers: map[string]string{"Authorization": "bearer " + tok.secret}, want: 200},
 		{name: "good localhost", path: "/hooks/claude-code", host: "localhost", headers: map[string]string{"Authorization": good}, want: 200},
 	}
 	for _, tt := range tests {

@@ -28,7 +28,9 @@
 // and goes on (https://code.claude.com/docs/en/hooks, "HTTP hooks"; the
 // pinned 2.1.332 logs "HTTP hook response status" and takes only a 2xx as
 // ok), so an error status must never stand for a denial, and an http hook
-// fails open while the daemon is down: the command hook is the safe door.
+// fails open while the daemon is down (unless the hook sets "onFailure":
+// "block", Claude Code 2.1.295 and later): the command hook is the safe
+// door.
 //
 // [Client.Forward] is the command hook's way to the daemon: when no daemon
 // answers the connection it reports ok=false and the command decides

@@ -90,21 +90,33 @@ func LoadToken(path string) (tok Token, created bool, err error) {
 //   - a Host that is not a loopback IP or "localhost", 421: a DNS
 //     rebinding page reaches 127.0.0.1 under its own name;
 //   - a request without "Authorization: Bearer TOKEN", 401.
-func Guard(tok Token) func(http.Handler) http.Handler {
+//
+// log, when not nil, is told of each refusal (the status and why, never a
+// header's value): an http hook that is refused goes on unchecked, so the
+// operator has to see it.
+func Guard(tok Token, log func(line string)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			refuse := func(code int, why string) {
+				if log != nil {
+					log(fmt.Sprintf("refused %s %s via http: %d, %s", r.Method, r.URL.Path, code, why))
+				}
+				if code == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="norma serve"`)
+				}
+				http.Error(w, why, code)
+			}
 			if fromBrowser(r) {
-				http.Error(w, "browser requests are refused", http.StatusForbidden)
+				refuse(http.StatusForbidden, "browser requests are refused")
 				return
 			}
 			if !loopbackHost(r.Host) {
-				http.Error(w, "the Host header must name a loopback address", http.StatusMisdirectedRequest)
+				refuse(http.StatusMisdirectedRequest, "the Host header must name a loopback address")
 				return
 			}
-			auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || !tok.Matches(strings.TrimSpace(auth)) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="norma serve"`)
-				http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
+			scheme, auth, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if !strings.EqualFold(scheme, "Bearer") || !tok.Matches(strings.TrimSpace(auth)) {
+				refuse(http.StatusUnauthorized, "a valid bearer token is required")
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -57,8 +57,9 @@ forward to it when it runs, and decide themselves when it does not.
 "type": "http" hooks, with a bearer token kept in STATE/serve.token
 (made on first use, mode 0600): send "Authorization: Bearer TOKEN". A
 non-loopback address is refused. Beware: Claude Code treats an http hook it
-cannot reach as a non-blocking error and runs the tool, so while the daemon
-is down an http hook fails open; the command hook fails closed.
+cannot reach, or one answered 401, as a non-blocking error and runs the
+tool, so while the daemon is down an http hook fails open unless it sets
+"onFailure": "block"; the command hook fails closed on its own.
 
 SIGTERM or SIGINT stops it after the requests in flight.`,
 		Args: cobra.NoArgs,
@@ -136,7 +137,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	serve(ul, nil)
 	logf("listening on unix:%s (pid %d)", sock, os.Getpid())
 	if hl != nil {
-		serve(hl, daemon.Guard(tok))
+		serve(hl, daemon.Guard(tok, func(line string) { logf("%s", line) }))
 		logf("listening on http://%s (bearer token in %s)", hl.Addr(), filepath.Join(home, serveTokenFile))
 	}
 	var serveErr error

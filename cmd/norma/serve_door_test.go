@@ -237,7 +237,10 @@ func TestDoorServeHTTPHooks(t *testing.T) {
 			t.Fatalf("audit of %s: %v, want one %s", id, evs, want)
 		}
 	}
-	if strings.Count(p.stderr.String(), "via http") != 2 {
+	if n := strings.Count(p.stderr.String(), "refused POST /hooks/claude-code via http: 401"); n != 3 {
+		t.Fatalf("daemon log, want the three 401s:\n%s", p.stderr.String())
+	}
+	if strings.Count(p.stderr.String(), "hook claude-code via http") != 2 {
 		t.Fatalf("daemon log, want two decisions:\n%s", p.stderr.String())
 	}
 }
