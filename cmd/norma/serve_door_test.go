@@ -164,6 +164,13 @@ func permissionDecision(t *testing.T, out string) (string, string) {
 // whose tool_use_id is id.
 func auditDecisions(t *testing.T, home, id string) []map[string]any {
 	t.Helper()
+	return auditByToolUse(t, home)[id]
+}
+
+// auditByToolUse are the capability_decision events of home's audit log
+// by their tool_use_id.
+func auditByToolUse(t *testing.T, home string) map[string][]map[string]any {
+	t.Helper()
 	code, out, errs := door(t, "--home", home, "audit", "query", "--type", "capability_decision", "--json")
 	if code != 0 {
 		t.Fatalf("audit query: exit %d\n%s%s", code, out, errs)
@@ -172,10 +179,12 @@ func auditDecisions(t *testing.T, home, id string) []map[string]any {
 	if err := json.Unmarshal([]byte(out), &recs); err != nil {
 		t.Fatalf("audit query: %v\n%s", err, out)
 	}
-	var got []map[string]any
+	got := map[string][]map[string]any{}
 	for _, r := range recs {
-		if d, _ := r.Event["detail"].(map[string]any); d != nil && d["tool_use_id"] == id {
-			got = append(got, r.Event)
+		if d, _ := r.Event["detail"].(map[string]any); d != nil {
+			if id, _ := d["tool_use_id"].(string); id != "" {
+				got[id] = append(got[id], r.Event)
+			}
 		}
 	}
 	return got
@@ -446,5 +455,66 @@ func TestDoorHookDaemonKilledMidRequest(t *testing.T) {
 	}
 	if evs := auditDecisions(t, home, "toolu_killed"); len(evs) != 0 {
 		t.Fatalf("the call was decided after all: %v", evs)
+	}
+}
+
+// TestDoorServeConcurrent: concurrent hooks, over the socket and over
+// HTTP, share the daemon's one engine; each gets its own call's decision
+// and each decision is in the audit log once.
+func TestDoorServeConcurrent(t *testing.T) {
+	e := newRunEnv(t)
+	home := shortHome(t)
+	p := startServe(t, home, isolated(t), "--http", "127.0.0.1:0")
+	tok := p.token(t)
+	c := &http.Client{Timeout: 30 * time.Second}
+	const n = 12
+	type result struct {
+		id, want, got string
+	}
+	results := make(chan result, 2*n)
+	for i := range n {
+		for _, viaHTTP := range []bool{false, true} {
+			go func() {
+				id, file, want := fmt.Sprintf("toolu_c%d_%v", i, viaHTTP), "docs/intro.md", "allow"
+				if i%2 == 1 {
+					file, want = ".env", "deny"
+				}
+				body := preToolUse(e.ws, id, "Read", fmt.Sprintf(`{"file_path":%q}`, filepath.Join(e.ws, file)))
+				var out string
+				if viaHTTP {
+					_, out = p.post(t, c, "/hooks/claude-code", tok, body)
+				} else {
+					var cmd = hookCmd(t, home, body)
+					var b strings.Builder
+					cmd.Stdout = &b
+					cmd.Run()
+					out = b.String()
+				}
+				var a struct {
+					H struct {
+						D string `json:"permissionDecision"`
+					} `json:"hookSpecificOutput"`
+				}
+				json.Unmarshal([]byte(out), &a)
+				results <- result{id, want, a.H.D}
+			}()
+		}
+	}
+	var all []result
+	for range 2 * n {
+		r := <-results
+		if r.got != r.want {
+			t.Errorf("%s: %q, want %s", r.id, r.got, r.want)
+		}
+		all = append(all, r)
+	}
+	audited := auditByToolUse(t, home)
+	for _, r := range all {
+		if evs := audited[r.id]; len(evs) != 1 || evs[0]["decision"] != r.want {
+			t.Errorf("audit of %s: %v", r.id, evs)
+		}
+	}
+	if got := strings.Count(p.stderr.String(), "hook claude-code via"); got != 2*n {
+		t.Fatalf("the daemon decided %d hooks, want %d", got, 2*n)
 	}
 }
