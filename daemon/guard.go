@@ -140,9 +140,13 @@ func fromBrowser(r *http.Request) bool {
 }
 
 // loopbackHost reports whether host (a Host header, with or without a
-// port) names a loopback address.
+// port) names a loopback address. A port must be digits: "localhost:@"
+// is userinfo to a URL parser, naming no host at all.
 func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if port == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "" {
+			return false
+		}
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
