@@ -73,9 +73,10 @@ func newHookAnswerCmd(a agenthook.Agent) *cobra.Command {
 	}
 }
 
-// answerHook reads the hook input and answers it with a fresh engine over
-// the state directory's audit log. Every failure on the way, before the
-// engine exists too, is c's refusal.
+// answerHook reads the hook input and answers it: through the state
+// directory's `norma serve` when one runs (forwardHook), else with a fresh
+// engine over the state directory's audit log. Every failure on the way,
+// before the engine exists too, is c's refusal.
 func answerHook(cmd *cobra.Command, c agenthook.Codec) agenthook.Result {
 	in, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
 	if err == nil && len(in) > maxHookInput {
@@ -83,6 +84,9 @@ func answerHook(cmd *cobra.Command, c agenthook.Codec) agenthook.Result {
 	}
 	if err != nil {
 		return agenthook.Refuse(c, err)
+	}
+	if r, ok := forwardHook(cmd, c, in); ok {
+		return r
 	}
 	eng, closeEngine, err := openHookEngine(cmd)
 	if err != nil {

@@ -62,6 +62,7 @@ func commands() []*cobra.Command {
 		newRunCmd(), newPolicyCmd(), newManifestCmd(), newPluginCmd(), newApprovalsCmd(),
 		newAuditCmd(), newSecretCmd(), newSandboxCmd(), newToolsCmd(), newDemoCmd(),
 		newSettingsCmd(), newHooksCmd(), newPermissionsCmd(), newMCPCmd(), newHookCmd(),
+		newServeCmd(),
 	}
 }
 

@@ -1,0 +1,60 @@
+#!/bin/sh
+# Hook latency (issue 18): what one decision costs Claude Code, side by
+# side in one run (bench/hooklat/main.go; medians and p90):
+#   - command hooks, process start to answer, stdin = a real-shaped
+#     PreToolUse JSON (a Read of a workspace file): `norma hook
+#     claude-code` deciding itself, the same forwarding to a running
+#     `norma serve`, and a minimal Python and Node hook that only read the
+#     JSON and answer allow;
+#   - http hooks on a kept-alive connection: `norma serve --http`, and a
+#     minimal Python and Node server that do the same as their hooks.
+# Usage: bench/hooklat.sh [RUNS]   (from the repository root)
+set -eu
+runs=${1:-200}
+tmp=$(mktemp -d /tmp/hooklat.XXXXXX)
+pids=
+trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
+go build -o "$tmp/norma" ./cmd/norma
+(cd bench && go build -o "$tmp/hooklat" ./hooklat)
+cp bench/hooklat/*.py bench/hooklat/*.js "$tmp/"
+python=$(python3 -c 'import sys; print(sys.executable)') # not a pyenv shim
+node=$(command -v node)
+mkdir -p "$tmp/ws/docs" "$tmp/self" "$tmp/daemon"
+echo '# Intro' >"$tmp/ws/docs/intro.md"
+printf '{"session_id":"9f1c2a7e-0b3d-4c56-8e9f-1a2b3c4d5e6f","transcript_path":"%s/t.jsonl","cwd":"%s","prompt_id":"p-1","permission_mode":"default","effort":"medium","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"%s/docs/intro.md"},"tool_use_id":"toolu_01"}' \
+	"$tmp/ws" "$tmp/ws" "$tmp/ws" >"$tmp/pre.json"
+export XDG_CONFIG_HOME="$tmp/config" NORMA_MANAGED_SETTINGS="$tmp/none.yaml"
+
+"$tmp/norma" --home "$tmp/daemon" serve --http 127.0.0.1:0 2>"$tmp/serve.log" &
+pids="$pids $!"
+"$python" "$tmp/http_hook.py" >"$tmp/py.port" &
+pids="$pids $!"
+"$node" "$tmp/http_hook.js" >"$tmp/node.port" &
+pids="$pids $!"
+i=0
+until grep -q 'listening on http' "$tmp/serve.log" && [ -s "$tmp/py.port" ] && [ -s "$tmp/node.port" ]; do
+	i=$((i + 1)); [ $i -lt 200 ] || { cat "$tmp/serve.log" >&2; exit 1; }
+	sleep 0.05
+done
+url=$(sed -n 's|.*listening on \(http://[0-9.:]*\).*|\1|p' "$tmp/serve.log")
+tok=$(cat "$tmp/daemon/serve.token")
+
+cd "$tmp/ws"
+"$tmp/hooklat" -n "$runs" -input "$tmp/pre.json" \
+	"cmd:$tmp/norma --home $tmp/self hook claude-code" \
+	"cmd:$tmp/norma --home $tmp/daemon hook claude-code" \
+	"cmd:$python $tmp/hook.py" \
+	"cmd:$node $tmp/hook.js" \
+	"http:$url/hooks/claude-code $tok" \
+	"http:http://127.0.0.1:$(cat "$tmp/py.port")/ " \
+	"http:http://127.0.0.1:$(cat "$tmp/node.port")/ " |
+	sed "s|$tmp/||g; s|$python|python3|; s|$node|node|; s| $tok||"
+n=$(grep -c 'via unix' "$tmp/serve.log" || true)
+echo "norma serve answered $n forwarded command hooks (runs+1 expected)"
+# The daemon's own time per request (its log: read, decide, audit commit),
+# to split the http hook's latency from the transport's.
+for via in unix http; do
+	sed -n "s/.*via $via: .*bytes, \([0-9.]*\)\([µm]*s\)$/\1 \2/p" "$tmp/serve.log" |
+		awk '{ v = $1; if ($2 == "µs") v /= 1000; else if ($2 == "s") v *= 1000; print v }' | sort -n |
+		awk -v via="$via" '{ a[NR] = $1 } END { if (NR) printf "norma serve, time inside the daemon per %s request: median %.3f ms\n", via, a[int((NR + 1) / 2)] }'
+done

@@ -1,0 +1,45 @@
+package daemon
+
+import (
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// FuzzLoopbackHost checks the Host check against a second reading of the
+// header, net/url's: whatever loopbackHost accepts, url.Parse reads as
+// localhost or a loopback address (never a name that merely contains one).
+func FuzzLoopbackHost(f *testing.F) {
+	for _, seed := range []string{
+		"127.0.0.1:8787",          // the usual
+		"localhost:8787",          // by name
+		"[::1]:8787",              // IPv6 loopback
+		"127.9.9.9",               // all of 127/8, no port
+		"[::ffff:127.0.0.1]:1",    // mapped IPv4 loopback
+		"attacker.example:8787",   // a rebinding page's own name
+		"127.0.0.1.nip.io:8787",   // a name that resolves to loopback
+		"localhost.attacker.test", // a name that starts like it
+		"0.0.0.0:8787",            // unspecified
+		"[fe80::1%lo]:80",         // a zone
+		"",                        // none
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		if !loopbackHost(host) {
+			return
+		}
+		u, err := url.Parse("http://" + host + "/")
+		if err != nil {
+			return
+		}
+		h := u.Hostname()
+		if strings.EqualFold(h, "localhost") {
+			return
+		}
+		if a, err := netip.ParseAddr(h); err != nil || !a.Unmap().IsLoopback() {
+			t.Fatalf("loopbackHost(%q) = true, but the URL's host is %q", host, h)
+		}
+	})
+}
