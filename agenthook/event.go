@@ -55,6 +55,12 @@ type Event struct {
 	// mcp__SERVER__TOOL of an installed plugin), or nil when the codec has
 	// no mapping for the tool: the decider then decides on the name alone.
 	Call *Call
+	// Inert says the tool has no Norma counterpart because it has no
+	// effect outside the agent's own state: its todo list, a question to
+	// its user, leaving plan mode, a subagent (whose own calls are hooked
+	// too). Call is then nil; the decider allows it unless a permission
+	// rule of the user's settings names it.
+	Inert bool
 	// Response is what the tool returned (AfterTool only).
 	Response json.RawMessage
 }

@@ -42,6 +42,14 @@ const (
 	// TypeSampling is a server's request for a model completion and its
 	// outcome (Detail: tokens; never a message body).
 	TypeSampling = "sampling"
+	// TypeAgentToolResult is a tool call another agent ran (Claude Code's
+	// PostToolUse, ...), reported to Norma's agent hook: Detail names the
+	// agent, session and tool_use id; OutputDigest and IsError describe
+	// the result, never its content.
+	TypeAgentToolResult = "agent_tool_result"
+	// TypeAgentSession is another agent's session starting or ending
+	// (Detail: agent, event, session, cwd).
+	TypeAgentSession = "agent_session"
 )
 
 var knownTypes = map[string]bool{
@@ -51,6 +59,7 @@ var knownTypes = map[string]bool{
 	TypePluginUpdated: true, TypePluginHeld: true, TypePluginRemoved: true,
 	TypeConsentGranted: true, TypeConsentRevoked: true, TypeSandboxDowngraded: true,
 	TypeOutputRedacted: true, TypePluginNotice: true, TypeElicitation: true, TypeSampling: true,
+	TypeAgentToolResult: true, TypeAgentSession: true,
 }
 
 // KnownType reports whether t is one of the Type constants.

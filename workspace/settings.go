@@ -43,6 +43,9 @@ func loadSettings(dir string, o *Options, read func(string, settings.Scope) (*se
 		}
 		o.Mode = m
 	}
+	if o.NarrowMode != nil {
+		o.Mode = o.NarrowMode(o.Mode)
+	}
 	if o.ShellEnv == nil {
 		o.ShellEnv = []string{"LANG=C.UTF-8"}
 	}

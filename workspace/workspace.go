@@ -77,6 +77,12 @@ type Options struct {
 	// ModeGiven says Mode was given on the command line: it then wins
 	// over the settings' defaultMode, but not over managed settings.
 	ModeGiven bool
+	// NarrowMode, when set, is given the mode the settings and Mode
+	// decided and returns the mode the session runs in. A door deciding
+	// for another agent (package agenthook) passes the agent's own mode
+	// through it, so that the agent's mode can make Norma's stricter and
+	// never wider.
+	NarrowMode func(gate.Mode) gate.Mode
 	// Settings names the settings files besides the workspace's own
 	// (user, --settings, managed); see package settings.
 	Settings settings.Options
@@ -458,6 +464,13 @@ func (r *Runtime) Dir() string { return r.dir }
 // RunID returns the run's id.
 func (r *Runtime) RunID() string { return r.opts.RunID }
 
+// Mode returns the permission mode the runtime decides in.
+func (r *Runtime) Mode() gate.Mode { return r.opts.Mode }
+
+// Rules returns the permission rules in effect: Options.Rules and the
+// settings' rules.
+func (r *Runtime) Rules() policy.Rules { return r.opts.Rules }
+
 // Layer returns the workspace policy; nil when there is none.
 func (r *Runtime) Layer() *manifest.Layer { return r.layer }
 
@@ -578,6 +591,18 @@ func (r *Runtime) Close() error {
 		errs = append(errs, r.host.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// OpenExplain opens the runtime that decides without running — for
+// `norma policy explain` and the agent hooks (package agenthook): it
+// writes nothing to the state directory and opens no vault. With
+// o.Describe, the installed plugins are registered as last served.
+func OpenExplain(ctx context.Context, o Options) (*Runtime, error) {
+	o.ReadOnly, o.Vault = true, nil
+	if o.Dir == "" {
+		o.Dir = "."
+	}
+	return Open(ctx, o)
 }
 
 // Explain reports what a run in this workspace decides for one call of

@@ -124,12 +124,9 @@ func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed boo
 	if err != nil {
 		return nil, err
 	}
-	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run, ReadOnly: true,
+	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run,
 		ModeGiven: cmd.Flags().Lookup("mode") != nil && cmd.Flags().Changed("mode"), Settings: settingsFiles(f.Settings),
 		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }}
-	if o.Dir == "" {
-		o.Dir = "."
-	}
 	// The workspace's own policy and settings files count as far as the
 	// user accepted them, recorded in the state directory: as in a run.
 	if f.WorkspacePolicy == "" {
@@ -148,7 +145,7 @@ func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed boo
 	case installed:
 		o.Describe = true
 	}
-	return workspace.Open(cmd.Context(), o)
+	return workspace.OpenExplain(cmd.Context(), o)
 }
 
 // declaration is the plugin of --manifest with --grant.

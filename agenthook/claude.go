@@ -1,0 +1,227 @@
+package agenthook
+
+// The Claude Code hook protocol, as documented in the hooks reference
+// (https://code.claude.com/docs/en/hooks, "Hook input" and "Hook output"),
+// and as Claude Code 2.1.332 sends it:
+//
+//   - stdin is one JSON object with session_id, transcript_path, cwd,
+//     prompt_id, permission_mode, effort and hook_event_name, and for the
+//     tool events tool_name, tool_input and tool_use_id; PostToolUse adds
+//     tool_response, SessionStart source and SessionEnd reason.
+//   - PreToolUse answers hookSpecificOutput.permissionDecision (allow,
+//     deny or ask) with permissionDecisionReason: shown to the model for
+//     deny, to the user for ask.
+//   - PermissionRequest answers hookSpecificOutput.decision.behavior
+//     (allow or deny) with a message, or no decision (the user is asked).
+//   - PostToolUse may answer decision "block" with a reason, told to the
+//     model (the tool already ran).
+//   - SessionStart may add hookSpecificOutput.additionalContext.
+//   - Exit 0 with JSON on stdout is a decided answer; exit 2 blocks and
+//     shows stderr; any other exit code is a non-blocking error, so a
+//     refusal is never left to one.
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/norma-run/norma/capability"
+)
+
+// Claude is the codec of Claude Code's command and HTTP hooks.
+type Claude struct{}
+
+// Agent returns ClaudeCode.
+func (Claude) Agent() Agent { return ClaudeCode }
+
+// claudeInput is Claude Code's hook input. Fields Norma does not use
+// (transcript_path, prompt_id, effort, ...) are tolerated and ignored.
+type claudeInput struct {
+	SessionID      string          `json:"session_id"`
+	Cwd            string          `json:"cwd"`
+	PermissionMode string          `json:"permission_mode"`
+	HookEventName  string          `json:"hook_event_name"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
+	ToolResponse   json.RawMessage `json:"tool_response"`
+}
+
+// claudeKinds maps Claude Code's event names to Norma's.
+var claudeKinds = map[string]Kind{
+	"PreToolUse":        BeforeTool,
+	"PermissionRequest": PermissionRequest,
+	"PostToolUse":       AfterTool,
+	"SessionStart":      SessionStart,
+	"SessionEnd":        SessionEnd,
+}
+
+// Parse reads one Claude Code hook input. A missing field the event needs
+// is an error (rendered as a deny): session_id, an absolute cwd and
+// hook_event_name always; tool_name and an object tool_input for the tool
+// events; tool_use_id for PreToolUse and PostToolUse (PermissionRequest
+// carries none).
+func (Claude) Parse(in []byte) (Event, error) {
+	var ci claudeInput
+	if err := json.Unmarshal(in, &ci); err != nil {
+		return Event{}, invalid("the hook input is not a JSON object: %v", err)
+	}
+	kind, ok := claudeKinds[ci.HookEventName]
+	switch {
+	case ci.HookEventName == "":
+		return Event{}, invalid("the hook input has no hook_event_name")
+	case !ok:
+		return Event{}, invalid("Norma does not answer the %q hook event", ci.HookEventName)
+	case ci.SessionID == "":
+		return Event{}, invalid("the hook input has no session_id")
+	case ci.Cwd == "" || !filepath.IsAbs(ci.Cwd):
+		return Event{}, invalid("the hook input has no absolute cwd")
+	}
+	e := Event{Agent: ClaudeCode, Kind: kind, Name: ci.HookEventName, Session: ci.SessionID, ToolUseID: ci.ToolUseID,
+		Cwd: filepath.Clean(ci.Cwd), PermissionMode: ci.PermissionMode}
+	if kind == SessionStart || kind == SessionEnd {
+		return e, nil
+	}
+	switch {
+	case ci.ToolName == "":
+		return Event{}, invalid("the %s hook input has no tool_name", ci.HookEventName)
+	case !isObject(ci.ToolInput):
+		return Event{}, invalid("the %s hook input has no tool_input object", ci.HookEventName)
+	case ci.ToolUseID == "" && kind != PermissionRequest:
+		return Event{}, invalid("the %s hook input has no tool_use_id", ci.HookEventName)
+	}
+	e.Tool, e.Input, e.Response = ci.ToolName, ci.ToolInput, ci.ToolResponse
+	call, inert, err := claudeCall(e.Cwd, ci.ToolName, ci.ToolInput)
+	if err != nil {
+		return Event{}, err
+	}
+	e.Call, e.Inert = call, inert
+	return e, nil
+}
+
+// Render writes Norma's verdict in the answer format of e's event, with
+// exit 0.
+func (Claude) Render(e Event, v Verdict) ([]byte, int) {
+	var out any
+	switch e.Kind {
+	case BeforeTool:
+		out = claudePre{HookSpecificOutput: claudePreOut{HookEventName: e.Name, PermissionDecision: preDecision(v.Decision.Mode),
+			PermissionDecisionReason: ReasonText(v)}}
+	case PermissionRequest:
+		// approval_required leaves the decision to the user, in Claude
+		// Code's own dialog: Norma would ask them too, and it has no
+		// dialog of its own in another agent's session.
+		if v.Decision.Mode == capability.ApprovalRequired {
+			out = struct{}{}
+			break
+		}
+		b := claudeBehavior{Behavior: "allow"}
+		if v.Decision.Mode != capability.Allow {
+			b = claudeBehavior{Behavior: "deny", Message: ReasonText(v)}
+		}
+		out = claudePerm{HookSpecificOutput: claudePermOut{HookEventName: e.Name, Decision: b}}
+	case AfterTool:
+		// The call already ran: a result Norma would have denied is
+		// flagged to the model (decision block), anything else is only
+		// audited.
+		if v.Decision.Mode == capability.Deny {
+			out = claudeBlock{Decision: "block", Reason: ReasonText(v)}
+		} else {
+			out = struct{}{}
+		}
+	case SessionStart:
+		if v.Message == "" {
+			out = struct{}{}
+			break
+		}
+		out = claudeStart{HookSpecificOutput: claudeStartOut{HookEventName: e.Name, AdditionalContext: v.Message}}
+	default:
+		out = struct{}{}
+	}
+	b, err := json.Marshal(out)
+	if err != nil { // cannot happen: the types are plain
+		return claudeFail(FailVerdict(err))
+	}
+	return append(b, '\n'), 0
+}
+
+// Fail renders a refusal of input that could not be parsed or decided: a
+// PreToolUse deny on stdout for whoever reads it (an HTTP hook's body) and
+// exit 2, which Claude Code treats as block whatever the event, showing
+// stderr (the door writes the reason there).
+func (Claude) Fail(err error) ([]byte, int) {
+	return claudeFail(FailVerdict(err))
+}
+
+func claudeFail(v Verdict) ([]byte, int) {
+	r := ReasonText(v)
+	b, _ := json.Marshal(claudeFailOut{
+		claudePre:   claudePre{HookSpecificOutput: claudePreOut{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: r}},
+		claudeBlock: claudeBlock{Decision: "block", Reason: r},
+	})
+	return append(b, '\n'), 2
+}
+
+func preDecision(m capability.Mode) string {
+	switch m {
+	case capability.Allow:
+		return "allow"
+	case capability.ApprovalRequired:
+		return "ask"
+	}
+	return "deny"
+}
+
+type claudePre struct {
+	HookSpecificOutput claudePreOut `json:"hookSpecificOutput"`
+}
+
+type claudePreOut struct {
+	HookEventName            string `json:"hookEventName"`
+	PermissionDecision       string `json:"permissionDecision"`
+	PermissionDecisionReason string `json:"permissionDecisionReason"`
+}
+
+type claudePerm struct {
+	HookSpecificOutput claudePermOut `json:"hookSpecificOutput"`
+}
+
+type claudePermOut struct {
+	HookEventName string         `json:"hookEventName"`
+	Decision      claudeBehavior `json:"decision"`
+}
+
+type claudeBehavior struct {
+	Behavior string `json:"behavior"`
+	Message  string `json:"message,omitempty"`
+}
+
+type claudeBlock struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+type claudeStart struct {
+	HookSpecificOutput claudeStartOut `json:"hookSpecificOutput"`
+}
+
+type claudeStartOut struct {
+	HookEventName     string `json:"hookEventName"`
+	AdditionalContext string `json:"additionalContext"`
+}
+
+type claudeFailOut struct {
+	claudePre
+	claudeBlock
+}
+
+// invalid is the refusal of hook input that cannot be decided.
+func invalid(format string, a ...any) error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonHookInputInvalid, Layer: capability.LayerAgent},
+		Detail: fmt.Sprintf(format, a...)}
+}
+
+func isObject(b json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return len(b) > 0 && json.Unmarshal(b, &m) == nil && m != nil
+}

@@ -1,0 +1,204 @@
+package agenthook
+
+import (
+	"encoding/json"
+
+	"path/filepath"
+	"strings"
+)
+
+// claudeInert are Claude Code's tools with no effect outside the agent's
+// own state: planning and todo lists, questions to the user, subagents
+// (their own tool calls meet the hooks too), reading back or stopping the
+// agent's own background shells (starting one is Bash, decided), and
+// listing the MCP resources of servers whose tools are decided by name.
+var claudeInert = map[string]bool{
+	"TodoWrite": true, "Task": true, "Agent": true, "ExitPlanMode": true, "EnterPlanMode": true,
+	"AskUserQuestion": true, "BashOutput": true, "KillShell": true, "TaskOutput": true, "TaskStop": true,
+	"TaskCreate": true, "TaskGet": true, "TaskUpdate": true, "TaskList": true, "ListMcpResourcesTool": true,
+}
+
+// claudeTools map a Claude Code tool's input onto the input of Norma's
+// built-in tool of the same purpose (tools/files.go, tools/glob.go,
+// tools/grep.go, tools/web.go, tools/search.go, tools/shell/bash.go), so
+// that the gate decides it as it decides its own: the same schema, the
+// same capability requests. Only what the decision depends on is carried
+// over; options that change the output and not what is reached are left
+// out. Paths are made workspace paths (see wsPath); the gate resolves
+// them, symlinks included.
+var claudeTools = map[string]func(ws *wsPaths, in map[string]any) (string, map[string]any){
+	"Read": func(ws *wsPaths, in map[string]any) (string, map[string]any) {
+		out := map[string]any{"path": ws.path(in["file_path"])}
+		positive(out, "offset", in["offset"])
+		positive(out, "limit", in["limit"])
+		return "Read", out
+	},
+	"Write": func(ws *wsPaths, in map[string]any) (string, map[string]any) {
+		return "Write", map[string]any{"path": ws.path(in["file_path"]), "content": in["content"]}
+	},
+	"Edit": func(ws *wsPaths, in map[string]any) (string, map[string]any) {
+		// An empty old_string creates the file: a Write of new_string.
+		if s, _ := in["old_string"].(string); s == "" {
+			return "Write", map[string]any{"path": ws.path(in["file_path"]), "content": in["new_string"]}
+		}
+		out := map[string]any{"path": ws.path(in["file_path"]), "old_string": in["old_string"], "new_string": in["new_string"]}
+		if b, ok := in["replace_all"].(bool); ok {
+			out["replace_all"] = b
+		}
+		return "Edit", out
+	},
+	"MultiEdit": func(ws *wsPaths, in map[string]any) (string, map[string]any) {
+		return "MultiEdit", map[string]any{"path": ws.path(in["file_path"]), "edits": in["edits"]}
+	},
+	"NotebookEdit": func(ws *wsPaths, in map[string]any) (string, map[string]any) {
+		// A notebook cell edit rewrites the notebook file: decided as a
+		// write of it.
+		content, _ := in["new_source"].(string)
+		return "Write", map[string]any{"path": ws.path(in["notebook_path"]), "content": content}
+	},
+	"Glob": func(ws *wsPaths, in map[string]any) (string, map[string]any) {
+		out := map[string]any{"pattern": ws.pattern(in["pattern"])}
+		optional(out, "path", ws, in["path"])
+		return "Glob", out
+	},
+	"Grep": func(ws *wsPaths, in map[string]any) (string, map[string]any) {
+		out := map[string]any{"pattern": in["pattern"]}
+		optional(out, "path", ws, in["path"])
+		if g, ok := in["glob"].(string); ok && g != "" {
+			out["include"] = []any{g}
+		}
+		return "Grep", out
+	},
+	"LS": func(ws *wsPaths, in map[string]any) (string, map[string]any) {
+		out := map[string]any{}
+		optional(out, "path", ws, in["path"])
+		if ig, ok := in["ignore"].([]any); ok {
+			out["ignore"] = ig
+		}
+		return "LS", out
+	},
+	"Bash": func(_ *wsPaths, in map[string]any) (string, map[string]any) {
+		out := map[string]any{"command": in["command"]}
+		positive(out, "timeout_ms", in["timeout"])
+		if b, ok := in["run_in_background"].(bool); ok {
+			out["run_in_background"] = b
+		}
+		if d, ok := in["description"].(string); ok && d != "" && len(d) <= 200 {
+			out["description"] = d
+		}
+		return "Bash", out
+	},
+	"WebFetch": func(_ *wsPaths, in map[string]any) (string, map[string]any) {
+		return "WebFetch", map[string]any{"url": in["url"]}
+	},
+	"WebSearch": func(_ *wsPaths, in map[string]any) (string, map[string]any) {
+		return "WebSearch", map[string]any{"query": in["query"]}
+	},
+}
+
+// claudeCall maps one Claude Code tool call to a Norma call: a built-in
+// tool by claudeTools, mcp__SERVER__TOOL as the installed plugin's tool of
+// that name (Norma names plugin tools the same way), an inert tool as
+// none (inert true), and any other tool as none: the decider refuses it
+// unless the user's rules name it.
+func claudeCall(cwd, name string, input json.RawMessage) (call *Call, inert bool, err error) {
+	if strings.HasPrefix(name, "mcp__") {
+		return &Call{Tool: name, Input: input}, false, nil
+	}
+	if claudeInert[name] {
+		return nil, true, nil
+	}
+	m, ok := claudeTools[name]
+	if !ok {
+		return nil, false, nil
+	}
+	var in map[string]any
+	d := json.NewDecoder(strings.NewReader(string(input)))
+	d.UseNumber()
+	if err := d.Decode(&in); err != nil || in == nil {
+		return nil, false, invalid("the %s tool_input is not a JSON object", name)
+	}
+	tool, out := m(&wsPaths{cwd: cwd}, in)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, false, invalid("the %s tool_input cannot be mapped", name)
+	}
+	return &Call{Tool: tool, Input: b}, false, nil
+}
+
+// wsPaths makes the agent's paths workspace paths.
+type wsPaths struct {
+	cwd  string
+	real string // cwd with its symlinks resolved, on first use
+}
+
+// path is p as Norma's tools take it: an absolute path inside the
+// workspace (cwd, or cwd with its symlinks resolved) becomes
+// workspace-relative; a relative path is already relative to cwd; any
+// other value is passed on as it is — an absolute path outside the
+// workspace, a path with symlinks out of it, a value of the wrong type —
+// for the gate to refuse with its own reason code. This is a change of
+// notation only, lexical: whether the path may be reached is the file
+// guard's to decide, after resolving symlinks.
+func (w *wsPaths) path(v any) any {
+	p, ok := v.(string)
+	if !ok || !filepath.IsAbs(p) {
+		return v
+	}
+	if rel, ok := inside(w.cwd, p); ok {
+		return rel
+	}
+	if w.real == "" {
+		if r, err := filepath.EvalSymlinks(w.cwd); err == nil {
+			w.real = r
+		} else {
+			w.real = w.cwd
+		}
+	}
+	if rel, ok := inside(w.real, p); ok {
+		return rel
+	}
+	return p
+}
+
+// pattern is a glob pattern with an absolute prefix inside the workspace
+// made relative, as path does.
+func (w *wsPaths) pattern(v any) any {
+	if p, ok := v.(string); ok && filepath.IsAbs(p) {
+		if rel, ok := w.path(p).(string); ok && !filepath.IsAbs(rel) {
+			return rel
+		}
+	}
+	return v
+}
+
+func inside(base, p string) (string, bool) {
+	rel, err := filepath.Rel(base, filepath.Clean(p))
+	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// optional sets out[key] to the workspace path of v when v is given.
+func optional(out map[string]any, key string, ws *wsPaths, v any) {
+	if v == nil {
+		return
+	}
+	if s, ok := v.(string); ok && s == "" {
+		return
+	}
+	out[key] = ws.path(v)
+}
+
+// positive sets out[key] to v when v is a positive integer (Claude Code
+// sends 0 or nothing for "not given", which Norma's schemas reject).
+func positive(out map[string]any, key string, v any) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return
+	}
+	if i, err := n.Int64(); err == nil && i > 0 {
+		out[key] = i
+	}
+}
