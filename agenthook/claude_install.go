@@ -38,7 +38,9 @@ var claudeEvents = []hookEvent{
 }
 
 var claudeFile = hooksFile{agent: ClaudeCode, what: "the Claude Code settings", events: claudeEvents,
-	hook: func(command string) any { return claudeHook{Type: "command", Command: command, Timeout: claudeHookTimeout} }}
+	hook: func(command string) any {
+		return claudeHook{Type: "command", Command: command, Timeout: claudeHookTimeout}
+	}}
 
 // claudeHookTimeout is the timeout, in seconds, written with each entry:
 // Claude Code kills the hook after it (and goes on), so it is well above

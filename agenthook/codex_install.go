@@ -52,7 +52,9 @@ type geminiHook struct {
 
 var geminiFile = hooksFile{agent: Gemini, what: "the Gemini CLI settings",
 	events: []hookEvent{{"BeforeTool", "*"}, {"AfterTool", "*"}, {"SessionStart", ""}, {"SessionEnd", ""}},
-	hook:   func(command string) any { return geminiHook{Name: "norma", Type: "command", Command: command, Timeout: 30000} }}
+	hook: func(command string) any {
+		return geminiHook{Name: "norma", Type: "command", Command: command, Timeout: 30000}
+	}}
 
 // Agent returns Gemini.
 func (GeminiInstaller) Agent() Agent { return Gemini }
