@@ -105,16 +105,16 @@ func (e *Engine) Decide(ctx context.Context, ev Event) Verdict {
 		return e.session(ctx, ev)
 	case BeforeTool, PermissionRequest, AfterTool:
 	default:
-		return deny(capability.ReasonHookInputInvalid, fmt.Sprintf("Norma does not decide %q events", ev.Kind))
+		return failure(capability.ReasonHookInputInvalid, fmt.Sprintf("Norma does not decide %q events", ev.Kind))
 	}
 	v, tool := e.decideCall(ctx, ev)
 	if ctx.Err() != nil {
 		// Too late: Handle has answered (deny); the log says what the
 		// agent was told.
-		v = deny(capability.ReasonTimeout, "Norma did not decide in time, so the call is denied")
+		v = failure(capability.ReasonTimeout, "Norma did not decide in time, so the call is denied")
 	}
 	if err := e.record(ctx, e.event(ev, tool, v, start)); err != nil {
-		return deny(capability.ReasonAuditUnavailable, "the decision could not be recorded in Norma's audit log, so the call is denied")
+		return failure(capability.ReasonAuditUnavailable, "the decision could not be recorded in Norma's audit log, so the call is denied")
 	}
 	return v
 }
@@ -178,7 +178,7 @@ func byName(rs *policy.RuleSet, ev Event) Verdict {
 func (e *Engine) session(ctx context.Context, ev Event) Verdict {
 	a := audit.Event{Type: TypeSession, Time: e.now(), Principal: string(ev.Agent), Detail: e.detail(ev)}
 	if err := e.record(ctx, a); err != nil {
-		return deny(capability.ReasonAuditUnavailable, "the session could not be recorded in Norma's audit log")
+		return failure(capability.ReasonAuditUnavailable, "the session could not be recorded in Norma's audit log")
 	}
 	v := Verdict{Decision: capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed, Layer: capability.LayerAgent}}
 	if ev.Kind == SessionStart {
@@ -218,6 +218,11 @@ func (e *Engine) detail(ev Event) map[string]string {
 
 func deny(r capability.Reason, msg string) Verdict {
 	return Verdict{Decision: capability.Decision{Mode: capability.Deny, Reason: r, Layer: capability.LayerAgent}, Message: msg}
+}
+
+// failure is the verdict of an event that could not be decided.
+func failure(r capability.Reason, msg string) Verdict {
+	return FailVerdict(&capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: r, Layer: capability.LayerAgent}, Detail: msg})
 }
 
 func digest(b []byte) string {

@@ -83,6 +83,11 @@ type Verdict struct {
 	Decision capability.Decision
 	// Message says why, safe to show to the agent and its user.
 	Message string
+	// Err, when set, says the event could not be decided (the workspace
+	// did not open, the audit log refused the event, time ran out):
+	// [Handle] renders it with Codec.Fail, the agent's strongest refusal,
+	// not as a decided deny.
+	Err error
 }
 
 // Decider decides events: the one engine behind every codec and every

@@ -44,6 +44,9 @@ func Respond(ctx context.Context, c Codec, d Decider, in []byte) Result {
 	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	v, err := safeDecide(ctx, d, e)
+	if err == nil {
+		err = v.Err
+	}
 	if err != nil {
 		return fail(c, err)
 	}
@@ -71,6 +74,10 @@ func ReasonText(v Verdict) string {
 	return fmt.Sprintf("NORMA %s: %s", code, v.Message)
 }
 
+// Refuse is c's refusal of err, as Handle renders a failure: for a door
+// that fails before it has an input to handle.
+func Refuse(c Codec, err error) Result { return fail(c, err) }
+
 // FailVerdict is the deny verdict of err: its reason code when it carries
 // one (a *capability.Error), else HOOK_DECIDE_FAILED. Codecs render their
 // Fail with it.
@@ -78,10 +85,10 @@ func FailVerdict(err error) Verdict {
 	if ce, ok := errors.AsType[*capability.Error](err); ok {
 		d := ce.Decision
 		d.Mode = capability.Deny
-		return Verdict{Decision: d, Message: ce.Detail}
+		return Verdict{Decision: d, Message: ce.Detail, Err: err}
 	}
 	return Verdict{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonHookDecideFailed, Layer: capability.LayerAgent},
-		Message: "Norma could not decide this call, so it is denied: " + err.Error()}
+		Message: "Norma could not decide this call, so it is denied: " + err.Error(), Err: err}
 }
 
 // fail renders err through c.Fail; a Fail that panics still yields a

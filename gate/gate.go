@@ -295,6 +295,11 @@ type exec struct {
 	// unknown names what cannot be known about the call (an unparseable
 	// command); such a call is never allowed by a rule.
 	unknown string
+	// named are reads of the workspace files a command names as an
+	// argument (`cat .env`): the policy's deny of one denies the call.
+	// They are not requests of the call (rules and approvals do not see
+	// them): a command's argument may or may not be read.
+	named []capability.Request
 	// trace is set by Explain: decide with every layer's answer collected
 	// here (nil for Execute, which needs no trace).
 	trace  *[]capability.LayerResult

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/norma-run/norma/capability"
@@ -47,6 +49,7 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	}
 	reqs, unknown, bad := x.g.normalize(e.Name(), acc)
 	x.reqs, x.known, x.unknown, x.req0 = reqs, declared && unknown == "", unknown, ""
+	x.named = x.g.namedFiles(acc)
 	if bad != nil {
 		return perm, *bad, false
 	}
@@ -99,8 +102,34 @@ func (x *exec) capability(ctx context.Context) capability.Decision {
 			break
 		}
 	}
+	if d.Mode != capability.Deny {
+		if nd, ok := x.namedDenied(ctx); ok {
+			d = nd
+		}
+	}
 	d.Trace = nil
 	return d
+}
+
+// namedDenied is the policy's deny of a file a command names, if any: a
+// command that names a file the policy denies reading (cat .env, cp .env
+// x, grep -f .env) is refused, whatever it does with it. The sandbox hides
+// such files from the commands Norma runs; this refusal is what stands
+// for a command that another agent runs outside it (package agenthook).
+func (x *exec) namedDenied(ctx context.Context) (capability.Decision, bool) {
+	for i := range x.named {
+		pd := x.pol.Decide(ctx, x.named[i])
+		if pd.Mode == capability.Deny {
+			if pd.Request == "" {
+				pd.Request = x.named[i].String()
+			}
+			if x.trace != nil {
+				*x.trace = append(*x.trace, capability.LayerResult{Layer: pd.Layer, Mode: pd.Mode, Reason: pd.Reason, Rule: pd.Rule})
+			}
+			return pd, true
+		}
+	}
+	return capability.Decision{}, false
 }
 
 // harness is the permission of the harness — mode, ask and allow rules,
@@ -272,6 +301,64 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access) (_ []capability.R
 		}
 	}
 	return reqs, se.Unknown, "", nil
+}
+
+// namedFiles are the reads of the workspace files that the commands of
+// acc name as literal arguments (a word, or the value of --opt=value),
+// resolved as g.path resolves them (symlinks followed); a word that names
+// nothing in the workspace is no file of it.
+func (g *Gate) namedFiles(acc []tool.Access) []capability.Request {
+	var out []capability.Request
+	for _, a := range acc {
+		if a.Kind != capability.ProcessSpawn || a.Command == "" && len(a.Argv) == 0 || g.wsDir == "" {
+			continue
+		}
+		se := shellcmd.Argv(a.Argv)
+		if a.Command != "" {
+			se = shellcmd.Parse(a.Command)
+		}
+		for _, argv := range se.Spawns {
+			for _, w := range argv[min(1, len(argv)):] {
+				if r, ok := g.namedFile(w); ok {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (g *Gate) namedFile(w string) (capability.Request, bool) {
+	if strings.HasPrefix(w, "-") {
+		_, v, ok := strings.Cut(w, "=")
+		if !ok {
+			return capability.Request{}, false
+		}
+		w = v
+	}
+	if w == "" || strings.ContainsRune(w, 0) || len(w) > 4096 {
+		return capability.Request{}, false
+	}
+	if filepath.IsAbs(w) {
+		rel, err := filepath.Rel(g.wsDir, w)
+		if err != nil || !filepath.IsLocal(rel) {
+			return capability.Request{}, false
+		}
+		w = rel
+	} else if !filepath.IsLocal(w) {
+		return capability.Request{}, false
+	}
+	if _, err := os.Lstat(filepath.Join(g.wsDir, w)); err != nil {
+		return capability.Request{}, false
+	}
+	p, err := g.resolve(w)
+	if err != nil {
+		// Out of the workspace (a symlink to elsewhere): like an absolute
+		// path outside it, not a file of the workspace; what a command
+		// reads outside is the sandbox's to confine.
+		return capability.Request{}, false
+	}
+	return capability.Request{Kind: capability.FSRead, Path: p}, true
 }
 
 // path canonicalizes a workspace path: resolved when possible, cleaned

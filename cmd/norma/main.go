@@ -61,7 +61,7 @@ func commands() []*cobra.Command {
 	return []*cobra.Command{
 		newRunCmd(), newPolicyCmd(), newManifestCmd(), newPluginCmd(), newApprovalsCmd(),
 		newAuditCmd(), newSecretCmd(), newSandboxCmd(), newToolsCmd(), newDemoCmd(),
-		newSettingsCmd(), newHooksCmd(), newPermissionsCmd(), newMCPCmd(),
+		newSettingsCmd(), newHooksCmd(), newPermissionsCmd(), newMCPCmd(), newHookCmd(),
 	}
 }
 

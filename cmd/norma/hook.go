@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/norma-run/norma/agenthook"
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/atomicfile"
+	"github.com/norma-run/norma/internal/termtext"
+	"github.com/norma-run/norma/internal/textdiff"
+	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/store"
+)
+
+// maxHookInput bounds one hook input: a Write of Norma's largest file
+// (32 MiB) with room for the JSON around it.
+const maxHookInput = 40 << 20
+
+func newHookCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hook",
+		Short: "Decide another agent's tool calls with Norma: the hook of Claude Code, and its installer",
+		Long: `"norma hook claude-code" is a Claude Code command hook (PreToolUse,
+PermissionRequest, PostToolUse, SessionStart, SessionEnd): it reads the
+hook's JSON on stdin, decides the call with Norma's gate in the workspace of
+the hook's cwd (the settings, workspace policy and installed plugins a run
+there would use), records the decision in the audit log, and answers in
+Claude Code's format. It fails closed: input it cannot parse or a decision
+it cannot make is a deny, with exit 2.
+
+"norma hook install claude-code" writes the hook entries into Claude Code's
+settings.json; "norma hook uninstall claude-code" removes them.`,
+	}
+	c.AddCommand(newHookAnswerCmd(agenthook.ClaudeCode), newHookInstallCmd(), newHookUninstallCmd())
+	return c
+}
+
+// newHookAnswerCmd is `norma hook AGENT`: one hook input on stdin, the
+// answer on stdout, its exit code, and for a refusal by exit code the
+// reason on stderr.
+func newHookAnswerCmd(a agenthook.Agent) *cobra.Command {
+	return &cobra.Command{
+		Use:   string(a),
+		Short: "Answer one " + string(a) + " hook (JSON on stdin) with Norma's decision",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ok := agenthook.CodecFor(a)
+			if !ok {
+				return exitWith(exitUsage, fmt.Errorf("no hook codec for %s", a))
+			}
+			r := answerHook(cmd, c)
+			cmd.OutOrStdout().Write(r.Out)
+			if r.Stderr != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), termtext.EscapeText(r.Stderr))
+			}
+			if r.Exit != 0 {
+				return exitWith(r.Exit, nil)
+			}
+			return nil
+		},
+	}
+}
+
+// answerHook reads the hook input and answers it with a fresh engine over
+// the state directory's audit log. Every failure on the way, before the
+// engine exists too, is c's refusal.
+func answerHook(cmd *cobra.Command, c agenthook.Codec) agenthook.Result {
+	in, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
+	if err == nil && len(in) > maxHookInput {
+		err = hookFailure("the hook input is larger than %d bytes", maxHookInput)
+	}
+	if err != nil {
+		return agenthook.Refuse(c, err)
+	}
+	eng, closeEngine, err := openHookEngine(cmd)
+	if err != nil {
+		return agenthook.Respond(cmd.Context(), c, failing{err}, in)
+	}
+	defer closeEngine()
+	return agenthook.Respond(cmd.Context(), c, eng, in)
+}
+
+// openHookEngine opens the engine of the state directory, recording in
+// its audit log: the sink `norma run` writes. Secrets are masked in what
+// the log holds by the token formats (an event carries names, hashes and
+// codes, never a call's content), so no vault is opened.
+func openHookEngine(cmd *cobra.Command) (*agenthook.Engine, func(), error) {
+	ctx := cmd.Context()
+	home, err := stateDir(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := openAuditLog(ctx, home, db, secret.NewRedactor())
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	eng, err := agenthook.NewEngine(agenthook.EngineOptions{Home: home, Settings: settingsFiles(""), Audit: log,
+		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }})
+	if err != nil {
+		log.Close()
+		db.Close()
+		return nil, nil, err
+	}
+	return eng, func() {
+		eng.Close()
+		closeAuditLog(cmd, log)
+		db.Close()
+	}, nil
+}
+
+// failing is the decider of a hook whose engine could not be set up: it
+// never decides, so the event is refused with err's reason.
+type failing struct{ err error }
+
+func (f failing) Decide(context.Context, agenthook.Event) agenthook.Verdict {
+	return agenthook.FailVerdict(f.err)
+}
+
+func hookFailure(format string, a ...any) error {
+	return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonHookInputInvalid, Layer: capability.LayerAgent},
+		Detail: fmt.Sprintf(format, a...)}
+}
+
+type hookInstallFlags struct {
+	scope, project string
+	yes            bool
+}
+
+func newHookInstallCmd() *cobra.Command {
+	var f hookInstallFlags
+	c := &cobra.Command{
+		Use:   "install AGENT [--scope user|project] [--yes]",
+		Short: "Write Norma's hook entries into the agent's settings (Claude Code: ~/.claude/settings.json or PROJECT/.claude/settings.json), showing the diff first",
+		Long: `Add "norma hook AGENT" to the agent's settings for every event Norma
+answers, keeping every other key and hook of the file as it was. The command
+written is the absolute path of this norma binary (with --home when a state
+directory other than the default is in use). Installing twice changes
+nothing; an entry of an older binary is replaced. The diff is shown first;
+on a terminal you are asked, otherwise --yes is needed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			command, err := hookCommand(cmd, agenthook.Agent(args[0]))
+			if err != nil {
+				return exitWith(exitInternal, err)
+			}
+			return editAgentSettings(cmd, args[0], f, func(in agenthook.Installer, old []byte) ([]byte, error) {
+				return in.Install(old, command)
+			})
+		},
+	}
+	hookScopeFlags(c, &f)
+	return c
+}
+
+func newHookUninstallCmd() *cobra.Command {
+	var f hookInstallFlags
+	c := &cobra.Command{
+		Use:   "uninstall AGENT [--scope user|project] [--yes]",
+		Short: "Remove Norma's hook entries from the agent's settings, showing the diff first",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return editAgentSettings(cmd, args[0], f, agenthook.Installer.Uninstall)
+		},
+	}
+	hookScopeFlags(c, &f)
+	return c
+}
+
+func hookScopeFlags(c *cobra.Command, f *hookInstallFlags) {
+	c.Flags().StringVar(&f.scope, "scope", "user", "user (the agent's settings in your home) or project (the project's)")
+	c.Flags().StringVar(&f.project, "project", ".", "the project directory, with --scope project")
+	c.Flags().BoolVar(&f.yes, "yes", false, "write without asking")
+}
+
+// editAgentSettings shows the change edit makes to the agent's settings
+// file of f.scope, asks (or takes --yes), and writes it atomically.
+func editAgentSettings(cmd *cobra.Command, agent string, f hookInstallFlags, edit func(agenthook.Installer, []byte) ([]byte, error)) error {
+	in, ok := agenthook.InstallerFor(agenthook.Agent(agent))
+	if !ok {
+		return exitWith(exitUsage, fmt.Errorf("no hook installer for %q (claude-code)", agent))
+	}
+	home, _ := os.UserHomeDir()
+	project, err := filepath.Abs(f.project)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	path, err := in.Path(agenthook.Scope(f.scope), home, project)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return exitWith(exitFailed, err)
+	}
+	perm := os.FileMode(0o600)
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	updated, err := edit(in, old)
+	if err != nil {
+		return exitWith(exitFailed, fmt.Errorf("%s: %w", path, err))
+	}
+	w := cmd.OutOrStdout()
+	if string(updated) == string(old) {
+		fmt.Fprintf(w, "%s: nothing to change\n", termtext.Escape(path))
+		return nil
+	}
+	fmt.Fprint(w, termtext.EscapeText(textdiff.Unified(path, path, string(old), string(updated))))
+	if !f.yes {
+		if !stdinIsTerminal(cmd.InOrStdin()) {
+			return exitWith(exitConsent, errors.New("not written: pass --yes to write it without a terminal"))
+		}
+		fmt.Fprintf(w, "Write %s? [y/N] ", termtext.Escape(path))
+		var answer string
+		fmt.Fscanln(cmd.InOrStdin(), &answer)
+		if answer != "y" && answer != "Y" && answer != "yes" {
+			return exitWith(exitConsent, errors.New("not written"))
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return exitWith(exitFailed, err)
+	}
+	if err := atomicfile.Write(path, updated, perm); err != nil {
+		return exitWith(exitFailed, err)
+	}
+	fmt.Fprintf(w, "wrote %s\n", termtext.Escape(path))
+	return nil
+}
+
+// hookCommand is the command line an agent runs for Norma's hook: this
+// binary's absolute path, --home when the state directory was chosen
+// (flag or NORMA_HOME), and `hook AGENT`.
+func hookCommand(cmd *cobra.Command, a agenthook.Agent) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("the path of this norma binary: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	parts := []string{shellQuote(exe)}
+	flag, _ := cmd.Flags().GetString("home")
+	if flag != "" || os.Getenv("NORMA_HOME") != "" {
+		home, err := stateDir(cmd)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, "--home", shellQuote(home))
+	}
+	return strings.Join(append(parts, "hook", string(a)), " "), nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it (Claude Code runs
+// a hook's command through one).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:@%,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
