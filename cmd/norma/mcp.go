@@ -23,7 +23,7 @@ func newMCPCmd() *cobra.Command {
 		Use:   "mcp",
 		Short: "Add, list, show, remove and import MCP servers (npx, uvx, python -m, node, a program), confined",
 	}
-	c.AddCommand(newMCPAddCmd(), newMCPListCmd(), newMCPGetCmd(), newMCPRemoveCmd(), newMCPImportCmd())
+	c.AddCommand(newMCPAddCmd(), newMCPListCmd(), newMCPGetCmd(), newMCPRemoveCmd(), newMCPImportCmd(), newMCPProxyCmd())
 	return c
 }
 

@@ -12,12 +12,17 @@ import (
 
 func newMCPImportCmd() *cobra.Command {
 	var f addFlags
+	var rewrite bool
 	c := &cobra.Command{
-		Use:   "import FILE [--secret K=ORIGIN]... [--grant FILE --yes] [--json]",
+		Use:   "import FILE [--secret K=ORIGIN]... [--grant FILE --yes] [--json] [--rewrite]",
 		Short: "Add every stdio server of a Claude Code/Cursor .mcp.json, Codex config.toml or Gemini settings.json",
 		Long: "Each server of FILE goes through `norma mcp add` (install, probe, install screen, consent). ${VAR} in its\n" +
 			"env is read from your environment. A credential in env must be declared with --secret K=ORIGIN (it then\n" +
-			"goes to the vault). HTTP and SSE servers are reported and skipped: Norma confines local processes.",
+			"goes to the vault). HTTP and SSE servers are reported and skipped: Norma confines local processes.\n\n" +
+			"--rewrite then switches FILE to Norma: each server it added becomes {\"command\": \"/abs/norma\", \"args\":\n" +
+			"[\"mcp\", \"proxy\", \"NAME\"]} (with --home when given), every other key kept. The diff is shown first and\n" +
+			"asked on a terminal (--yes writes without asking); the file is replaced atomically and the old one kept as\n" +
+			"FILE.norma-backup. A server that already runs `norma mcp proxy` is left as it is.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			servers, err := mcpadd.ParseConfig(args[0])
@@ -25,19 +30,40 @@ func newMCPImportCmd() *cobra.Command {
 				return exitWith(exitFailed, err)
 			}
 			var failed int
+			var added []string
 			for _, s := range servers {
+				if mcpadd.IsProxy(s) {
+					msg := "skipped " + s.Name + ": it already runs `norma mcp proxy`"
+					if f.asJSON {
+						writeJSONLine(cmd.OutOrStdout(), map[string]string{"name": s.Name, "skipped": msg})
+					} else {
+						fmt.Fprintln(cmd.OutOrStdout(), termtext.Escape(msg))
+					}
+					continue
+				}
+				if s.Remote != "" {
+					importServer(cmd, &f, s) // reported
+					continue
+				}
 				if err := importServer(cmd, &f, s); err != nil {
 					failed++
 					fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s: %s\n", termtext.Escape(s.Name), termtext.EscapeText(errText(err)))
+					continue
 				}
+				added = append(added, s.Name)
+			}
+			var rerr error
+			if rewrite {
+				rerr = rewriteConfig(cmd, args[0], added, f.yes)
 			}
 			if failed > 0 {
 				return exitWith(exitFailed, fmt.Errorf("%d of %d servers of %s were not added", failed, len(servers), args[0]))
 			}
-			return nil
+			return rerr
 		},
 	}
 	f.register(c)
+	c.Flags().BoolVar(&rewrite, "rewrite", false, "then rewrite FILE so that the client runs each added server through `norma mcp proxy`")
 	return c
 }
 

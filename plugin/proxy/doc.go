@@ -1,0 +1,26 @@
+// Package proxy serves one plugin's MCP server to any MCP client, through
+// Norma's gate: `norma mcp proxy` is a stdio MCP server whose tools,
+// resources and prompts are those of an installed plugin (or an MCP
+// server added with `norma mcp add`), and whose every request is a call
+// of the runtime's session ([Door]) — lookup, schema, mode and rules,
+// capability layers, approval, hooks, the call, the output cap,
+// redaction and audit. Nothing in this package reaches the plugin but
+// through the door.
+//
+// tools/list lists the plugin's tools the session's principal may see,
+// under the server's own names (not mcp__SERVER__TOOL) with their input
+// schemas. A refused tools/call is a tool error result (isError) whose
+// text begins "norma: REASON:" with the stable reason code, also in the
+// result's _meta ("norma/reason"). resources/list, resources/read,
+// prompts/list and prompts/get are calls of the feature tools
+// (ListMcpResources, ReadMcpResource, ListMcpPrompts, GetMcpPrompt) for
+// this server, decided and audited as in a run; a refusal is a JSON-RPC
+// error carrying the code.
+//
+// Approvals are asked by [Approver]: through the client's elicitation
+// (elicitation/create with the approval box the terminal prompt shows and
+// an approve/deny choice) when the client declared the capability, else
+// by its fallback (the door's: a wait for `norma approvals approve`, or a
+// refusal). The verdict goes back to the approval service, which binds it
+// to the action hash as it does a terminal's answer.
+package proxy
