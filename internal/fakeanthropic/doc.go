@@ -6,6 +6,8 @@
 // the number of assistant messages already in its conversation, so a
 // client's retries and its own request order never shift the script; a
 // conversation longer than the script ends with a short end_turn text.
+// Each turn's message has an id of its own (msg_fake_N), as a client
+// merges the streamed parts of one message by its id.
 // Requests that offer no tools (a client's side queries: titles, topic
 // checks) get a short text and take no turn.
 //

@@ -187,6 +187,7 @@ func (c content) text() string {
 
 // answer is one assistant message the fake sends.
 type answer struct {
+	id     string
 	blocks []map[string]any
 	stop   string
 }
@@ -195,7 +196,7 @@ type answer struct {
 // number of assistant messages in its conversation.
 func (s *Server) turnFor(req messagesRequest) answer {
 	if len(req.Tools) == 0 {
-		return answer{blocks: []map[string]any{{"type": "text", "text": "ok"}}, stop: "end_turn"}
+		return answer{id: "msg_fake_side", blocks: []map[string]any{{"type": "text", "text": "ok"}}, stop: "end_turn"}
 	}
 	n := 0
 	for _, m := range req.Messages {
@@ -203,24 +204,28 @@ func (s *Server) turnFor(req messagesRequest) answer {
 			n++
 		}
 	}
+	// Each turn has its own message id: a client merges the streamed
+	// parts of one message by its id, so two turns sharing one would
+	// become one message (and the script would never advance).
+	id := fmt.Sprintf("msg_fake_%d", n)
 	if n >= len(s.turns) {
-		return answer{blocks: []map[string]any{{"type": "text", "text": "done"}}, stop: "end_turn"}
+		return answer{id: id, blocks: []map[string]any{{"type": "text", "text": "done"}}, stop: "end_turn"}
 	}
-	a := answer{stop: "end_turn"}
+	a := answer{id: id, stop: "end_turn"}
 	for i, b := range s.turns[n] {
 		if b.Tool == "" {
 			a.blocks = append(a.blocks, map[string]any{"type": "text", "text": b.Text})
 			continue
 		}
-		id := b.ID
-		if id == "" {
-			id = fmt.Sprintf("toolu_fake_%d_%d", n, i)
+		tid := b.ID
+		if tid == "" {
+			tid = fmt.Sprintf("toolu_fake_%d_%d", n, i)
 		}
 		in := b.Input
 		if in == nil {
 			in = map[string]any{}
 		}
-		a.blocks = append(a.blocks, map[string]any{"type": "tool_use", "id": id, "name": b.Tool, "input": in})
+		a.blocks = append(a.blocks, map[string]any{"type": "tool_use", "id": tid, "name": b.Tool, "input": in})
 		a.stop = "tool_use"
 	}
 	return a
@@ -240,7 +245,7 @@ func (s *Server) messages(w http.ResponseWriter, body []byte) {
 		model = "claude-fake"
 	}
 	usage := map[string]any{"input_tokens": 1 + len(body)/4, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-	msg := map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": a.blocks, "stop_reason": a.stop, "stop_sequence": nil, "usage": usage}
+	msg := map[string]any{"id": a.id, "type": "message", "role": "assistant", "model": model, "content": a.blocks, "stop_reason": a.stop, "stop_sequence": nil, "usage": usage}
 	if !req.Stream {
 		writeJSON(w, msg)
 		return
