@@ -66,10 +66,11 @@ type rtKey struct {
 }
 
 type rtEntry struct {
-	mu    sync.Mutex // serializes Explain: a runtime is claimed by its first one
-	rt    *workspace.Runtime
-	fp    string
-	rules *policy.RuleSet
+	mu     sync.Mutex // serializes Explain: a runtime is claimed by its first one
+	closed bool       // under mu: replaced and closed
+	rt     *workspace.Runtime
+	fp     string
+	rules  *policy.RuleSet
 }
 
 // NewEngine returns an engine deciding with o.
@@ -129,9 +130,13 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 	if ev.Call == nil {
 		return byName(en.rules, ev), ev.Tool
 	}
-	en.mu.Lock()
-	x, err := en.rt.Explain(ctx, ev.Call.Tool, ev.Call.Input)
-	en.mu.Unlock()
+	x, err := en.explain(ctx, ev.Call)
+	if errors.Is(err, errReplaced) {
+		// Replaced by a newer runtime meanwhile: decide with that one.
+		if en, err = e.runtime(ctx, ev); err == nil {
+			x, err = en.explain(ctx, ev.Call)
+		}
+	}
 	if err != nil {
 		return FailVerdict(err), ev.Call.Tool
 	}
@@ -146,6 +151,18 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 		msg = "Norma's policy asks the user to approve this call"
 	}
 	return Verdict{Decision: d, Message: msg}, ev.Call.Tool
+}
+
+var errReplaced = errors.New("agenthook: the runtime was replaced")
+
+// explain decides c with the gate of en's runtime.
+func (en *rtEntry) explain(ctx context.Context, c *Call) (gate.Explanation, error) {
+	en.mu.Lock()
+	defer en.mu.Unlock()
+	if en.closed {
+		return gate.Explanation{}, errReplaced
+	}
+	return en.rt.Explain(ctx, c.Tool, c.Input)
 }
 
 // byName decides a call with no Norma counterpart by the user's
@@ -205,13 +222,13 @@ func (e *Engine) event(ev Event, tool string, v Verdict, start time.Time) audit.
 func (e *Engine) detail(ev Event) map[string]string {
 	d := map[string]string{"agent": string(ev.Agent), "event": ev.Name, "session": ev.Session, "cwd": ev.Cwd}
 	if ev.ToolUseID != "" {
-		d["toolUseId"] = ev.ToolUseID
+		d["tool_use_id"] = ev.ToolUseID
 	}
 	if ev.Tool != "" {
-		d["agentTool"] = ev.Tool
+		d["agent_tool"] = ev.Tool
 	}
 	if ev.PermissionMode != "" {
-		d["agentMode"] = ev.PermissionMode
+		d["agent_mode"] = ev.PermissionMode
 	}
 	return d
 }

@@ -35,8 +35,7 @@ func (e *Engine) runtime(ctx context.Context, ev Event) (*rtEntry, error) {
 	delete(e.rt, k)
 	e.mu.Unlock()
 	if en != nil {
-		// A call still deciding with it holds en.mu; close after it.
-		go func() { en.mu.Lock(); en.rt.Close(); en.mu.Unlock() }()
+		en.closeLater()
 	}
 	en, err := e.open(ctx, ev)
 	if err != nil {
@@ -50,11 +49,22 @@ func (e *Engine) runtime(ctx context.Context, ev Event) (*rtEntry, error) {
 		en.rt.Close()
 		return old, nil
 	} else if old != nil {
-		go func() { old.mu.Lock(); old.rt.Close(); old.mu.Unlock() }()
+		old.closeLater()
 	}
 	e.rt[k] = en
 	e.mu.Unlock()
 	return en, nil
+}
+
+// closeLater closes a runtime no longer cached once the call deciding
+// with it, if any, is done.
+func (en *rtEntry) closeLater() {
+	go func() {
+		en.mu.Lock()
+		defer en.mu.Unlock()
+		en.closed = true
+		en.rt.Close()
+	}()
 }
 
 // open opens the workspace runtime of ev as `norma policy explain --tool`
@@ -154,4 +164,11 @@ func toolFailed(resp json.RawMessage) bool {
 		return false
 	}
 	return (r.IsError != nil && *r.IsError) || (r.Success != nil && !*r.Success) || (len(r.Error) > 0 && string(r.Error) != "null" && string(r.Error) != `""`)
+}
+
+// cached returns the cached runtime of cwd and mode, for tests.
+func (e *Engine) cached(cwd, mode string) *rtEntry {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rt[rtKey{cwd: cwd, mode: mode}]
 }

@@ -2,12 +2,16 @@ package gate
 
 import (
 	"context"
+	"errors"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/fsguard"
+	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/internal/shellcmd"
 	"github.com/norma-run/norma/tool"
@@ -92,6 +96,11 @@ func (x *exec) capability(ctx context.Context) capability.Decision {
 		} else {
 			pd = x.pol.Decide(ctx, x.reqs[i])
 		}
+		if pd.Mode != capability.Deny {
+			if ad, ok := x.addrDenied(&x.reqs[i]); ok {
+				pd = ad
+			}
+		}
 		if pd.Mode < d.Mode || i == 0 {
 			d = pd
 			if d.Request == "" {
@@ -109,6 +118,44 @@ func (x *exec) capability(ctx context.Context) capability.Decision {
 	}
 	d.Trace = nil
 	return d
+}
+
+// addrDenied refuses a network request to a literal IP address that the
+// network guard would refuse to dial (private, loopback, link-local,
+// metadata, ...; netguard.CheckAddr with the policy's allow_private, as
+// the dialer has them) once the policy allowed the destination, in the
+// order of a run (the destination rules, then the dial). The decision is
+// then what the dial would refuse, and it stands for a call that does not
+// dial through Norma's guard (a fetch another agent makes, package
+// agenthook). A host name is left to the guard at connect time, which
+// resolves it.
+func (x *exec) addrDenied(r *capability.Request) (capability.Decision, bool) {
+	if r.Kind != capability.NetRequest {
+		return capability.Decision{}, false
+	}
+	u, err := url.Parse(r.Origin)
+	if err != nil {
+		return capability.Decision{}, false
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return capability.Decision{}, false
+	}
+	var allow []netip.Prefix
+	if ap, ok := x.pol.(interface{ AllowPrivate() []netip.Prefix }); ok {
+		allow = ap.AllowPrivate()
+	}
+	err = netguard.CheckAddr(a, allow)
+	ce, ok := errors.AsType[*capability.Error](err)
+	if !ok {
+		return capability.Decision{}, false
+	}
+	d := ce.Decision
+	d.Layer, d.Request = capability.LayerGuard, r.String()
+	if x.trace != nil {
+		*x.trace = append(*x.trace, capability.LayerResult{Layer: d.Layer, Mode: d.Mode, Reason: d.Reason})
+	}
+	return d, true
 }
 
 // namedDenied is the policy's deny of a file a command names, if any: a

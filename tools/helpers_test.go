@@ -86,7 +86,13 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		t.Fatalf("Builtins: %v", err)
 	}
 	f.m = m
-	ws, err := manifest.ParseLayer("workspace.yaml", []byte(workspacePolicy))
+	wp := workspacePolicy
+	if o.allowPrivate {
+		// The dialer's allow_private comes from the policy, as in a run
+		// (agent/builtin.go); the gate decides literal addresses with it.
+		wp += "  network:\n    allow_private: [\"127.0.0.0/8\"]\n"
+	}
+	ws, err := manifest.ParseLayer("workspace.yaml", []byte(wp))
 	if err != nil {
 		t.Fatalf("ParseLayer: %v", err)
 	}
