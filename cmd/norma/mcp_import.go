@@ -63,7 +63,7 @@ func newMCPImportCmd() *cobra.Command {
 		},
 	}
 	f.register(c)
-	c.Flags().BoolVar(&rewrite, "rewrite", false, "then rewrite FILE so that the client runs each added server through `norma mcp proxy`")
+	c.Flags().BoolVar(&rewrite, "rewrite", false, "then rewrite FILE so that the client runs each added server through \"norma mcp proxy\"")
 	return c
 }
 

@@ -74,7 +74,8 @@ func callTool(t *testing.T, s *mcp.ClientSession, tool string, args map[string]a
 	return b.String(), reason, res.IsError
 }
 
-// approveAll and declineAll answer an elicitation, counting the asks.
+// answer answers an elicitation with action (and decision), counting
+// the asks and keeping their messages.
 func answer(n *atomic.Int32, msgs *[]string, action, decision string) func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	return func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		n.Add(1)
@@ -105,8 +106,9 @@ func (e runEnv) auditEvents(t *testing.T) []map[string]any {
 	return evs
 }
 
-// finalDecision is the reason of the last gate event of tool in the log
-// whose detail names tool_use id… of run: one per call.
+// callReasons lists the reasons of tool's final gate events in the log
+// (tool_call_finished for a call that ran, capability_decision for one
+// refused before it ran): one per call.
 func callReasons(evs []map[string]any, tool string) []string {
 	var out []string
 	for _, ev := range evs {

@@ -17,10 +17,15 @@
 // this server, decided and audited as in a run; a refusal is a JSON-RPC
 // error carrying the code.
 //
-// Approvals are asked by [Approver]: through the client's elicitation
-// (elicitation/create with the approval box the terminal prompt shows and
-// an approve/deny choice) when the client declared the capability, else
-// by its fallback (the door's: a wait for `norma approvals approve`, or a
-// refusal). The verdict goes back to the approval service, which binds it
-// to the action hash as it does a terminal's answer.
+// Approvals: a client that declared elicitation is asked through it. The
+// door's approval service, built with [Proxy.Approver] inside
+// agent.PendingApprover, leaves the request pending at once; the tool
+// call returns an input request (SEP-2322: an elicitation with the
+// approval box the terminal prompt shows and an approve/deny choice; the
+// SDK sends it as elicitation/create to a client of an older protocol).
+// The client's answer, accepted only for the call it was asked for and
+// only once, decides the stored request, and the repeated call redeems
+// it: the service binds it to the action hash as it does a terminal's
+// answer. Any other client is asked by the door's fallback (a wait for
+// `norma approvals approve`, or [Refuse]).
 package proxy
