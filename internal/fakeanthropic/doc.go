@@ -16,7 +16,9 @@
 // with text_delta or input_json_delta, content_block_stop, message_delta
 // with stop_reason and usage, message_stop); other requests get the same
 // message as one JSON body. POST /v1/messages/count_tokens answers a token
-// count. Anything else is a 404.
+// count. Anything else is a 404. Claude Code 2.1.332 in print mode (-p),
+// with CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, calls nothing but
+// POST /v1/messages?beta=true, streaming, with its tools in every request.
 //
 // The server records every request (method, path, headers, body) so a test
 // can read what the client sent back: the tool_result blocks are where a
