@@ -14,11 +14,33 @@ import (
 // hooks.EVENT is a list of {matcher, hooks: [{type, command, timeout}]}).
 type ClaudeInstaller struct{}
 
+// hookEvent is one event of an agent's hooks file that Norma answers,
+// with the matcher of its entry.
+type hookEvent struct{ name, matcher string }
+
+// hooksFile is an agent's JSON hooks file of the shape Claude Code, Codex
+// and Gemini CLI share: hooks.EVENT is a list of {matcher, hooks: [{type:
+// "command", command, ...}]}.
+type hooksFile struct {
+	agent Agent
+	// what names the file in errors ("the Claude Code settings").
+	what string
+	// events are the events Norma answers, in the order entries are added.
+	events []hookEvent
+	// hook is Norma's hook entry running command.
+	hook func(command string) any
+}
+
 // claudeEvents are the events Norma answers, each with the matcher of its
 // entry: every tool for the tool events; the session events take none.
-var claudeEvents = []struct{ name, matcher string }{
+var claudeEvents = []hookEvent{
 	{"PreToolUse", "*"}, {"PermissionRequest", "*"}, {"PostToolUse", "*"}, {"SessionStart", ""}, {"SessionEnd", ""},
 }
+
+var claudeFile = hooksFile{agent: ClaudeCode, what: "the Claude Code settings", events: claudeEvents,
+	hook: func(command string) any {
+		return claudeHook{Type: "command", Command: command, Timeout: claudeHookTimeout}
+	}}
 
 // claudeHookTimeout is the timeout, in seconds, written with each entry:
 // Claude Code kills the hook after it (and goes on), so it is well above
@@ -58,50 +80,63 @@ type claudeGroup struct {
 
 // Install adds Norma's entry to each event Norma answers.
 func (ClaudeInstaller) Install(old []byte, command string) ([]byte, error) {
-	return editClaudeHooks(old, func(event string, groups []json.RawMessage) ([]json.RawMessage, error) {
-		spec := ""
-		for _, e := range claudeEvents {
-			if e.name == event {
-				spec = e.matcher
-			}
-		}
-		if hasCommand(groups, command) {
-			return groups, nil
-		}
-		groups, err := withoutNorma(groups)
-		if err != nil {
-			return nil, err
-		}
-		g, _ := json.Marshal(claudeGroup{Matcher: spec, Hooks: []claudeHook{{Type: "command", Command: command, Timeout: claudeHookTimeout}}})
-		return append(groups, g), nil
-	}, true)
+	return claudeFile.install(old, command)
 }
 
 // Uninstall removes Norma's entries, and the lists and the hooks key they
 // leave empty.
 func (ClaudeInstaller) Uninstall(old []byte) ([]byte, error) {
-	return editClaudeHooks(old, func(_ string, groups []json.RawMessage) ([]json.RawMessage, error) {
-		return withoutNorma(groups)
+	return claudeFile.uninstall(old)
+}
+
+// install adds Norma's entry running command to each event of f.
+func (f hooksFile) install(old []byte, command string) ([]byte, error) {
+	return f.edit(old, func(event string, groups []json.RawMessage) ([]json.RawMessage, error) {
+		spec := ""
+		for _, e := range f.events {
+			if e.name == event {
+				spec = e.matcher
+			}
+		}
+		if hasCommand(groups, command, f.agent) {
+			return groups, nil
+		}
+		groups, err := withoutNorma(groups, f.agent)
+		if err != nil {
+			return nil, err
+		}
+		g, _ := json.Marshal(struct {
+			Matcher string `json:"matcher,omitempty"`
+			Hooks   []any  `json:"hooks"`
+		}{spec, []any{f.hook(command)}})
+		return append(groups, g), nil
+	}, true)
+}
+
+// uninstall removes Norma's entries from f, and the lists and the hooks
+// key they leave empty.
+func (f hooksFile) uninstall(old []byte) ([]byte, error) {
+	return f.edit(old, func(_ string, groups []json.RawMessage) ([]json.RawMessage, error) {
+		return withoutNorma(groups, f.agent)
 	}, false)
 }
 
-// editClaudeHooks applies edit to the entry list of each event Norma
-// answers (all events with add, else those present), keeping every other
-// key and value of the file in its order; old comes back as it is when
-// nothing changed.
-func editClaudeHooks(old []byte, edit func(string, []json.RawMessage) ([]json.RawMessage, error), add bool) ([]byte, error) {
+// edit applies edit to the entry list of each event Norma answers (all
+// events with add, else those present), keeping every other key and value
+// of the file in its order; old comes back as it is when nothing changed.
+func (f hooksFile) edit(old []byte, edit func(string, []json.RawMessage) ([]json.RawMessage, error), add bool) ([]byte, error) {
 	top, err := parseObject(old)
 	if err != nil {
-		return nil, fmt.Errorf("the Claude Code settings are not a JSON object: %w", err)
+		return nil, fmt.Errorf("%s are not a JSON object: %w", f.what, err)
 	}
 	hooks := &object{vals: map[string]json.RawMessage{}}
 	if raw, ok := top.get("hooks"); ok {
 		if hooks, err = parseObject(raw); err != nil {
-			return nil, fmt.Errorf("the Claude Code settings' hooks are not a JSON object: %w", err)
+			return nil, fmt.Errorf("%s' hooks are not a JSON object: %w", f.what, err)
 		}
 	}
 	changed := false
-	for _, e := range claudeEvents {
+	for _, e := range f.events {
 		var groups []json.RawMessage
 		raw, ok := hooks.get(e.name)
 		if !ok && !add {
@@ -109,7 +144,7 @@ func editClaudeHooks(old []byte, edit func(string, []json.RawMessage) ([]json.Ra
 		}
 		if ok {
 			if err := json.Unmarshal(raw, &groups); err != nil {
-				return nil, fmt.Errorf("the Claude Code settings' hooks.%s is not a list: %w", e.name, err)
+				return nil, fmt.Errorf("%s' hooks.%s is not a list: %w", f.what, e.name, err)
 			}
 		}
 		out, err := edit(e.name, groups)
@@ -140,8 +175,8 @@ func editClaudeHooks(old []byte, edit func(string, []json.RawMessage) ([]json.Ra
 }
 
 // hasCommand reports whether one of groups runs exactly command, with no
-// other Norma entry beside it.
-func hasCommand(groups []json.RawMessage, command string) bool {
+// other Norma entry (of agent a) beside it.
+func hasCommand(groups []json.RawMessage, command string, a Agent) bool {
 	found, others := false, false
 	for _, g := range groups {
 		var cg claudeGroup
@@ -152,7 +187,7 @@ func hasCommand(groups []json.RawMessage, command string) bool {
 			switch {
 			case h.Command == command:
 				found = true
-			case IsNormaCommand(h.Command, ClaudeCode):
+			case IsNormaCommand(h.Command, a):
 				others = true
 			}
 		}
@@ -160,9 +195,10 @@ func hasCommand(groups []json.RawMessage, command string) bool {
 	return found && !others
 }
 
-// withoutNorma removes Norma's hooks from groups, and the groups left with
-// no hook; a group Norma's hook shared with others keeps its other keys.
-func withoutNorma(groups []json.RawMessage) ([]json.RawMessage, error) {
+// withoutNorma removes Norma's hooks (of agent a) from groups, and the
+// groups left with no hook; a group Norma's hook shared with others keeps
+// its other keys.
+func withoutNorma(groups []json.RawMessage, a Agent) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for _, g := range groups {
 		o, err := parseObject(g)
@@ -179,7 +215,7 @@ func withoutNorma(groups []json.RawMessage) ([]json.RawMessage, error) {
 		var keep []json.RawMessage
 		for _, h := range hs {
 			var ch claudeHook
-			if json.Unmarshal(h, &ch) == nil && IsNormaCommand(ch.Command, ClaudeCode) {
+			if json.Unmarshal(h, &ch) == nil && IsNormaCommand(ch.Command, a) {
 				continue
 			}
 			keep = append(keep, h)

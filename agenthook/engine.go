@@ -103,6 +103,9 @@ func (e *Engine) Close() error {
 // open, the audit log refuses the event — is a deny with its reason code:
 // an undecided call never runs as allowed.
 func (e *Engine) Decide(ctx context.Context, ev Event) Verdict {
+	if len(ev.More) > 0 {
+		return DecideAll(ctx, e, ev) // each call alone, then the strictest
+	}
 	start := e.now()
 	switch ev.Kind {
 	case SessionStart, SessionEnd:

@@ -55,6 +55,11 @@ type Event struct {
 	// mcp__SERVER__TOOL of an installed plugin), or nil when the codec has
 	// no mapping for the tool: the decider then decides on the name alone.
 	Call *Call
+	// More are further calls the same event makes, each decided as Call
+	// is: the files of a Codex apply_patch past the first, the URLs of a
+	// Gemini web_fetch past the first. The event's verdict is the most
+	// restrictive of them all (see [DecideAll]).
+	More []Call
 	// Inert says the tool has no Norma counterpart because it has no
 	// effect outside the agent's own state: its todo list, a question to
 	// its user, leaving plan mode, a subagent (whose own calls are hooked

@@ -158,6 +158,10 @@ func CodecFor(a Agent) (Codec, bool) {
 	switch a {
 	case ClaudeCode:
 		return Claude{}, true
+	case Codex:
+		return CodexCLI{}, true
+	case Gemini:
+		return GeminiCLI{}, true
 	}
 	return nil, false
 }

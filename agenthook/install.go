@@ -41,6 +41,10 @@ func InstallerFor(a Agent) (Installer, bool) {
 	switch a {
 	case ClaudeCode:
 		return ClaudeInstaller{}, true
+	case Codex:
+		return CodexInstaller{}, true
+	case Gemini:
+		return GeminiInstaller{}, true
 	}
 	return nil, false
 }

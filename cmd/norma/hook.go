@@ -37,9 +37,18 @@ Claude Code's format. It fails closed: input it cannot parse or a decision
 it cannot make is a deny, with exit 2.
 
 "norma hook install claude-code" writes the hook entries into Claude Code's
-settings.json; "norma hook uninstall claude-code" removes them.`,
+settings.json; "norma hook uninstall claude-code" removes them.
+
+"norma hook codex" answers Codex CLI's hooks (PreToolUse over Bash,
+apply_patch and MCP tools; PostToolUse, SessionStart) and "norma hook gemini"
+Gemini CLI's (BeforeTool, AfterTool, SessionStart, SessionEnd), each in its
+own format. Their hooks honour only a deny, so a call Norma would ask about
+is denied with a message saying to approve it in Norma. "norma hook install
+codex|gemini" writes ~/.codex/hooks.json or ~/.gemini/settings.json (or the
+project's, with --scope project).`,
 	}
-	c.AddCommand(newHookAnswerCmd(agenthook.ClaudeCode), newHookInstallCmd(), newHookUninstallCmd())
+	c.AddCommand(newHookAnswerCmd(agenthook.ClaudeCode), newHookAnswerCmd(agenthook.Codex), newHookAnswerCmd(agenthook.Gemini),
+		newHookInstallCmd(), newHookUninstallCmd())
 	return c
 }
 
@@ -198,7 +207,7 @@ func hookScopeFlags(c *cobra.Command, f *hookInstallFlags) {
 func editAgentSettings(cmd *cobra.Command, agent string, f hookInstallFlags, edit func(agenthook.Installer, []byte) ([]byte, error)) error {
 	in, ok := agenthook.InstallerFor(agenthook.Agent(agent))
 	if !ok {
-		return exitWith(exitUsage, fmt.Errorf("no hook installer for %q (claude-code)", agent))
+		return exitWith(exitUsage, fmt.Errorf("no hook installer for %q (claude-code, codex, gemini)", agent))
 	}
 	home, _ := os.UserHomeDir()
 	project, err := filepath.Abs(f.project)

@@ -87,6 +87,7 @@ var rules = []struct {
 			m("gate/gatetest"):             "test doubles (in-memory sink and approver) must not be linked into production code",
 			m("capability/capabilitytest"): "test doubles must not be linked into production code",
 			m("sandbox/sandboxtest"):       "test helpers (a fake sandbox) must not be linked into production code",
+			m("internal/fakeanthropic"):    "the fake Messages API is a test double; a production binary must never answer as the model",
 		},
 	},
 }
