@@ -91,7 +91,7 @@ func TestMCPProxyDevManifestDoor(t *testing.T) {
 
 	var asked atomic.Int32
 	var msgs []string
-	s := e.proxyClient(t, answer(&asked, &msgs, "accept", "approve"), "", dev[0], dev[1:]...)
+	s := e.proxyClient(t, elicitAnswer(&asked, &msgs, "accept", "approve"), "", dev[0], dev[1:]...)
 	tl, err := s.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestMCPProxyDevManifestDoor(t *testing.T) {
 	// --headless: refused at once, nobody asked.
 	var hasked atomic.Int32
 	var hmsgs []string
-	h := e.proxyClient(t, answer(&hasked, &hmsgs, "accept", "approve"), "", "--headless", dev...)
+	h := e.proxyClient(t, elicitAnswer(&hasked, &hmsgs, "accept", "approve"), "", "--headless", dev...)
 	if text, reason, isErr := callTool(t, h, "write", map[string]any{"path": p("out/h.md"), "content": "h"}); !isErr || reason != "MODE_DENIED" ||
 		!strings.HasPrefix(text, "norma: MODE_DENIED:") {
 		t.Errorf("headless write: %q %s %v", text, reason, isErr)
@@ -153,7 +153,7 @@ func TestMCPProxyDevManifestDoor(t *testing.T) {
 	grant := grantFile(t, "  filesystem:\n    read: [\"workspace://**\"]\n")
 	var gasked atomic.Int32
 	var gmsgs []string
-	g := e.proxyClient(t, answer(&gasked, &gmsgs, "accept", "approve"), "", "--grant", append([]string{grant}, dev...)...)
+	g := e.proxyClient(t, elicitAnswer(&gasked, &gmsgs, "accept", "approve"), "", "--grant", append([]string{grant}, dev...)...)
 	if text, _, isErr := callTool(t, g, "write", map[string]any{"path": p("out/g.md"), "content": "g"}); !isErr {
 		t.Errorf("write the grant does not give: %q", text)
 	}
@@ -284,7 +284,7 @@ func TestMCPProxyDevFilesystemDoor(t *testing.T) {
 
 	var asked atomic.Int32
 	var msgs []string
-	s := e.proxyClient(t, answer(&asked, &msgs, "accept", "approve"), "", dev[0], dev[1:]...)
+	s := e.proxyClient(t, elicitAnswer(&asked, &msgs, "accept", "approve"), "", dev[0], dev[1:]...)
 	tl, err := s.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -74,9 +74,9 @@ func callTool(t *testing.T, s *mcp.ClientSession, tool string, args map[string]a
 	return b.String(), reason, res.IsError
 }
 
-// answer answers an elicitation with action (and decision), counting
+// elicitAnswer answers an elicitation with action (and decision), counting
 // the asks and keeping their messages.
-func answer(n *atomic.Int32, msgs *[]string, action, decision string) func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+func elicitAnswer(n *atomic.Int32, msgs *[]string, action, decision string) func(*mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	return func(r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		n.Add(1)
 		*msgs = append(*msgs, r.Params.Message)
@@ -141,7 +141,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 
 	var asked atomic.Int32
 	var msgs []string
-	s := e.proxyClient(t, answer(&asked, &msgs, "accept", "approve"), "", "fs")
+	s := e.proxyClient(t, elicitAnswer(&asked, &msgs, "accept", "approve"), "", "fs")
 	ctx := context.Background()
 	tl, err := s.ListTools(ctx, nil)
 	if err != nil {
@@ -190,7 +190,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 	// once.
 	var oasked atomic.Int32
 	var omsgs []string
-	o := e.proxyClient(t, answer(&oasked, &omsgs, "accept", "approve"), "2025-11-25", "fs")
+	o := e.proxyClient(t, elicitAnswer(&oasked, &omsgs, "accept", "approve"), "2025-11-25", "fs")
 	if text, reason, isErr := callTool(t, o, "write_file", map[string]any{"path": p("out/old.md"), "content": "old"}); isErr || reason != "ALLOWED" {
 		t.Errorf("approved write, older protocol: %q %s", text, reason)
 	}
@@ -201,7 +201,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 	// The client declines: nothing happens.
 	var declined atomic.Int32
 	var dmsgs []string
-	d := e.proxyClient(t, answer(&declined, &dmsgs, "decline", ""), "2025-11-25", "fs")
+	d := e.proxyClient(t, elicitAnswer(&declined, &dmsgs, "decline", ""), "2025-11-25", "fs")
 	if text, reason, isErr := callTool(t, d, "write_file", map[string]any{"path": p("out/no.md"), "content": "no"}); !isErr || reason != "APPROVAL_DENIED" ||
 		!strings.HasPrefix(text, "norma: APPROVAL_DENIED:") {
 		t.Errorf("declined write: %q %s %v", text, reason, isErr)
@@ -214,7 +214,7 @@ func TestMCPProxyFilesystemDoor(t *testing.T) {
 	// answer.
 	var hasked atomic.Int32
 	var hmsgs []string
-	h := e.proxyClient(t, answer(&hasked, &hmsgs, "accept", "approve"), "", "fs", "--headless")
+	h := e.proxyClient(t, elicitAnswer(&hasked, &hmsgs, "accept", "approve"), "", "fs", "--headless")
 	start := time.Now()
 	if text, reason, isErr := callTool(t, h, "write_file", map[string]any{"path": p("out/h.md"), "content": "h"}); !isErr || reason != "MODE_DENIED" ||
 		!strings.HasPrefix(text, "norma: MODE_DENIED:") {

@@ -160,9 +160,9 @@ func permissionDecision(t *testing.T, out string) (string, string) {
 	return a.HookSpecificOutput.PermissionDecision, a.HookSpecificOutput.PermissionDecisionReason
 }
 
-// auditDecisions are the capability_decision events of home's audit log
+// auditOfToolUse are the capability_decision events of home's audit log
 // whose tool_use_id is id.
-func auditDecisions(t *testing.T, home, id string) []map[string]any {
+func auditOfToolUse(t *testing.T, home, id string) []map[string]any {
 	t.Helper()
 	return auditByToolUse(t, home)[id]
 }
@@ -235,7 +235,7 @@ func TestDoorServeHTTPHooks(t *testing.T) {
 	}
 
 	for id, want := range map[string]string{"toolu_allow": "allow", "toolu_deny": "deny", "toolu_unauth": ""} {
-		evs := auditDecisions(t, home, id)
+		evs := auditOfToolUse(t, home, id)
 		if want == "" {
 			if len(evs) != 0 {
 				t.Fatalf("unauthenticated requests were decided: %v", evs)
@@ -401,7 +401,7 @@ func TestDoorHookForwardsToServe(t *testing.T) {
 				ID string `json:"tool_use_id"`
 			}
 			json.Unmarshal([]byte(c.body), &id)
-			if evs := auditDecisions(t, home, id.ID); len(evs) != 1 || evs[0]["decision"] != c.want {
+			if evs := auditOfToolUse(t, home, id.ID); len(evs) != 1 || evs[0]["decision"] != c.want {
 				t.Fatalf("audit of %s: %v, want one %s", id.ID, evs, c.want)
 			}
 		}
@@ -453,7 +453,7 @@ func TestDoorHookDaemonKilledMidRequest(t *testing.T) {
 	if strings.Contains(out.String(), `"allow"`) {
 		t.Fatalf("the hook allowed: %s", out.String())
 	}
-	if evs := auditDecisions(t, home, "toolu_killed"); len(evs) != 0 {
+	if evs := auditOfToolUse(t, home, "toolu_killed"); len(evs) != 0 {
 		t.Fatalf("the call was decided after all: %v", evs)
 	}
 }
