@@ -70,6 +70,12 @@ func TestEngineUnconfinedHoles(t *testing.T) {
 		{"Gemini dir_path", func() (Codec, []byte) {
 			return gemini("run_shell_command", map[string]any{"command": "cat ../.env", "dir_path": "sub"})
 		}, "deny", capability.ReasonFilesystemReadDenied},
+		{"the shell in a subdirectory", func() (Codec, []byte) {
+			// Claude Code's shell stays where an earlier command cd'd to.
+			b, _ := json.Marshal(map[string]any{"session_id": "sess-1", "cwd": filepath.Join(ws, "sub"), "hook_event_name": "PreToolUse",
+				"tool_name": "Bash", "tool_input": map[string]any{"command": "cat ../.env"}, "tool_use_id": "x"})
+			return Claude{ProjectDir: ws}, b
+		}, "deny", capability.ReasonFilesystemReadDenied},
 		{"cd to a variable", func() (Codec, []byte) { return bash("cd $D && cat ok.txt") }, "ask", capability.ReasonCommandUnparseable},
 		{"a sibling workspace", func() (Codec, []byte) { return bash("cat ../ws2/.env") }, "deny", capability.ReasonPathEscape},
 		{"the home directory", func() (Codec, []byte) { return bash("cat ~/.ssh/id_rsa") }, "deny", capability.ReasonPathEscape},
@@ -91,7 +97,7 @@ func TestEngineUnconfinedHoles(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			codec, in := tt.in()
-			if codec == (Claude{}) {
+			if isClaude(codec) {
 				var m map[string]any
 				must(t, json.Unmarshal(in, &m))
 				m["tool_use_id"] = fmt.Sprintf("toolu_h%02d", i)
@@ -102,7 +108,7 @@ func TestEngineUnconfinedHoles(t *testing.T) {
 				t.Fatalf("the answer holds the canary: %s", out)
 			}
 			var d, reason string
-			if codec == (Claude{}) {
+			if isClaude(codec) {
 				d, reason, exit = answer(t, out, exit)
 			} else {
 				var g geminiDecision
@@ -120,7 +126,7 @@ func TestEngineUnconfinedHoles(t *testing.T) {
 			if last.Type != "capability_decision" || last.Reason != string(tt.reason) {
 				t.Fatalf("audit event %+v, want %s", last, tt.reason)
 			}
-			if codec == (Claude{}) && last.Detail["tool_use_id"] != fmt.Sprintf("toolu_h%02d", i) {
+			if isClaude(codec) && last.Detail["tool_use_id"] != fmt.Sprintf("toolu_h%02d", i) {
 				t.Fatalf("audit event %+v, want tool_use_id toolu_h%02d", last, i)
 			}
 		})
@@ -132,3 +138,5 @@ func TestEngineUnconfinedHoles(t *testing.T) {
 		t.Errorf("deciding wrote .norma/settings.yaml: %q", b)
 	}
 }
+
+func isClaude(c Codec) bool { _, ok := c.(Claude); return ok }
