@@ -116,7 +116,11 @@ func (u *unconfined) namedFiles(acc []tool.Access) (named []capability.Request, 
 				continue
 			}
 			n.Word = w
-			for _, d := range n.Dirs {
+			dirs := n.Dirs
+			if n.Home || filepath.IsAbs(n.Word) {
+				dirs = dirs[:min(1, len(dirs))] // the directories do not apply
+			}
+			for _, d := range dirs {
 				abs, exists, w := u.place(d, n)
 				if w != "" {
 					unknown(w)
@@ -133,9 +137,6 @@ func (u *unconfined) namedFiles(acc []tool.Access) (named []capability.Request, 
 				if !u.shown(abs) {
 					d := deny(capability.ReasonPathEscape, capability.LayerGate, "", "fs.read "+boundMsg(n.Word, 200))
 					return nil, why, &d
-				}
-				if n.Home {
-					break // the directories do not apply
 				}
 			}
 		}

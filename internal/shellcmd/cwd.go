@@ -57,6 +57,7 @@ const (
 	whyCdEval     = "a cd in eval or a trap action"
 	whyCdMany     = "too many directories a cd may have left the shell in"
 	whyCdNested   = "a command whose directory is not followed"
+	whyChdirOpt   = "a program told to move to a directory that is not literal (tar -C $D, git -C $D)"
 )
 
 // maxDirs bounds the directories one word may be used in.
@@ -333,7 +334,7 @@ func dotted(v string) bool {
 // the components are kept for the caller to resolve on disk.
 func joinDir(base, to string, physical bool) string {
 	p := to
-	if base != "" && !path.IsAbs(to) {
+	if base != "" && base != "." && !path.IsAbs(to) {
 		p = base + "/" + to
 	}
 	if physical {

@@ -58,6 +58,9 @@ func TestNamesDirsRealBash(t *testing.T) {
 		{`cat "$HOME"/ok.txt`, "ok.txt"},
 		{"cd sub && cat < ok.txt", "ok.txt"},
 		{"cd " + ws + "/sub && cat ok.txt", "ok.txt"},
+		{"env -C sub cat ../ok.txt", "../ok.txt"},
+		{"env --chdir=sub/deep cat ../ok.txt", "../ok.txt"},
+		{"cd sub && env -C deep bash -c 'cat ../../ok.txt'", "../../ok.txt"},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			cmd := exec.Command(bashPath, "--norc", "--noprofile", "-c", tc.cmd)
@@ -119,7 +122,7 @@ func resolveName(ws, home string, d Dir, n Name) (string, bool) {
 // directory unknown.
 func TestNamesDirs(t *testing.T) {
 	for _, tc := range []struct {
-		cmd        string
+		cmd        string // cmd has no cd with CDPATH lookup unless cdSearch
 		word       string
 		dirs       []Dir
 		dirUnknown bool
@@ -145,6 +148,10 @@ func TestNamesDirs(t *testing.T) {
 		{cmd: "trap 'cd ./a' DEBUG; cat x", word: "x", dirUnknown: true},
 		{cmd: "cd ./a & cat x", word: "x", dirs: []Dir{{Path: "."}}},
 		{cmd: "x=$(cd ./a); cat x", word: "x", dirs: []Dir{{Path: "."}}},
+		{cmd: "tar -C ./a -cf - x", word: "x", dirs: []Dir{{Path: "."}, {Path: "./a"}}},
+		{cmd: "git -C /r diff x", word: "x", dirs: []Dir{{Path: "."}, {Path: "/r"}}},
+		{cmd: "git -C $D status", word: "status", dirUnknown: true},
+		{cmd: "sudo --chdir=$D cat x", word: "x", dirUnknown: true},
 	} {
 		e := Parse(tc.cmd)
 		if (e.DirUnknown != "") != tc.dirUnknown || e.CDSearch != tc.cdSearch {
@@ -162,4 +169,42 @@ func TestNamesDirs(t *testing.T) {
 			t.Errorf("Parse(%q): %q in %+v, want %+v", tc.cmd, tc.word, e.Names[i].Dirs, tc.dirs)
 		}
 	}
+}
+
+// FuzzNamesDirs: the tracker never panics, every name has a directory,
+// and a command without cd run after `cd ./zz &&` in a group has every
+// word in zz: nothing it does escapes the directory the shell is in.
+func FuzzNamesDirs(f *testing.F) {
+	for _, s := range []string{
+		"cat a b",
+		"a && b || c; d | e &",
+		"(a); { b; } && if c; then d; else e; fi",
+		"for x in 1 2; do a $x; done; while b; do c; done",
+		"case x in y) a;; z) b;; esac > out < in",
+		"f() { a; }; f x $(g y) <(h z)",
+		"cat ~/x $HOME/y && sh -c 'a q'",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		s := Parse(cmd)
+		for _, n := range s.Names {
+			if len(n.Dirs) == 0 {
+				t.Fatalf("Parse(%q): name %q has no directory", cmd, n.Word)
+			}
+		}
+		if len(cmd) > 300 || strings.ContainsAny(cmd, "'\"\\$`") || strings.Contains(cmd, "cd") || strings.Contains(cmd, "pushd") ||
+			strings.Contains(cmd, "popd") || strings.Contains(cmd, "<<") || strings.Contains(cmd, "-C") || strings.Contains(cmd, "--") {
+			return
+		}
+		s = Parse("cd ./zz && {\n" + cmd + "\n}")
+		if s.Unknown != "" || s.DirUnknown != "" {
+			return
+		}
+		for _, n := range s.Names[1:] {
+			if !slices.Equal(n.Dirs, []Dir{{Path: "zz"}}) {
+				t.Errorf("Parse(cd ./zz && { %q }): %q in %v, want zz", cmd, n.Word, n.Dirs)
+			}
+		}
+	})
 }

@@ -168,7 +168,7 @@ func (s *Effects) parse(cmd string, depth int) {
 			}
 		case *syntax.CallExpr:
 			s.cur = s.dirs(s.tr.calls[n])
-			s.names(n.Args[min(1, len(n.Args)):])
+			s.names(n.Args)
 			s.call(n, depth, exempt)
 		}
 		s.node(n, exempt)
@@ -187,12 +187,73 @@ func (s *Effects) dirs(d []Dir) []Dir {
 }
 
 // names records the literal arguments of the simple command being walked.
+// After the option of a program that moves to a directory before it opens
+// its arguments (tar -C DIR, git -C, make -C, env --chdir, sudo --chdir),
+// the words are used in that directory too, and so is what it runs.
 func (s *Effects) names(args []*syntax.Word) {
-	for _, w := range args {
-		if v, home, ok := pathWord(w); ok && v != "" {
+	var opts []string
+	for i, w := range args {
+		v, home, ok := pathWord(w)
+		if ok && v != "" && i > 0 {
 			s.Names = append(s.Names, Name{Word: v, Home: home, Dirs: s.cur})
 		}
+		if !ok && opts != nil && len(w.Parts) > 0 {
+			// --chdir=$D
+			if l, isLit := w.Parts[0].(*syntax.Lit); isLit {
+				if _, arg := chdirArg(opts, strings.SplitAfter(l.Value, "=")[0]+"x"); arg {
+					s.setDirUnknown(whyChdirOpt)
+				}
+			}
+		}
+		if !ok || home {
+			continue
+		}
+		if o, found := chdirOpts[path.Base(v)]; found {
+			opts = o
+			continue
+		}
+		dir, arg := chdirArg(opts, v)
+		if !arg {
+			continue
+		}
+		if dir == "" && i+1 < len(args) {
+			var known bool
+			if dir, home, known = pathWord(args[i+1]); !known || home || dir == "" {
+				s.setDirUnknown(whyChdirOpt)
+				continue
+			}
+		}
+		moved := []Dir{{Path: dir}}
+		if !path.IsAbs(dir) {
+			moved = moved[:0]
+			for _, d := range s.cur {
+				moved = append(moved, Dir{Path: joinDir(d.Path, dir, true), Home: d.Home})
+			}
+		}
+		t := tracker{s: s}
+		s.cur = t.union(s.cur, moved)
 	}
+}
+
+// chdirOpts are, per program, its options that name the directory it
+// moves to before it opens its arguments.
+var chdirOpts = map[string][]string{
+	"tar": {"-C", "--directory"}, "git": {"-C"}, "make": {"-C", "--directory"},
+	"env": {"-C", "--chdir"}, "sudo": {"-D", "--chdir"},
+}
+
+// chdirArg reports whether v is one of opts, with its value when it holds
+// one (--directory=DIR; "" when the value is the next word).
+func chdirArg(opts []string, v string) (dir string, ok bool) {
+	for _, o := range opts {
+		if v == o {
+			return "", true
+		}
+		if strings.HasPrefix(o, "--") && strings.HasPrefix(v, o+"=") {
+			return v[len(o)+1:], v != o+"="
+		}
+	}
+	return "", false
 }
 
 func (s *Effects) redirect(r *syntax.Redirect, dirs []Dir) {
