@@ -96,6 +96,7 @@ func (u *unconfined) namedFiles(acc []tool.Access) (named []capability.Request, 
 			why = w
 		}
 	}
+	resolved := map[shellcmd.Dir]string{}
 	for _, a := range acc {
 		se, ok := effects(a)
 		if !ok {
@@ -121,7 +122,7 @@ func (u *unconfined) namedFiles(acc []tool.Access) (named []capability.Request, 
 				dirs = dirs[:min(1, len(dirs))] // the directories do not apply
 			}
 			for _, d := range dirs {
-				abs, exists, w := u.place(d, n)
+				abs, exists, w := u.place(resolved, d, n)
 				if w != "" {
 					unknown(w)
 				}
@@ -165,6 +166,7 @@ func argWord(w string) (string, bool) {
 // (PATH_ESCAPE): the sandbox shows the host read-only or not at all. A
 // read of a host file the sandbox shows asks nothing (< /usr/share/dict/words).
 func (u *unconfined) redirects(reqs []capability.Request, se shellcmd.Effects) (_ []capability.Request, what string, err error) {
+	resolved := map[shellcmd.Dir]string{}
 	for _, n := range se.Names {
 		k := capability.FSRead
 		switch n.Access {
@@ -175,7 +177,7 @@ func (u *unconfined) redirects(reqs []capability.Request, se shellcmd.Effects) (
 		}
 		what := k.String() + " " + boundMsg(n.Word, 200)
 		for _, d := range n.Dirs {
-			abs, exists, why := u.place(d, n)
+			abs, exists, why := u.place(resolved, d, n)
 			if why != "" {
 				continue // Unknown (namedFiles): the call is asked
 			}
@@ -209,11 +211,12 @@ func (u *unconfined) redirects(reqs []capability.Request, se shellcmd.Effects) (
 var errOutside = capability.Denied(capability.ReasonPathEscape, "", "outside the workspace, where the sandbox shows nothing or nothing writable")
 
 // place returns where n, used in directory d, is on disk now: its path
-// with every symbolic link resolved (for a name that does not exist, its
-// resolved parent and its last element) and whether it exists. A
-// symbolic link that does not resolve exists with abs "". why is set when
-// the directory itself does not exist or is unknown.
-func (u *unconfined) place(d shellcmd.Dir, n shellcmd.Name) (abs string, exists bool, why string) {
+// with every symbolic link resolved (for a redirection target that does
+// not exist, its resolved parent and its last element; for an argument,
+// "") and whether it exists. A symbolic link that does not resolve exists
+// with abs "". why is set when the directory itself does not exist or is
+// unknown. dirs holds the directories already resolved for the call.
+func (u *unconfined) place(dirs map[shellcmd.Dir]string, d shellcmd.Dir, n shellcmd.Name) (abs string, exists bool, why string) {
 	var p string
 	switch {
 	case n.Home:
@@ -234,11 +237,25 @@ func (u *unconfined) place(d shellcmd.Dir, n shellcmd.Name) (abs string, exists 
 			base = u.home + "/" + d.Path
 		}
 		// The shell is in the directory itself: cd resolved it.
-		dir, err := filepath.EvalSymlinks(base)
-		if err != nil {
+		dir, ok := dirs[d]
+		if !ok {
+			var err error
+			if dir, err = filepath.EvalSymlinks(base); err != nil {
+				dir = ""
+			}
+			dirs[d] = dir
+		}
+		if dir == "" {
 			return "", false, whyNoDir
 		}
 		p = dir + "/" + n.Word
+	}
+	if n.Access == shellcmd.Arg {
+		// One lstat, resolved by the kernel as the command's own open
+		// will be: most words name nothing.
+		if _, err := os.Lstat(p); err != nil {
+			return "", false, ""
+		}
 	}
 	// EvalSymlinks resolves each element before the .. that follows it,
 	// as the kernel does (link/../x is the link target's parent's x).
@@ -247,6 +264,9 @@ func (u *unconfined) place(d shellcmd.Dir, n shellcmd.Name) (abs string, exists 
 	}
 	if _, err := os.Lstat(p); err == nil {
 		return "", true, "" // a link that does not resolve, or a loop
+	}
+	if n.Access == shellcmd.Arg {
+		return "", false, "" // an argument that names nothing: no file
 	}
 	parent, err := filepath.EvalSymlinks(filepath.Dir(p))
 	if err != nil {
