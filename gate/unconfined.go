@@ -130,9 +130,11 @@ func (u *unconfined) namedFiles(acc []tool.Access) (named []capability.Request, 
 					continue
 				}
 				if rel, in := u.inWorkspace(abs); in {
-					if p, err := u.g.path(rel); err == nil {
-						named = append(named, capability.Request{Kind: capability.FSRead, Path: p})
+					p, err := u.g.path(rel)
+					if err != nil {
+						return nil, why, refusal(err, "fs.read "+boundMsg(n.Word, 200))
 					}
+					named = append(named, capability.Request{Kind: capability.FSRead, Path: p})
 					continue
 				}
 				if !u.shown(abs) {
