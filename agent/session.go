@@ -212,7 +212,7 @@ func (s *Session) build(ctx context.Context) error {
 		},
 		Audit: c.sink, Mode: c.mode, Rules: c.rules, Approver: approver, Workspace: wsDir, Ledger: c.ledger, Hooks: c.hooks,
 		SessionID: c.runID, Logger: s.log, Now: c.now, Timeout: c.gateTimeout,
-		Output: gate.OutputOptions{SpillDir: c.spillDir}, Redactor: c.redactor,
+		Output: gate.OutputOptions{SpillDir: c.spillDir}, Redactor: c.redactor, Resolver: c.resolver,
 	}
 	if fsys != nil {
 		opts.Resolve = fsys.Resolve

@@ -86,9 +86,10 @@ func (c Claude) Parse(in []byte) (Event, error) {
 	}
 	e := Event{Agent: ClaudeCode, Kind: kind, Name: ci.HookEventName, Session: ci.SessionID, ToolUseID: ci.ToolUseID,
 		Cwd: filepath.Clean(ci.Cwd), PermissionMode: ci.PermissionMode}
+	shellDir := "." // where the agent's shell is, in the workspace
 	if p := filepath.Clean(c.ProjectDir); filepath.IsAbs(p) {
-		if _, ok := inside(p, e.Cwd); ok {
-			e.Cwd = p
+		if rel, ok := inside(p, e.Cwd); ok {
+			e.Cwd, shellDir = p, rel
 		}
 	}
 	if kind == SessionStart || kind == SessionEnd {
@@ -106,6 +107,21 @@ func (c Claude) Parse(in []byte) (Event, error) {
 	call, inert, err := claudeCall(e.Cwd, ci.ToolName, ci.ToolInput)
 	if err != nil {
 		return Event{}, err
+	}
+	if call != nil && call.Tool == "Bash" && shellDir != "." {
+		// Claude Code's shell keeps the directory an earlier command
+		// cd'd to, and the event's cwd is it: the command runs there,
+		// decided as the same line after a cd there (as Gemini's
+		// dir_path).
+		var in map[string]any
+		if err := json.Unmarshal(call.Input, &in); err != nil {
+			return Event{}, invalid("the Bash tool_input: %v", err)
+		}
+		cmd, _ := in["command"].(string)
+		in["command"] = inDir(shellDir, cmd)
+		if call.Input, err = json.Marshal(in); err != nil {
+			return Event{}, invalid("the Bash tool_input: %v", err)
+		}
 	}
 	e.Call, e.Inert = call, inert
 	return e, nil

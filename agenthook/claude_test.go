@@ -263,4 +263,10 @@ func TestClaudeProjectDir(t *testing.T) {
 	if err != nil || e.Cwd != "/w/proj/sub" || string(e.Call.Input) != `{"path":"a.go"}` {
 		t.Fatalf("Parse with another project = %+v %s, %v", e, e.Call.Input, err)
 	}
+	// The shell is where an earlier command cd'd to: its command runs there.
+	in = []byte(`{"session_id":"s","cwd":"/w/proj/it's","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"cat ../.env"},"tool_use_id":"t"}`)
+	e, err = Claude{ProjectDir: "/w/proj"}.Parse(in)
+	if err != nil || e.Cwd != "/w/proj" || string(e.Call.Input) != `{"command":"cd 'it'\\''s' \u0026\u0026 cat ../.env"}` {
+		t.Fatalf("Parse of Bash in a subdirectory = %+v %s, %v", e, e.Call.Input, err)
+	}
 }

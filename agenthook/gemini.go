@@ -141,7 +141,7 @@ var geminiTools = map[string]func(in map[string]any) (string, map[string]any, er
 		// The command runs in dir_path (relative to the project root) when
 		// one is given: decided as the same line after a cd there.
 		if dir := firstString(in, "dir_path", "directory"); dir != "" && filepath.Clean(dir) != "." {
-			cmd = "cd " + shellQuote(dir) + " && " + cmd
+			cmd = inDir(dir, cmd)
 		}
 		out := map[string]any{"command": cmd}
 		if b, ok := in["is_background"].(bool); ok {
@@ -269,6 +269,12 @@ func withPath(out map[string]any, p any) map[string]any {
 		out["path"] = p
 	}
 	return out
+}
+
+// inDir is cmd as run in directory dir: the same line after a cd there,
+// which the gate follows (shellcmd.Names).
+func inDir(dir, cmd string) string {
+	return "cd " + shellQuote(dir) + " && " + cmd
 }
 
 // shellQuote quotes s as one Bash word.

@@ -58,9 +58,16 @@ type unconfinedKey struct{}
 
 // Unconfined returns ctx for an [Gate.Explain] of a call that will run
 // outside Norma's sandbox and guards: another agent's own tool (package
-// agenthook). What the sandbox would do for such a call is then decided
-// too: a command that names a workspace file the policy denies reading
-// (cat .env), which the sandbox would have hidden from it, is refused.
+// agenthook). What the sandbox and the guards would do for such a call is
+// then decided too. A command's literal words are found where the shell
+// will find them (cd and pushd followed, ~ and $HOME expanded, symbolic
+// links resolved): one naming a workspace file the policy denies reading
+// (cat .env, cd sub && cat ../.env), which the sandbox would have hidden,
+// is refused, and so is one naming a host path the sandbox would not show
+// (sandbox.Exposed: ../other/.env, ~/.ssh; PATH_ESCAPE); a redirection is
+// a file request where it lands, refused outside the workspace; a cd that
+// cannot be followed makes the command Unknown. A fetch's host name is
+// resolved and refused as the dialer would refuse it (addrDenied).
 // Execute ignores it: what Execute runs is sandboxed.
 func Unconfined(ctx context.Context) context.Context {
 	return context.WithValue(ctx, unconfinedKey{}, true)

@@ -21,6 +21,7 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/fsguard"
+	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/internal/shellcmd"
 	"github.com/norma-run/norma/policy"
@@ -115,6 +116,10 @@ type Options struct {
 	// rules (fsguard's FS.Resolve). Nil means lexical cleaning only
 	// (fsguard.Clean). A path that does not exist yet is cleaned.
 	Resolve func(name string) (string, error)
+	// Resolver looks up host names for an unconfined call's fetch (see
+	// Unconfined), as the network guard would at connect time; nil means
+	// the system's resolver.
+	Resolver netguard.Resolver
 	// Timeout is the default deadline of a call; zero means DefaultTimeout.
 	Timeout time.Duration
 	// MaxInput bounds the raw input in bytes; zero means DefaultMaxInput.
@@ -156,6 +161,8 @@ type Gate struct {
 	hooks     *hook.Registry
 	caps      func(tool.Plugin) (tool.Env, error)
 	resolve   func(string) (string, error)
+	resolver  netguard.Resolver
+	unconf    func() *unconfined // what an unconfined call is decided with, made once
 	timeout   time.Duration
 	maxInput  int
 	parallel  int
@@ -184,12 +191,13 @@ func New(opts Options) (*Gate, error) {
 	g := &Gate{
 		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit,
 		approver: opts.Approver, wsDir: opts.Workspace, ledger: opts.Ledger, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
-		timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
+		resolver: opts.Resolver, timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
 		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace, red: opts.Redactor,
 	}
 	if g.red == nil {
 		g.red = secret.NewRedactor()
 	}
+	g.unconf = sync.OnceValue(g.newUnconfined)
 	if g.wsDir != "" {
 		if g.wsID, err = approval.WorkspaceID(g.wsDir); err != nil {
 			return nil, fmt.Errorf("gate: %w", err)
@@ -299,7 +307,8 @@ type exec struct {
 	// sandbox (see Unconfined).
 	unconfined bool
 	// named are reads of the workspace files a command names as an
-	// argument (`cat .env`), for an unconfined call: the policy's deny of
+	// argument (`cat .env`, `cd sub && cat ../.env`), for an unconfined
+	// call (see unconfined.namedFiles): the policy's deny of
 	// one denies the call. They are not requests of the call (rules and
 	// approvals do not see them): a command's argument may or may not be
 	// read.

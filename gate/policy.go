@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/norma-run/norma/capability"
@@ -51,11 +49,19 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 		x.reqs, x.known, x.req0 = nil, false, ""
 		return perm, deny(capability.ReasonInvalidRequest, "tool", "access declaration failed", e.Name()), false
 	}
-	reqs, unknown, bad := x.g.normalize(e.Name(), acc)
-	x.reqs, x.known, x.unknown, x.req0 = reqs, declared && unknown == "", unknown, ""
+	var u *unconfined
 	if x.unconfined {
-		x.named = x.g.namedFiles(acc)
+		u = x.g.unconfined()
 	}
+	reqs, unknown, bad := x.g.normalize(e.Name(), acc, u)
+	if bad == nil && u != nil {
+		var why string
+		x.named, why, bad = u.namedFiles(acc)
+		if unknown == "" {
+			unknown = why
+		}
+	}
+	x.reqs, x.known, x.unknown, x.req0 = reqs, declared && unknown == "", unknown, ""
 	if bad != nil {
 		return perm, *bad, false
 	}
@@ -99,7 +105,7 @@ func (x *exec) capability(ctx context.Context) capability.Decision {
 			pd = x.pol.Decide(ctx, x.reqs[i])
 		}
 		if pd.Mode != capability.Deny {
-			if ad, ok := x.addrDenied(&x.reqs[i]); ok {
+			if ad, ok := x.addrDenied(ctx, &x.reqs[i]); ok {
 				pd = ad
 			}
 		}
@@ -130,8 +136,11 @@ func (x *exec) capability(ctx context.Context) capability.Decision {
 // then what the dial would refuse, and it stands for a call that does not
 // dial through Norma's guard (a fetch another agent makes, package
 // agenthook). A host name is left to the guard at connect time, which
-// resolves it.
-func (x *exec) addrDenied(r *capability.Request) (capability.Decision, bool) {
+// resolves it; for an unconfined call, which meets no guard, the name is
+// resolved now and checked as the dialer checks it (netguard.CheckHost:
+// any refused address refuses, a lookup that fails or takes longer than
+// resolveTimeout refuses).
+func (x *exec) addrDenied(ctx context.Context, r *capability.Request) (capability.Decision, bool) {
 	if r.Kind != capability.NetRequest {
 		return capability.Decision{}, false
 	}
@@ -139,15 +148,21 @@ func (x *exec) addrDenied(r *capability.Request) (capability.Decision, bool) {
 	if err != nil {
 		return capability.Decision{}, false
 	}
-	a, err := netip.ParseAddr(u.Hostname())
-	if err != nil {
-		return capability.Decision{}, false
-	}
 	var allow []netip.Prefix
 	if ap, ok := x.pol.(interface{ AllowPrivate() []netip.Prefix }); ok {
 		allow = ap.AllowPrivate()
 	}
-	err = netguard.CheckAddr(a, allow)
+	a, err := netip.ParseAddr(u.Hostname())
+	switch {
+	case err == nil:
+		err = netguard.CheckAddr(a, allow)
+	case x.unconfined:
+		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+		err = netguard.CheckHost(rctx, x.g.resolver, u.Hostname(), allow)
+		cancel()
+	default:
+		return capability.Decision{}, false
+	}
 	ce, ok := errors.AsType[*capability.Error](err)
 	if !ok {
 		return capability.Decision{}, false
@@ -246,7 +261,11 @@ func onlyFiles(reqs []capability.Request) bool {
 // all see. unknown is non-empty when part of the effect cannot be known (an
 // unparseable command); bad is a denial for an access that cannot be
 // normalized (a path escaping the workspace, an invalid URL).
-func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.Request, unknown string, bad *capability.Decision) {
+//
+// For an unconfined call (u non-nil), a redirection's file is where the
+// shell is when it opens it (cd followed), and one outside the workspace
+// is refused as the sandbox would have kept it out (see unconfined).
+func (g *Gate) normalize(toolName string, acc []tool.Access, u *unconfined) (reqs []capability.Request, unknown string, bad *capability.Decision) {
 	if len(acc) == 0 {
 		return nil, "", nil
 	}
@@ -256,9 +275,9 @@ func (g *Gate) normalize(toolName string, acc []tool.Access) (reqs []capability.
 		var what string
 		switch a.Kind {
 		case capability.ProcessSpawn:
-			var u string
-			if reqs, u, what, err = g.spawn(reqs, a); u != "" && unknown == "" {
-				unknown = u
+			var why string
+			if reqs, why, what, err = g.spawn(reqs, a, u); why != "" && unknown == "" {
+				unknown = why
 			}
 		case capability.ExternalWrite:
 			t := a.Tool
@@ -323,7 +342,7 @@ func (g *Gate) request(a tool.Access) (capability.Request, string, error) {
 // spawn appends the requests of a process access: every program a shell
 // command (or an exact argv) runs, and the files its redirections read and
 // write. unknown names what cannot be known about it.
-func (g *Gate) spawn(reqs []capability.Request, a tool.Access) (_ []capability.Request, unknown, what string, err error) {
+func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_ []capability.Request, unknown, what string, err error) {
 	var se shellcmd.Effects
 	switch {
 	case a.Command != "":
@@ -338,6 +357,10 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access) (_ []capability.R
 	for _, argv := range se.Spawns {
 		reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
 	}
+	if u != nil {
+		reqs, what, err = u.redirects(reqs, se)
+		return reqs, se.Unknown, what, err
+	}
 	for _, l := range [2]struct {
 		k     capability.Kind
 		paths []string
@@ -351,64 +374,6 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access) (_ []capability.R
 		}
 	}
 	return reqs, se.Unknown, "", nil
-}
-
-// namedFiles are the reads of the workspace files that the commands of
-// acc name as literal arguments (a word, or the value of --opt=value),
-// resolved as g.path resolves them (symlinks followed); a word that names
-// nothing in the workspace is no file of it.
-func (g *Gate) namedFiles(acc []tool.Access) []capability.Request {
-	var out []capability.Request
-	for _, a := range acc {
-		if a.Kind != capability.ProcessSpawn || a.Command == "" && len(a.Argv) == 0 || g.wsDir == "" {
-			continue
-		}
-		se := shellcmd.Argv(a.Argv)
-		if a.Command != "" {
-			se = shellcmd.Parse(a.Command)
-		}
-		for _, argv := range se.Spawns {
-			for _, w := range argv[min(1, len(argv)):] {
-				if r, ok := g.namedFile(w); ok {
-					out = append(out, r)
-				}
-			}
-		}
-	}
-	return out
-}
-
-func (g *Gate) namedFile(w string) (capability.Request, bool) {
-	if strings.HasPrefix(w, "-") {
-		_, v, ok := strings.Cut(w, "=")
-		if !ok {
-			return capability.Request{}, false
-		}
-		w = v
-	}
-	if w == "" || strings.ContainsRune(w, 0) || len(w) > 4096 {
-		return capability.Request{}, false
-	}
-	if filepath.IsAbs(w) {
-		rel, err := filepath.Rel(g.wsDir, w)
-		if err != nil || !filepath.IsLocal(rel) {
-			return capability.Request{}, false
-		}
-		w = rel
-	} else if !filepath.IsLocal(w) {
-		return capability.Request{}, false
-	}
-	if _, err := os.Lstat(filepath.Join(g.wsDir, w)); err != nil {
-		return capability.Request{}, false
-	}
-	p, err := g.resolve(w)
-	if err != nil {
-		// Out of the workspace (a symlink to elsewhere): like an absolute
-		// path outside it, not a file of the workspace; what a command
-		// reads outside is the sandbox's to confine.
-		return capability.Request{}, false
-	}
-	return capability.Request{Kind: capability.FSRead, Path: p}, true
 }
 
 // path canonicalizes a workspace path: resolved when possible, cleaned

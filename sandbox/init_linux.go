@@ -194,18 +194,6 @@ func writeFile(name string, body []byte, mode uint32) error {
 // before that.
 const stage = "/tmp"
 
-var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
-
-// etcFiles are the non-secret /etc entries programs need to start. TLS
-// roots are added in broker mode. resolv.conf is never bound: nothing in
-// the sandbox can reach a DNS server; the broker resolves names.
-var etcFiles = []string{"/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-	"/etc/localtime", "/etc/nsswitch.conf", "/etc/hosts"}
-
-var etcTLS = []string{"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki"}
-
-var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
-
 // detached is a host path captured with open_tree(OPEN_TREE_CLONE).
 type detached struct {
 	fd  int
@@ -299,7 +287,8 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 	var binds []*detached
 	type link struct{ name, target string }
 	var links []link
-	for _, d := range systemDirs {
+	sys := systemPaths(networkMode(cfg.Network))
+	for _, d := range sys.dirs {
 		fi, err := os.Lstat(d)
 		if err != nil {
 			continue
@@ -321,11 +310,7 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 			lp.roDirs = append(lp.roDirs, d)
 		}
 	}
-	etc := etcFiles
-	if cfg.Network == NetBroker.String() {
-		etc = slices.Concat(etcFiles, etcTLS)
-	}
-	for _, e := range etc {
+	for _, e := range sys.etc {
 		b, err := capture(e, e, roAttrs, true)
 		if err != nil {
 			return nil, err
@@ -335,14 +320,14 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 		}
 	}
 	var devs []*detached
-	for _, n := range devNodes {
-		b, err := capture("/dev/"+n, "/dev/"+n, devAttrs, true)
+	for _, n := range sys.devs {
+		b, err := capture(n, n, devAttrs, true)
 		if err != nil {
 			return nil, err
 		}
 		if b != nil {
 			devs = append(devs, b)
-			lp.rwFiles = append(lp.rwFiles, "/dev/"+n)
+			lp.rwFiles = append(lp.rwFiles, n)
 		}
 	}
 	// Granted paths, parents before children so that nested grants land on

@@ -159,7 +159,7 @@ permissions:
 		{"cat by absolute path", "Bash", `{"command":"cat ` + dir + `/.env"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
 		{"cat through a link", "Bash", `{"command":"cat env-link"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
 		{"an option's value", "Bash", `{"command":"grep --file=.env notes.md"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
-		{"in a pipeline", "Bash", `{"command":"cat notes.md | cp .env /tmp/x"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
+		{"in a pipeline", "Bash", `{"command":"cat notes.md | cp .env copy.txt"}`, capability.Deny, capability.ReasonFilesystemReadDenied},
 		{"quoted", "Bash", `{"command":"cat '.e'\"nv\""}`, capability.Deny, capability.ReasonFilesystemReadDenied},
 		{"an allowed file", "Bash", `{"command":"cat notes.md"}`, capability.Allow, capability.ReasonAllowed},
 		{"a name that is no file", "Bash", `{"command":"cat .env.example"}`, capability.Allow, capability.ReasonAllowed},

@@ -167,21 +167,23 @@ func TestDoorHookGemini(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"decision":"deny"`) || !strings.Contains(out, "NORMA FILESYSTEM_WRITE_DENIED") {
 		t.Errorf("write_file .env: exit %d %s, want a deny with FILESYSTEM_WRITE_DENIED", code, out)
 	}
-	// A web_fetch is decided URL by URL: with example.com/docs granted,
-	// a prompt naming it alone is allowed, and one naming a private
-	// address beside it is denied.
+	// A web_fetch is decided URL by URL: with a public address's /docs
+	// granted, a prompt naming it alone is allowed, and one naming a
+	// private address beside it is denied. (A host name would be resolved
+	// to decide, and this machine is offline: it would be
+	// NETWORK_RESOLVE_FAILED.)
 	netXDG := t.TempDir()
 	rtWrite(t, filepath.Join(netXDG, "norma", "settings.yaml"), "permissions:\n  allow: [WebFetch]\nnetwork:\n  requests:\n"+
-		"    - {origin: \"https://example.com\", methods: [GET], paths: [/docs]}\n", 0o644)
+		"    - {origin: \"https://93.184.216.34\", methods: [GET], paths: [/docs]}\n", 0o644)
 	fetch := func(prompt string) []byte {
 		b, _ := json.Marshal(map[string]any{"session_id": "g-1", "cwd": e.ws, "hook_event_name": "BeforeTool", "tool_name": "web_fetch",
 			"tool_input": map[string]any{"prompt": prompt}})
 		return b
 	}
-	if code, out, _ := pipeHook(t, e.home, netXDG, "gemini", fetch("Summarize https://example.com/docs")); code != 0 || !strings.Contains(out, `"decision":"allow"`) {
+	if code, out, _ := pipeHook(t, e.home, netXDG, "gemini", fetch("Summarize https://93.184.216.34/docs")); code != 0 || !strings.Contains(out, `"decision":"allow"`) {
 		t.Errorf("web_fetch of a granted URL: exit %d %s, want allow", code, out)
 	}
-	code, out, _ = pipeHook(t, e.home, netXDG, "gemini", fetch("Compare https://example.com/docs with http://10.0.0.5/admin"))
+	code, out, _ = pipeHook(t, e.home, netXDG, "gemini", fetch("Compare https://93.184.216.34/docs with http://10.0.0.5/admin"))
 	if code != 0 || !strings.Contains(out, `"decision":"deny"`) || !strings.Contains(out, "NORMA NETWORK_DESTINATION_DENIED") || !strings.Contains(out, "10.0.0.5") {
 		t.Errorf("web_fetch naming a private address: exit %d %s, want a deny of 10.0.0.5 with NETWORK_DESTINATION_DENIED", code, out)
 	}

@@ -96,18 +96,13 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	if err != nil || port == 0 || len(portStr) > 5 {
 		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, address, "bad port")
 	}
-	ips, name, err := d.resolve(ctx, ipNet, host)
+	ips, name, err := d.resolveChecked(ctx, ipNet, host)
 	if err != nil {
 		return nil, err
 	}
 	if pm, ok := d.Resolver.(PortMapper); ok && name != "" {
 		if p := pm.MapPort(name, uint16(port)); p != 0 {
 			port = uint64(p)
-		}
-	}
-	for _, ip := range ips {
-		if err := CheckAddr(ip, d.AllowPrivate); err != nil {
-			return nil, err
 		}
 	}
 	var firstErr error
@@ -127,6 +122,34 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		}
 	}
 	return nil, firstErr
+}
+
+// CheckHost resolves host with r (nil: the system's resolver) and checks
+// every address as [Dialer.DialContext] does before it connects: the
+// decision of a dial to host, made without dialing, for a connection that
+// another program will make (a fetch another agent runs, see
+// gate.Unconfined). Refusals are *capability.Error with reason
+// NETWORK_PRIVATE_ADDRESS, NETWORK_INVALID_URL or NETWORK_RESOLVE_FAILED
+// (a lookup that fails or times out: fail closed). The answer holds for
+// the addresses seen now; the other program looks the name up again.
+func CheckHost(ctx context.Context, r Resolver, host string, allowPrivate []netip.Prefix) error {
+	d := Dialer{Resolver: r, AllowPrivate: allowPrivate}
+	_, _, err := d.resolveChecked(ctx, "ip", host)
+	return err
+}
+
+// resolveChecked is resolve, refused when any address is (CheckAddr).
+func (d *Dialer) resolveChecked(ctx context.Context, ipNet, host string) ([]netip.Addr, string, error) {
+	ips, name, err := d.resolve(ctx, ipNet, host)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, ip := range ips {
+		if err := CheckAddr(ip, d.AllowPrivate); err != nil {
+			return nil, "", err
+		}
+	}
+	return ips, name, nil
 }
 
 // resolve returns the addresses for host: the literal itself, or the answer

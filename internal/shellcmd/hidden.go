@@ -622,7 +622,7 @@ func (s *Effects) trap(args []string, depth int) {
 	if a == "-" || a == "-p" || a == "-l" || a == "-P" {
 		return
 	}
-	s.parse(a, depth+1)
+	s.sameShell(a, depth+1)
 }
 
 // testWord is the value of an operand of [[ ]], where words are neither

@@ -79,6 +79,23 @@ type Effects struct {
 	// computed redirection target); it says why. Such a command must never
 	// be allowed by a rule.
 	Unknown string
+
+	// Names are the literal words that may name files (every argument of
+	// every simple command, every redirection target) with the working
+	// directories they are used in, cd and pushd followed: for a caller
+	// that decides what a command could reach without a sandbox. When
+	// DirUnknown is non-empty (cd $X, cd -, popd, a cd in a loop, ...),
+	// where some of them are used cannot be known; it says why.
+	Names      []Name
+	DirUnknown string
+	// CDSearch: a cd or pushd target is a relative name that bash looks
+	// up in CDPATH first (cd sub, not cd ./sub), so where it goes depends
+	// on the shell's CDPATH.
+	CDSearch bool
+
+	cur []Dir    // the directories of the simple command being recorded
+	tr  *tracker // of the script being walked
+	cds int      // cd, pushd and popd commands seen
 }
 
 func (s *Effects) setUnknown(why string) {
@@ -102,7 +119,11 @@ func Parse(cmd string) Effects {
 // retained.
 func Argv(argv []string) Effects {
 	var s Effects
+	for _, w := range argv[min(1, len(argv)):] {
+		s.Names = append(s.Names, Name{Word: w, Dirs: startDir})
+	}
 	s.command(append([]string(nil), argv...), 0)
+	s.cur = nil
 	return s
 }
 
@@ -128,14 +149,26 @@ func (s *Effects) parse(cmd string, depth int) {
 		s.setUnknown("the command does not parse")
 		return
 	}
+	// The directories of a nested script (sh -c, eval) start where the
+	// command that runs it is.
+	cur, tr := s.cur, s.tr
+	defer func() { s.cur, s.tr = cur, tr }()
+	in := cur
+	if in == nil {
+		in = startDir
+	}
+	s.tr = s.track(f, in)
 	exempt := map[*syntax.Assign]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
+			dirs := s.dirs(s.tr.stmt_[n])
 			for _, r := range n.Redirs {
-				s.redirect(r)
+				s.redirect(r, dirs)
 			}
 		case *syntax.CallExpr:
+			s.cur = s.dirs(s.tr.calls[n])
+			s.names(n.Args)
 			s.call(n, depth, exempt)
 		}
 		s.node(n, exempt)
@@ -143,7 +176,87 @@ func (s *Effects) parse(cmd string, depth int) {
 	})
 }
 
-func (s *Effects) redirect(r *syntax.Redirect) {
+// dirs returns d, or the start directory when the tracker did not follow
+// the node (which leaves the directories unknown).
+func (s *Effects) dirs(d []Dir) []Dir {
+	if d == nil {
+		s.setDirUnknown(whyCdNested)
+		return startDir
+	}
+	return d
+}
+
+// names records the literal arguments of the simple command being walked.
+// After the option of a program that moves to a directory before it opens
+// its arguments (tar -C DIR, git -C, make -C, env --chdir, sudo --chdir),
+// the words are used in that directory too, and so is what it runs.
+func (s *Effects) names(args []*syntax.Word) {
+	var opts []string
+	for i, w := range args {
+		v, home, ok := pathWord(w)
+		if ok && v != "" && i > 0 {
+			s.Names = append(s.Names, Name{Word: v, Home: home, Dirs: s.cur})
+		}
+		if !ok && opts != nil && len(w.Parts) > 0 {
+			// --chdir=$D
+			if l, isLit := w.Parts[0].(*syntax.Lit); isLit {
+				if _, arg := chdirArg(opts, strings.SplitAfter(l.Value, "=")[0]+"x"); arg {
+					s.setDirUnknown(whyChdirOpt)
+				}
+			}
+		}
+		if !ok || home {
+			continue
+		}
+		if o, found := chdirOpts[path.Base(v)]; found {
+			opts = o
+			continue
+		}
+		dir, arg := chdirArg(opts, v)
+		if !arg {
+			continue
+		}
+		if dir == "" && i+1 < len(args) {
+			var known bool
+			if dir, home, known = pathWord(args[i+1]); !known || home || dir == "" {
+				s.setDirUnknown(whyChdirOpt)
+				continue
+			}
+		}
+		moved := []Dir{{Path: dir}}
+		if !path.IsAbs(dir) {
+			moved = moved[:0]
+			for _, d := range s.cur {
+				moved = append(moved, Dir{Path: joinDir(d.Path, dir, true), Home: d.Home})
+			}
+		}
+		t := tracker{s: s}
+		s.cur = t.union(s.cur, moved)
+	}
+}
+
+// chdirOpts are, per program, its options that name the directory it
+// moves to before it opens its arguments.
+var chdirOpts = map[string][]string{
+	"tar": {"-C", "--directory"}, "git": {"-C"}, "make": {"-C", "--directory"},
+	"env": {"-C", "--chdir"}, "sudo": {"-D", "--chdir"},
+}
+
+// chdirArg reports whether v is one of opts, with its value when it holds
+// one (--directory=DIR; "" when the value is the next word).
+func chdirArg(opts []string, v string) (dir string, ok bool) {
+	for _, o := range opts {
+		if v == o {
+			return "", true
+		}
+		if strings.HasPrefix(o, "--") && strings.HasPrefix(v, o+"=") {
+			return v[len(o)+1:], v != o+"="
+		}
+	}
+	return "", false
+}
+
+func (s *Effects) redirect(r *syntax.Redirect, dirs []Dir) {
 	var read, write bool
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll, syntax.RdrAllClob, syntax.AppAllClob:
@@ -175,9 +288,11 @@ func (s *Effects) redirect(r *syntax.Redirect) {
 	}
 	if read {
 		s.Reads = append(s.Reads, v)
+		s.Names = append(s.Names, Name{Word: v, Access: Read, Dirs: dirs})
 	}
 	if write {
 		s.Writes = append(s.Writes, v)
+		s.Names = append(s.Names, Name{Word: v, Access: Write, Dirs: dirs})
 	}
 }
 
@@ -273,7 +388,7 @@ func (s *Effects) command(argv []string, depth int) {
 			s.setUnknown("eval of a computed string")
 			return
 		}
-		s.parse(script, depth+1)
+		s.sameShell(script, depth+1)
 	case "find":
 		s.find(argv, depth)
 	default:
@@ -526,4 +641,15 @@ func longTakesArg(wrapper, opt string) bool {
 		return true
 	}
 	return false
+}
+
+// sameShell parses a script that runs in this shell (eval, a trap
+// action): a cd in it moves the shell for what follows, which is not
+// followed.
+func (s *Effects) sameShell(script string, depth int) {
+	before := s.cds
+	s.parse(script, depth)
+	if s.cds > before {
+		s.setDirUnknown(whyCdEval)
+	}
 }
