@@ -1,0 +1,84 @@
+package agenthook
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/sandbox/sandboxtest"
+)
+
+// dotDotWorld is a hook world with ws/up, a symbolic link to a directory
+// beside the secret outside the workspace: ws/up/../secret.txt is, to the
+// kernel, the secret; read lexically it is ws/secret.txt.
+func dotDotWorld(t *testing.T) (*hookWorld, string) {
+	t.Helper()
+	w := newHookWorld(t)
+	d := filepath.Join(filepath.Dir(w.outside), "d")
+	must(t, os.Mkdir(d, 0o755))
+	must(t, os.Symlink(d, filepath.Join(w.ws, "up")))
+	must(t, os.Mkdir(filepath.Join(w.ws, "sub"), 0o755))
+	lit := w.ws + "/up/../secret.txt" // not filepath.Join: it cleans
+	// The attack is real: the literal path, as the agent's tool hands it
+	// to the kernel, reaches the secret outside the workspace.
+	if b, err := os.ReadFile(lit); err != nil || string(b) != canary {
+		t.Fatalf("the kernel does not read %s as the secret: %q %v", lit, b, err)
+	}
+	return w, lit
+}
+
+// TestEngineDotDotAfterSymlink: a path whose ".." follows a symbolic link
+// out of the workspace is decided as what the agent's tool reaches (the
+// secret outside), not as the lexically cleaned path inside, for each
+// agent's tools; a ".." after a real directory is still decided inside.
+func TestEngineDotDotAfterSymlink(t *testing.T) {
+	sandboxtest.Require(t)
+	w, lit := dotDotWorld(t)
+	ctx := context.Background()
+	gem := func(tool string, in any) []byte {
+		b, _ := json.Marshal(map[string]any{"session_id": "g1", "cwd": w.ws, "hook_event_name": "BeforeTool", "tool_name": tool, "tool_input": in})
+		return b
+	}
+	codex := func(patch string) []byte {
+		b, _ := json.Marshal(map[string]any{"session_id": "c1", "cwd": w.ws, "hook_event_name": "PreToolUse", "tool_name": "apply_patch",
+			"tool_input": map[string]any{"command": patch}, "tool_use_id": "call_1"})
+		return b
+	}
+	tests := []struct {
+		name  string
+		codec Codec
+		in    []byte
+		allow bool
+	}{
+		{"claude Read", Claude{}, w.pre("Read", "t1", map[string]any{"file_path": lit}), false},
+		{"claude Read, two links", Claude{}, w.pre("Read", "t2", map[string]any{"file_path": w.ws + "/up/../d/../secret.txt"}), false},
+		{"claude Grep", Claude{}, w.pre("Grep", "t3", map[string]any{"pattern": "CANARY", "path": w.ws + "/up/.."}), false},
+		{"claude Write", Claude{}, w.pre("Write", "t4", map[string]any{"file_path": w.ws + "/up/../new.txt", "content": "x"}), false},
+		{"gemini read_file, relative", GeminiCLI{}, gem("read_file", map[string]any{"file_path": "up/../secret.txt"}), false},
+		{"codex apply_patch, relative", CodexCLI{}, codex("*** Begin Patch\n*** Add File: up/../new.txt\n+x\n*** End Patch\n"), false},
+		// A ".." after a directory of the workspace stays inside it.
+		{"claude Read sub/../a.txt", Claude{}, w.pre("Read", "t5", map[string]any{"file_path": w.ws + "/sub/../a.txt"}), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, exit := Handle(ctx, tt.codec, w.eng, tt.in)
+			s := string(out)
+			switch {
+			case tt.allow && (exit != 0 || strings.Contains(s, "deny")):
+				t.Fatalf("exit %d %s; want allowed", exit, s)
+			case !tt.allow && (exit != 0 || !strings.Contains(s, `"deny"`) || !strings.Contains(s, "NORMA "+string(capability.ReasonPathEscape))):
+				t.Fatalf("exit %d %s; want a PATH_ESCAPE deny", exit, s)
+			}
+			if strings.Contains(s, canary) {
+				t.Fatalf("the answer holds the canary: %s", s)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(w.outside), "new.txt")); err == nil {
+		t.Fatal("deciding wrote a file")
+	}
+}
