@@ -3,6 +3,7 @@ package agenthook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +81,39 @@ func TestEngineDotDotAfterSymlink(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(w.outside), "new.txt")); err == nil {
 		t.Fatal("deciding wrote a file")
+	}
+}
+
+// TestEngineGlobPatternOutside: a Glob whose pattern leaves the
+// workspace ("../", an absolute pattern, a ".." past a wildcard) is
+// refused at the decision, with PATH_ESCAPE: the agent runs the search
+// itself, so a decision on its path alone would let it list the
+// directory above the workspace. Norma's own Glob refuses the same
+// patterns, by the same check.
+func TestEngineGlobPatternOutside(t *testing.T) {
+	sandboxtest.Require(t)
+	w := newHookWorld(t)
+	outsideDir := filepath.Dir(w.outside)
+	rel, err := filepath.Rel(w.ws, outsideDir)
+	must(t, err)
+	for i, tt := range []struct {
+		in    map[string]any
+		allow bool
+	}{
+		{map[string]any{"pattern": rel + "/*"}, false},
+		{map[string]any{"pattern": outsideDir + "/*"}, false},
+		{map[string]any{"pattern": "*/../../*"}, false},
+		{map[string]any{"pattern": "**/*.txt", "path": w.ws}, true},
+		{map[string]any{"pattern": w.ws + "/*.txt"}, true},
+	} {
+		d, reason, code := decide(t, w.eng, w.pre("Glob", fmt.Sprintf("g%d", i), tt.in))
+		switch {
+		case code != 0:
+			t.Errorf("%v: exit %d", tt.in, code)
+		case tt.allow && d != "allow":
+			t.Errorf("%v: %s %s, want allow", tt.in, d, reason)
+		case !tt.allow && (d != "deny" || !strings.HasPrefix(reason, "NORMA "+string(capability.ReasonPathEscape))):
+			t.Errorf("%v: %s %s, want a PATH_ESCAPE deny", tt.in, d, reason)
+		}
 	}
 }

@@ -49,6 +49,13 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	acc, declared, err := e.Accesses(in)
 	if err != nil {
 		x.reqs, x.known, x.req0 = nil, false, ""
+		if ce, ok := errors.AsType[*capability.Error](err); ok && ce.Decision.Mode == capability.Deny && ce.Decision.Reason != "" {
+			// The tool refused the input with a code of its own (a Glob
+			// pattern that leaves the workspace): decided here, before
+			// the call, so that an unconfined caller (agenthook) that
+			// runs the call itself is refused too.
+			return perm, deny(ce.Decision.Reason, "tool", boundMsg(ce.Detail, 200), e.Name()), false
+		}
 		return perm, deny(capability.ReasonInvalidRequest, "tool", "access declaration failed", e.Name()), false
 	}
 	reqs, unknown, bad := x.g.normalize(e.Name(), acc)
