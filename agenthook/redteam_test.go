@@ -117,3 +117,23 @@ func TestEngineGlobPatternOutside(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineGeminiTwoSpellings: a Gemini CLI read_file that names a
+// harmless file under one spelling of its path parameter and the secret
+// under another is refused (exit 2, HOOK_INPUT_INVALID), not allowed on
+// the spelling Norma happened to read first.
+func TestEngineGeminiTwoSpellings(t *testing.T) {
+	sandboxtest.Require(t)
+	w := newHookWorld(t)
+	in, _ := json.Marshal(map[string]any{"session_id": "g1", "cwd": w.ws, "hook_event_name": "BeforeTool", "tool_name": "read_file",
+		"tool_input": map[string]any{"file_path": "a.txt", "absolute_path": filepath.Join(w.ws, ".env")}})
+	out, exit := Handle(context.Background(), GeminiCLI{}, w.eng, in)
+	var a struct{ Decision, Reason string }
+	if err := json.Unmarshal(out, &a); err != nil || exit != 2 || a.Decision != "deny" ||
+		!strings.HasPrefix(a.Reason, "NORMA "+string(capability.ReasonHookInputInvalid)) {
+		t.Fatalf("exit %d %s; want exit 2 and a HOOK_INPUT_INVALID deny", exit, out)
+	}
+	if strings.Contains(string(out), canary) {
+		t.Fatalf("the answer holds the canary: %s", out)
+	}
+}
