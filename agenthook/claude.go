@@ -115,11 +115,17 @@ func (c Claude) Parse(in []byte) (Event, error) {
 // exit 0.
 func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 	var out any
-	switch e.Kind {
-	case BeforeTool:
+	switch {
+	case noObjection(e, v) && (e.Kind == BeforeTool || e.Kind == PermissionRequest):
+		// An inert tool Norma has nothing against: no decision, so that
+		// Claude Code's own flow runs. A Norma allow would answer for the
+		// user where Claude Code asks them: ExitPlanMode's plan approval,
+		// AskUserQuestion's question.
+		out = struct{}{}
+	case e.Kind == BeforeTool:
 		out = claudePre{HookSpecificOutput: claudePreOut{HookEventName: e.Name, PermissionDecision: preDecision(v.Decision.Mode),
 			PermissionDecisionReason: ReasonText(v)}}
-	case PermissionRequest:
+	case e.Kind == PermissionRequest:
 		// approval_required leaves the decision to the user, in Claude
 		// Code's own dialog: Norma would ask them too, and it has no
 		// dialog of its own in another agent's session.
@@ -132,7 +138,7 @@ func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 			b = claudeBehavior{Behavior: "deny", Message: ReasonText(v)}
 		}
 		out = claudePerm{HookSpecificOutput: claudePermOut{HookEventName: e.Name, Decision: b}}
-	case AfterTool:
+	case e.Kind == AfterTool:
 		// The call already ran: a result Norma would have denied is
 		// flagged to the model (decision block), anything else is only
 		// audited.
@@ -141,7 +147,7 @@ func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 		} else {
 			out = struct{}{}
 		}
-	case SessionStart:
+	case e.Kind == SessionStart:
 		if v.Message == "" {
 			out = struct{}{}
 			break
@@ -155,6 +161,13 @@ func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 		return claudeFail(FailVerdict(err))
 	}
 	return append(b, '\n'), 0
+}
+
+// noObjection reports whether v is the engine's allow of an inert tool
+// (byName: Norma has nothing to decide on), not an allow of a rule or of
+// the gate.
+func noObjection(e Event, v Verdict) bool {
+	return e.Inert && v.Decision.Mode == capability.Allow && v.Decision.Layer == capability.LayerAgent
 }
 
 // Fail renders a refusal of input that could not be parsed or decided: a

@@ -307,10 +307,13 @@ func (GeminiCLI) Render(e Event, v Verdict) ([]byte, int) {
 	var out any = struct{}{}
 	switch e.Kind {
 	case BeforeTool:
-		switch v.Decision.Mode {
-		case capability.Allow:
+		switch {
+		case noObjection(e, v):
+			// An inert tool (exit_plan_mode, ask_user): no decision, so
+			// that Gemini CLI's own confirmation runs (see Claude.Render).
+		case v.Decision.Mode == capability.Allow:
 			out = geminiDecision{Decision: "allow"}
-		case capability.ApprovalRequired:
+		case v.Decision.Mode == capability.ApprovalRequired:
 			out = geminiDecision{Decision: "deny", Reason: ReasonText(v) + " — Norma requires approval for this call and " +
 				"Gemini CLI's hooks cannot ask, so it is denied: approve it in Norma (a permission rule of Norma's settings that allows it), then retry"}
 		default:

@@ -137,3 +137,47 @@ func TestEngineGeminiTwoSpellings(t *testing.T) {
 		t.Fatalf("the answer holds the canary: %s", out)
 	}
 }
+
+// TestEngineInertLeavesUserDialog: in plan mode the model calls
+// ExitPlanMode, whose plan the user approves in Claude Code's dialog, and
+// AskUserQuestion, which the user answers. Norma has nothing against
+// either, but a Norma "allow" (PreToolUse) or behavior allow
+// (PermissionRequest) would answer for the user and leave plan mode
+// unapproved; the answer is no decision at all, and the engine's allow
+// is still audited. A Bash call Norma allows keeps its allow.
+func TestEngineInertLeavesUserDialog(t *testing.T) {
+	sandboxtest.Require(t)
+	w := newHookWorld(t)
+	ctx := context.Background()
+	for i, tt := range []struct {
+		event, tool string
+		input       any
+	}{
+		{"PreToolUse", "ExitPlanMode", map[string]any{"plan": "rewrite everything"}},
+		{"PermissionRequest", "ExitPlanMode", map[string]any{"plan": "rewrite everything"}},
+		{"PreToolUse", "AskUserQuestion", map[string]any{"questions": []any{}}},
+		{"PermissionRequest", "AskUserQuestion", map[string]any{"questions": []any{}}},
+	} {
+		id := fmt.Sprintf("toolu_p%d", i)
+		if tt.event == "PermissionRequest" {
+			id = ""
+		}
+		out, exit := Handle(ctx, Claude{}, w.eng, w.input(tt.event, tt.tool, id, "plan", tt.input))
+		if exit != 0 || strings.TrimSpace(string(out)) != "{}" {
+			t.Errorf("%s %s: exit %d %s; want no decision", tt.event, tt.tool, exit, out)
+		}
+		ev := w.sink.Events()
+		if last := ev[len(ev)-1]; last.Reason != string(capability.ReasonAllowed) || last.Detail["agent_tool"] != tt.tool {
+			t.Errorf("%s %s: audit event %+v", tt.event, tt.tool, last)
+		}
+	}
+	gin, _ := json.Marshal(map[string]any{"session_id": "g1", "cwd": w.ws, "hook_event_name": "BeforeTool", "tool_name": "exit_plan_mode",
+		"tool_input": map[string]any{"plan_path": "plan.md"}})
+	if out, exit := Handle(ctx, GeminiCLI{}, w.eng, gin); exit != 0 || strings.TrimSpace(string(out)) != "{}" {
+		t.Errorf("gemini exit_plan_mode: exit %d %s; want no decision", exit, out)
+	}
+	d, reason, code := decide(t, w.eng, w.input("PreToolUse", "Bash", "toolu_b", "default", map[string]any{"command": "git status"}))
+	if code != 0 || d != "allow" {
+		t.Fatalf("git status: exit %d %s %s; want allow", code, d, reason)
+	}
+}
