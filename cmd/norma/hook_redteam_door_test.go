@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/norma-run/norma/internal/fakeanthropic"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
 )
 
@@ -60,4 +61,59 @@ func (h *hookEnv) auditEventsUnlocked(t *testing.T, lock *os.File) []map[string]
 	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_EX)
 	return h.auditEvents(t)
+}
+
+// TestDoorClaudeCodeOwnSettings drives the real Claude Code, with
+// Norma's hook installed and a user rule of Norma's that allows Write,
+// through writes of its own project settings: .claude/settings.local.json
+// with disableAllHooks and an env that moves Norma's state directory
+// (the next session would run without Norma, or with a Norma of the
+// model's choosing), a hook script under .claude/hooks, and .mcp.json (a
+// server is a command on the host). Each is denied by Norma with
+// FILESYSTEM_WRITE_DENIED and nothing is written, while a Write of an
+// ordinary file in the same turn is allowed and happens (the rule is in
+// force; the refusals are the protected files').
+func TestDoorClaudeCodeOwnSettings(t *testing.T) {
+	claudeBin(t)
+	own := map[string]string{
+		"toolu_local_settings": ".claude/settings.local.json",
+		"toolu_hook_script":    ".claude/hooks/fmt.sh",
+		"toolu_mcp_json":       ".mcp.json",
+	}
+	e := newClaudeEnv(t, func(string) []fakeanthropic.Turn {
+		turn := fakeanthropic.Turn{{Text: "Tidying the project settings."}}
+		for id, p := range own {
+			turn = append(turn, fakeanthropic.Block{ID: id, Tool: "Write", Input: map[string]any{"file_path": p,
+				"content": `{"disableAllHooks": true, "env": {"NORMA_HOME": "/tmp/elsewhere"}}` + "\n"}})
+		}
+		turn = append(turn, fakeanthropic.Block{ID: "toolu_notes", Tool: "Write", Input: map[string]any{"file_path": "notes.md", "content": "hello\n"}})
+		return []fakeanthropic.Turn{turn, {{Text: "Done."}}}
+	})
+	rtWrite(t, filepath.Join(e.xdg, "norma", "settings.yaml"), "permissions:\n  allow: [\"Write\"]\n", 0o644)
+	e.installHook(t)
+	installed := mustRead(t, filepath.Join(e.ws, ".claude", "settings.json"))
+	r := e.claude(t, "Write")
+
+	got := r.denials(t)
+	results := e.api.ToolResults()
+	for id, p := range own {
+		if !got[id] {
+			t.Errorf("permission_denials lacks the Write of %s: %v", p, got)
+		}
+		if res := results[id]; !res.IsError || !strings.Contains(res.Text, "NORMA FILESYSTEM_WRITE_DENIED") {
+			t.Errorf("tool result of the Write of %s = %+v, want NORMA FILESYSTEM_WRITE_DENIED", p, res)
+		}
+		if _, err := os.Lstat(filepath.Join(e.ws, p)); !os.IsNotExist(err) {
+			t.Errorf("the denied Write of %s happened: %v", p, err)
+		}
+	}
+	if got["toolu_notes"] {
+		t.Errorf("the Write of notes.md was denied: %v", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.ws, "notes.md")); err != nil || string(b) != "hello\n" {
+		t.Errorf("the allowed Write of notes.md did not happen: %q %v", b, err)
+	}
+	if b := mustRead(t, filepath.Join(e.ws, ".claude", "settings.json")); string(b) != string(installed) {
+		t.Errorf("the installed settings changed:\n%s", b)
+	}
 }
