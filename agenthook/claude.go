@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/keycase"
 )
 
 // Claude is the codec of Claude Code's command and HTTP hooks.
@@ -70,8 +71,8 @@ var claudeKinds = map[string]Kind{
 // carries none).
 func (c Claude) Parse(in []byte) (Event, error) {
 	var ci claudeInput
-	if err := json.Unmarshal(in, &ci); err != nil {
-		return Event{}, invalid("the hook input is not a JSON object: %v", err)
+	if err := decodeInput(in, &ci); err != nil {
+		return Event{}, err
 	}
 	kind, ok := claudeKinds[ci.HookEventName]
 	switch {
@@ -238,6 +239,21 @@ type claudeStartOut struct {
 type claudeFailOut struct {
 	claudePre
 	claudeBlock
+}
+
+// decodeInput decodes a hook input into v, one of the codecs' input
+// structs. An input with two keys equal but for case is refused:
+// encoding/json fills a field from either, the last winning, where the
+// agent reads the exact key, so {"tool_name": "Bash", "Tool_Name":
+// "TodoWrite"} would be decided as the one and run as the other.
+func decodeInput(in []byte, v any) error {
+	if err := json.Unmarshal(in, v); err != nil {
+		return invalid("the hook input is not a JSON object: %v", err)
+	}
+	if err := keycase.JSON(in); err != nil {
+		return invalid("the hook input is ambiguous: %v", err)
+	}
+	return nil
 }
 
 // invalid is the refusal of hook input that cannot be decided.

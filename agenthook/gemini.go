@@ -75,8 +75,8 @@ var geminiInert = map[string]bool{
 // and an object tool_input.
 func (GeminiCLI) Parse(in []byte) (Event, error) {
 	var gi geminiInput
-	if err := json.Unmarshal(in, &gi); err != nil {
-		return Event{}, invalid("the hook input is not a JSON object: %v", err)
+	if err := decodeInput(in, &gi); err != nil {
+		return Event{}, err
 	}
 	kind, ok := geminiKinds[gi.HookEventName]
 	switch {

@@ -181,3 +181,33 @@ func TestEngineInertLeavesUserDialog(t *testing.T) {
 		t.Fatalf("git status: exit %d %s %s; want allow", code, d, reason)
 	}
 }
+
+// TestEngineCaseKeys: a hook input with two keys equal but for case is
+// refused (exit 2, HOOK_INPUT_INVALID). encoding/json fills a field from
+// either key, the last winning, where the agent reads the exact one: the
+// Claude Code input below would be decided as TodoWrite (inert, allowed)
+// and run as Bash, the Codex one decided as `git status` (allowed) and
+// run as `cat .env`.
+func TestEngineCaseKeys(t *testing.T) {
+	sandboxtest.Require(t)
+	w := newHookWorld(t)
+	for _, tt := range []struct {
+		name  string
+		codec Codec
+		in    string
+	}{
+		{"claude tool_name", Claude{}, `{"session_id":"s","cwd":%q,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"cat .env"},"tool_use_id":"t1","Tool_Name":"TodoWrite"}`},
+		{"codex command", CodexCLI{}, `{"session_id":"s","cwd":%q,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"cat .env","COMMAND":"git status"},"tool_use_id":"t1"}`},
+		{"gemini mcp_context", GeminiCLI{}, `{"session_id":"s","cwd":%q,"hook_event_name":"BeforeTool","tool_name":"t","tool_input":{},"mcp_context":{"server_name":"nope","Server_Name":"ok","tool_name":"tool"}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, exit := Handle(context.Background(), tt.codec, w.eng, []byte(fmt.Sprintf(tt.in, w.ws)))
+			if exit != 2 || !strings.Contains(string(out), `"deny"`) || !strings.Contains(string(out), "NORMA "+string(capability.ReasonHookInputInvalid)) {
+				t.Fatalf("exit %d %s; want exit 2 and a HOOK_INPUT_INVALID deny", exit, out)
+			}
+		})
+	}
+	if n := len(w.sink.Events()); n != 0 {
+		t.Fatalf("%d decisions recorded; want none", n)
+	}
+}
