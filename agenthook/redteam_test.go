@@ -211,3 +211,51 @@ func TestEngineCaseKeys(t *testing.T) {
 		t.Fatalf("%d decisions recorded; want none", n)
 	}
 }
+
+// TestEngineGrepReadsTree: Claude Code's Grep of a directory reads every
+// file under it (ripgrep; the real Claude Code printed .env's line to the
+// model), so an agent's Grep is decided on each of them: a Grep over a
+// tree that holds .env is FILESYSTEM_READ_DENIED, naming it; a Grep of a
+// subtree without denied files is allowed; .git is not entered (ripgrep
+// does not search it) and a link out is not followed; a tree with more
+// files than Norma checks is HOOK_SEARCH_TOO_WIDE.
+func TestEngineGrepReadsTree(t *testing.T) {
+	sandboxtest.Require(t)
+	w := newHookWorld(t)
+	must(t, os.MkdirAll(filepath.Join(w.ws, "src", "deep"), 0o755))
+	must(t, os.WriteFile(filepath.Join(w.ws, "src", "deep", "a.go"), []byte("package a"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(w.ws, "cfg"), 0o755))
+	must(t, os.WriteFile(filepath.Join(w.ws, "cfg", ".env.local"), []byte("TOKEN="+canary), 0o600))
+	must(t, os.MkdirAll(filepath.Join(w.ws, "src", ".git", "hooks"), 0o755))
+	must(t, os.WriteFile(filepath.Join(w.ws, "src", ".git", "hooks", "pre-commit"), []byte("#!/bin/sh"), 0o755))
+	must(t, os.Symlink(filepath.Dir(w.outside), filepath.Join(w.ws, "src", "out")))
+	for i, tt := range []struct {
+		in       map[string]any
+		decision string
+		reason   capability.Reason
+		names    string
+	}{
+		{map[string]any{"pattern": "TOKEN", "path": w.ws}, "deny", capability.ReasonFilesystemReadDenied, ""},
+		{map[string]any{"pattern": "TOKEN"}, "deny", capability.ReasonFilesystemReadDenied, ""},
+		{map[string]any{"pattern": "TOKEN", "path": filepath.Join(w.ws, "cfg")}, "deny", capability.ReasonFilesystemReadDenied, "cfg/.env.local"},
+		{map[string]any{"pattern": "package", "path": filepath.Join(w.ws, "src")}, "allow", capability.ReasonAllowed, ""},
+	} {
+		d, reason, code := decide(t, w.eng, w.pre("Grep", fmt.Sprintf("gr%d", i), tt.in))
+		if code != 0 || d != tt.decision || !strings.HasPrefix(reason, "NORMA "+string(tt.reason)) || !strings.Contains(reason, tt.names) {
+			t.Errorf("Grep %v: exit %d %s %s; want %s %s", tt.in, code, d, reason, tt.decision, tt.reason)
+		}
+		if strings.Contains(reason, canary) {
+			t.Fatalf("the answer holds the canary: %s", reason)
+		}
+	}
+	// Too many files to decide: refused, not allowed unchecked.
+	wide := filepath.Join(w.ws, "wide")
+	must(t, os.Mkdir(wide, 0o755))
+	for i := range 20001 {
+		must(t, os.WriteFile(filepath.Join(wide, fmt.Sprintf("f%d", i)), nil, 0o644))
+	}
+	d, reason, code := decide(t, w.eng, w.pre("Grep", "gr-wide", map[string]any{"pattern": "x", "path": wide}))
+	if code != 0 || d != "deny" || !strings.HasPrefix(reason, "NORMA "+string(capability.ReasonHookSearchTooWide)) {
+		t.Errorf("Grep of 20001 files: exit %d %s %s; want a HOOK_SEARCH_TOO_WIDE deny", code, d, reason)
+	}
+}

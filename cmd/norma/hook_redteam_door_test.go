@@ -150,3 +150,36 @@ func TestDoorMCPImportCaseKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestDoorClaudeCodeGrepTree drives the real Claude Code, Norma's hook
+// installed, through a Grep of the workspace for the secret's text: its
+// ripgrep reads every file, .env included, and printed .env's line to the
+// model while Norma allowed the Grep on its path alone. Now the Grep is
+// denied (FILESYSTEM_READ_DENIED, naming a file under it the policy
+// denies: .env, or the protected .claude/settings.json the installer
+// wrote) and the canary reaches
+// neither the model nor Claude's output; a Grep of docs/, which holds no
+// denied file, runs and finds docs/intro.md.
+func TestDoorClaudeCodeGrepTree(t *testing.T) {
+	claudeBin(t)
+	e := newClaudeEnv(t, func(string) []fakeanthropic.Turn {
+		return []fakeanthropic.Turn{{
+			{ID: "toolu_grep_root", Tool: "Grep", Input: map[string]any{"pattern": "CANARY", "path": ".", "output_mode": "content"}},
+			{ID: "toolu_grep_docs", Tool: "Grep", Input: map[string]any{"pattern": ".", "path": "docs", "output_mode": "files_with_matches"}},
+		}, {{Text: "Done."}}}
+	})
+	e.installHook(t)
+	r := e.claude(t, "Grep")
+	got := r.denials(t)
+	res := e.api.ToolResults()
+	if root := res["toolu_grep_root"]; !got["toolu_grep_root"] || !root.IsError || !strings.Contains(root.Text, "NORMA FILESYSTEM_READ_DENIED") ||
+		!strings.Contains(root.Text, ".env") && !strings.Contains(root.Text, ".claude/settings.json") {
+		t.Errorf("Grep of .: denied %v, result %+v; want a FILESYSTEM_READ_DENIED naming a denied file", got["toolu_grep_root"], root)
+	}
+	if docs := res["toolu_grep_docs"]; got["toolu_grep_docs"] || docs.IsError || !strings.Contains(docs.Text, "intro.md") {
+		t.Errorf("Grep of docs: denied %v, result %+v; want it run", got["toolu_grep_docs"], docs)
+	}
+	if all := e.api.Bodies() + r.raw; strings.Contains(all, runCanary) || strings.Contains(all, outsideCanary) {
+		t.Errorf("a canary reached the model or Claude's output")
+	}
+}
