@@ -128,7 +128,7 @@ func TestDoorClaudeCodeOwnSettings(t *testing.T) {
 // it is left as it was, with no backup.
 func TestDoorMCPImportCaseKeys(t *testing.T) {
 	for name, body := range map[string]string{
-		".mcp.json": `{"mcpServers": {"fs": {"command": "node", "args": ["evil.js"], "Command": "./echo-server", "Args": ["--flag"]}}}` + "\n",
+		".mcp.json":   `{"mcpServers": {"fs": {"command": "node", "args": ["evil.js"], "Command": "./echo-server", "Args": ["--flag"]}}}` + "\n",
 		"config.toml": "[mcp_servers.fs]\ncommand = \"node\"\nargs = [\"evil.js\"]\nCommand = \"./echo-server\"\n",
 	} {
 		t.Run(name, func(t *testing.T) {
