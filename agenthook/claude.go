@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/keycase"
 )
 
 // Claude is the codec of Claude Code's command and HTTP hooks.
@@ -70,8 +71,8 @@ var claudeKinds = map[string]Kind{
 // carries none).
 func (c Claude) Parse(in []byte) (Event, error) {
 	var ci claudeInput
-	if err := json.Unmarshal(in, &ci); err != nil {
-		return Event{}, invalid("the hook input is not a JSON object: %v", err)
+	if err := decodeInput(in, &ci); err != nil {
+		return Event{}, err
 	}
 	kind, ok := claudeKinds[ci.HookEventName]
 	switch {
@@ -131,11 +132,17 @@ func (c Claude) Parse(in []byte) (Event, error) {
 // exit 0.
 func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 	var out any
-	switch e.Kind {
-	case BeforeTool:
+	switch {
+	case noObjection(e, v) && (e.Kind == BeforeTool || e.Kind == PermissionRequest):
+		// An inert tool Norma has nothing against: no decision, so that
+		// Claude Code's own flow runs. A Norma allow would answer for the
+		// user where Claude Code asks them: ExitPlanMode's plan approval,
+		// AskUserQuestion's question.
+		out = struct{}{}
+	case e.Kind == BeforeTool:
 		out = claudePre{HookSpecificOutput: claudePreOut{HookEventName: e.Name, PermissionDecision: preDecision(v.Decision.Mode),
 			PermissionDecisionReason: ReasonText(v)}}
-	case PermissionRequest:
+	case e.Kind == PermissionRequest:
 		// approval_required leaves the decision to the user, in Claude
 		// Code's own dialog: Norma would ask them too, and it has no
 		// dialog of its own in another agent's session.
@@ -148,7 +155,7 @@ func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 			b = claudeBehavior{Behavior: "deny", Message: ReasonText(v)}
 		}
 		out = claudePerm{HookSpecificOutput: claudePermOut{HookEventName: e.Name, Decision: b}}
-	case AfterTool:
+	case e.Kind == AfterTool:
 		// The call already ran: a result Norma would have denied is
 		// flagged to the model (decision block), anything else is only
 		// audited.
@@ -157,7 +164,7 @@ func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 		} else {
 			out = struct{}{}
 		}
-	case SessionStart:
+	case e.Kind == SessionStart:
 		if v.Message == "" {
 			out = struct{}{}
 			break
@@ -171,6 +178,13 @@ func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 		return claudeFail(FailVerdict(err))
 	}
 	return append(b, '\n'), 0
+}
+
+// noObjection reports whether v is the engine's allow of an inert tool
+// (byName: Norma has nothing to decide on), not an allow of a rule or of
+// the gate.
+func noObjection(e Event, v Verdict) bool {
+	return e.Inert && v.Decision.Mode == capability.Allow && v.Decision.Layer == capability.LayerAgent
 }
 
 // Fail renders a refusal of input that could not be parsed or decided: a
@@ -241,6 +255,21 @@ type claudeStartOut struct {
 type claudeFailOut struct {
 	claudePre
 	claudeBlock
+}
+
+// decodeInput decodes a hook input into v, one of the codecs' input
+// structs. An input with two keys equal but for case is refused:
+// encoding/json fills a field from either, the last winning, where the
+// agent reads the exact key, so {"tool_name": "Bash", "Tool_Name":
+// "TodoWrite"} would be decided as the one and run as the other.
+func decodeInput(in []byte, v any) error {
+	if err := json.Unmarshal(in, v); err != nil {
+		return invalid("the hook input is not a JSON object: %v", err)
+	}
+	if err := keycase.JSON(in); err != nil {
+		return invalid("the hook input is ambiguous: %v", err)
+	}
+	return nil
 }
 
 // invalid is the refusal of hook input that cannot be decided.

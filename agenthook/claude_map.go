@@ -140,9 +140,23 @@ type wsPaths struct {
 // for the gate to refuse with its own reason code. This is a change of
 // notation only, lexical: whether the path may be reached is the file
 // guard's to decide, after resolving symlinks.
+//
+// The one exception is "..": the agent hands its path to the kernel,
+// which applies ".." to the directory a symbolic link leads to, while
+// the file guard reads it lexically. A path with ".." is first made
+// physical (see physical), so that ws/link/../x is decided as what the
+// agent reaches, not as ws/x.
 func (w *wsPaths) path(v any) any {
 	p, ok := v.(string)
-	if !ok || !filepath.IsAbs(p) {
+	if !ok {
+		return v
+	}
+	if hasDotDot(p) {
+		if !filepath.IsAbs(p) {
+			p = w.cwd + string(filepath.Separator) + p // not Join: it cleans
+		}
+		p = physical(p)
+	} else if !filepath.IsAbs(p) {
 		return v
 	}
 	if rel, ok := inside(w.cwd, p); ok {
@@ -159,6 +173,39 @@ func (w *wsPaths) path(v any) any {
 		return rel
 	}
 	return p
+}
+
+// hasDotDot reports whether p has a ".." element.
+func hasDotDot(p string) bool {
+	for _, e := range strings.Split(filepath.ToSlash(p), "/") {
+		if e == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// physical is the absolute path p with each ".." applied as the kernel
+// applies it: to the directory its prefix leads to, symbolic links
+// followed. A prefix that does not resolve (it does not exist) is taken
+// as it stands: the agent's call then fails there, whatever Norma
+// decides. Elements other than ".." are left as they are, links
+// included, for the file guard to resolve.
+func physical(p string) string {
+	cur := string(filepath.Separator)
+	for _, e := range strings.Split(filepath.ToSlash(p), "/") {
+		switch e {
+		case "", ".":
+		case "..":
+			if r, err := filepath.EvalSymlinks(cur); err == nil {
+				cur = r
+			}
+			cur = filepath.Dir(cur)
+		default:
+			cur = filepath.Join(cur, e)
+		}
+	}
+	return cur
 }
 
 // pattern is a glob pattern with an absolute prefix inside the workspace

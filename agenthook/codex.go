@@ -63,8 +63,8 @@ var codexKinds = map[string]Kind{
 // tool_name, an object tool_input and tool_use_id.
 func (CodexCLI) Parse(in []byte) (Event, error) {
 	var ci codexInput
-	if err := json.Unmarshal(in, &ci); err != nil {
-		return Event{}, invalid("the hook input is not a JSON object: %v", err)
+	if err := decodeInput(in, &ci); err != nil {
+		return Event{}, err
 	}
 	kind, ok := codexKinds[ci.HookEventName]
 	switch {

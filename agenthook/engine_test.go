@@ -126,7 +126,9 @@ func TestEngineAttacks(t *testing.T) {
 		{"Read", map[string]any{"file_path": filepath.Join(w.ws, "a.txt")}, "allow", capability.ReasonAllowed},
 		{"Write", map[string]any{"file_path": filepath.Join(w.ws, "out.md"), "content": "x"}, "ask", capability.ReasonApprovalRequired},
 		{"Bash", map[string]any{"command": "touch x"}, "ask", capability.ReasonApprovalRequired},
-		{"TodoWrite", map[string]any{"todos": []any{}}, "allow", capability.ReasonAllowed},
+		// An inert tool: no decision (Claude Code's own flow runs), the
+		// allow audited.
+		{"TodoWrite", map[string]any{"todos": []any{}}, "", capability.ReasonAllowed},
 		{"SlashCommand", map[string]any{"command": "/x"}, "deny", capability.ReasonHookToolUnmapped},
 		// An MCP server that is no installed plugin: like an unmapped tool.
 		{"mcp__nope__tool", map[string]any{}, "deny", capability.ReasonHookToolUnmapped},
@@ -139,7 +141,7 @@ func TestEngineAttacks(t *testing.T) {
 		t.Run(fmt.Sprintf("%s %v", tt.tool, tt.input), func(t *testing.T) {
 			out, exit := Handle(ctx, Claude{}, w.eng, w.pre(tt.tool, id, tt.input))
 			d, reason, code := answer(t, out, exit)
-			if code != 0 || d != tt.decision || !strings.HasPrefix(reason, "NORMA "+string(tt.reason)) {
+			if code != 0 || d != tt.decision || (tt.decision != "" && !strings.HasPrefix(reason, "NORMA "+string(tt.reason))) {
 				t.Fatalf("exit %d, %s %q; want %s %s", code, d, reason, tt.decision, tt.reason)
 			}
 			if strings.Contains(string(out), canary) {

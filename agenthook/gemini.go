@@ -75,8 +75,8 @@ var geminiInert = map[string]bool{
 // and an object tool_input.
 func (GeminiCLI) Parse(in []byte) (Event, error) {
 	var gi geminiInput
-	if err := json.Unmarshal(in, &gi); err != nil {
-		return Event{}, invalid("the hook input is not a JSON object: %v", err)
+	if err := decodeInput(in, &gi); err != nil {
+		return Event{}, err
 	}
 	kind, ok := geminiKinds[gi.HookEventName]
 	switch {
@@ -130,58 +130,59 @@ func (GeminiCLI) Parse(in []byte) (Event, error) {
 // geminiTools map a Gemini CLI tool's input onto the Claude Code tool of
 // the same purpose, whose mapping to Norma's tools (claude_map.go) then
 // applies, so that both agents' calls are decided alike. Gemini has
-// renamed parameters over its releases (path → file_path, dir_path); both
-// spellings are read.
-var geminiTools = map[string]func(in map[string]any) (string, map[string]any, error){
-	"run_shell_command": func(in map[string]any) (string, map[string]any, error) {
-		cmd, _ := in["command"].(string)
+// renamed parameters over its releases (path → file_path, dir_path): the
+// spelling given is read, and an input that gives two is refused (see
+// geminiArgs.first).
+var geminiTools = map[string]func(a *geminiArgs) (string, map[string]any, error){
+	"run_shell_command": func(a *geminiArgs) (string, map[string]any, error) {
+		cmd, _ := a.in["command"].(string)
 		if cmd == "" {
 			return "", nil, invalid("the run_shell_command tool_input has no command string")
 		}
 		// The command runs in dir_path (relative to the project root) when
 		// one is given: decided as the same line after a cd there.
-		if dir := firstString(in, "dir_path", "directory"); dir != "" && filepath.Clean(dir) != "." {
+		if dir := a.firstString("dir_path", "directory"); dir != "" && filepath.Clean(dir) != "." {
 			cmd = inDir(dir, cmd)
 		}
 		out := map[string]any{"command": cmd}
-		if b, ok := in["is_background"].(bool); ok {
+		if b, ok := a.in["is_background"].(bool); ok {
 			out["run_in_background"] = b
 		}
 		return "Bash", out, nil
 	},
-	"read_file": func(in map[string]any) (string, map[string]any, error) {
-		return "Read", map[string]any{"file_path": first(in, "file_path", "absolute_path", "path")}, nil
+	"read_file": func(a *geminiArgs) (string, map[string]any, error) {
+		return "Read", map[string]any{"file_path": a.first("file_path", "absolute_path", "path")}, nil
 	},
-	"write_file": func(in map[string]any) (string, map[string]any, error) {
-		return "Write", map[string]any{"file_path": first(in, "file_path", "path"), "content": in["content"]}, nil
+	"write_file": func(a *geminiArgs) (string, map[string]any, error) {
+		return "Write", map[string]any{"file_path": a.first("file_path", "path"), "content": a.in["content"]}, nil
 	},
-	"replace": func(in map[string]any) (string, map[string]any, error) {
-		out := map[string]any{"file_path": first(in, "file_path", "path"), "old_string": in["old_string"], "new_string": in["new_string"]}
-		if b, ok := in["allow_multiple"].(bool); ok {
+	"replace": func(a *geminiArgs) (string, map[string]any, error) {
+		out := map[string]any{"file_path": a.first("file_path", "path"), "old_string": a.in["old_string"], "new_string": a.in["new_string"]}
+		if b, ok := a.in["allow_multiple"].(bool); ok {
 			out["replace_all"] = b
 		}
 		return "Edit", out, nil
 	},
-	"glob": func(in map[string]any) (string, map[string]any, error) {
-		return "Glob", withPath(map[string]any{"pattern": in["pattern"]}, first(in, "dir_path", "path")), nil
+	"glob": func(a *geminiArgs) (string, map[string]any, error) {
+		return "Glob", withPath(map[string]any{"pattern": a.in["pattern"]}, a.first("dir_path", "path")), nil
 	},
 	"search_file_content": geminiGrep,
 	"grep_search":         geminiGrep,
-	"list_directory": func(in map[string]any) (string, map[string]any, error) {
-		out := withPath(map[string]any{}, first(in, "dir_path", "path"))
-		if ig, ok := in["ignore"].([]any); ok {
+	"list_directory": func(a *geminiArgs) (string, map[string]any, error) {
+		out := withPath(map[string]any{}, a.first("dir_path", "path"))
+		if ig, ok := a.in["ignore"].([]any); ok {
 			out["ignore"] = ig
 		}
 		return "LS", out, nil
 	},
-	"google_web_search": func(in map[string]any) (string, map[string]any, error) {
-		return "WebSearch", map[string]any{"query": in["query"]}, nil
+	"google_web_search": func(a *geminiArgs) (string, map[string]any, error) {
+		return "WebSearch", map[string]any{"query": a.in["query"]}, nil
 	},
 }
 
-func geminiGrep(in map[string]any) (string, map[string]any, error) {
-	out := withPath(map[string]any{"pattern": in["pattern"]}, first(in, "dir_path", "path"))
-	if g := firstString(in, "include_pattern", "include"); g != "" {
+func geminiGrep(a *geminiArgs) (string, map[string]any, error) {
+	out := withPath(map[string]any{"pattern": a.in["pattern"]}, a.first("dir_path", "path"))
+	if g := a.firstString("include_pattern", "include"); g != "" {
 		out["glob"] = g
 	}
 	return "Grep", out, nil
@@ -221,7 +222,11 @@ func geminiCalls(cwd, tool string, input json.RawMessage) ([]Call, error) {
 	if !ok {
 		return nil, nil
 	}
-	name, out, err := m(in)
+	a := &geminiArgs{tool: tool, in: in}
+	name, out, err := m(a)
+	if err == nil {
+		err = a.err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -248,18 +253,39 @@ func promptURLs(prompt string) []string {
 	return out
 }
 
-// first returns the first of keys that in has.
-func first(in map[string]any, keys ...string) any {
-	for _, k := range keys {
-		if v, ok := in[k]; ok {
-			return v
-		}
-	}
-	return nil
+// geminiArgs is a Gemini CLI tool's input, read by its mappings.
+type geminiArgs struct {
+	tool string
+	in   map[string]any
+	err  error // the first parameter given under two spellings
 }
 
-func firstString(in map[string]any, keys ...string) string {
-	s, _ := first(in, keys...).(string)
+// first returns the value of whichever of keys, the spellings of one
+// parameter across Gemini CLI releases, the input has. An input that has
+// more than one of them is refused (a.err): the release that runs the
+// call reads one of them, Norma cannot know which, and deciding on the
+// other would let {"file_path": "a.txt", "absolute_path": ".env"} read
+// the file it never decided.
+func (a *geminiArgs) first(keys ...string) any {
+	var v any
+	var got []string
+	for _, k := range keys {
+		if x, ok := a.in[k]; ok {
+			if got == nil {
+				v = x
+			}
+			got = append(got, k)
+		}
+	}
+	if len(got) > 1 && a.err == nil {
+		a.err = invalid("the %s tool_input gives one parameter twice, as %s: Norma cannot tell which one Gemini CLI uses",
+			a.tool, strings.Join(got, " and "))
+	}
+	return v
+}
+
+func (a *geminiArgs) firstString(keys ...string) string {
+	s, _ := a.first(keys...).(string)
 	return s
 }
 
@@ -287,10 +313,13 @@ func (GeminiCLI) Render(e Event, v Verdict) ([]byte, int) {
 	var out any = struct{}{}
 	switch e.Kind {
 	case BeforeTool:
-		switch v.Decision.Mode {
-		case capability.Allow:
+		switch {
+		case noObjection(e, v):
+			// An inert tool (exit_plan_mode, ask_user): no decision, so
+			// that Gemini CLI's own confirmation runs (see Claude.Render).
+		case v.Decision.Mode == capability.Allow:
 			out = geminiDecision{Decision: "allow"}
-		case capability.ApprovalRequired:
+		case v.Decision.Mode == capability.ApprovalRequired:
 			out = geminiDecision{Decision: "deny", Reason: ReasonText(v) + " — Norma requires approval for this call and " +
 				"Gemini CLI's hooks cannot ask, so it is denied: approve it in Norma (a permission rule of Norma's settings that allows it), then retry"}
 		default:

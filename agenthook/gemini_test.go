@@ -65,6 +65,12 @@ func TestGeminiParseRefuses(t *testing.T) {
 		`{` + base + `,"tool_name":"run_shell_command","tool_input":{"command":""}}`,
 		`{` + base + `,"tool_name":"web_fetch","tool_input":{"prompt":"no link here"}}`,
 		`{` + base + `,"tool_name":"x","tool_input":{},"mcp_context":{"server_name":"fs"}}`,
+		// One parameter under two spellings: which one runs depends on
+		// the release.
+		`{` + base + `,"tool_name":"read_file","tool_input":{"file_path":"a.txt","absolute_path":"/p/.env"}}`,
+		`{` + base + `,"tool_name":"write_file","tool_input":{"file_path":"a.txt","path":".env","content":"x"}}`,
+		`{` + base + `,"tool_name":"run_shell_command","tool_input":{"command":"ls","dir_path":".","directory":"/"}}`,
+		`{` + base + `,"tool_name":"list_directory","tool_input":{"dir_path":".","path":"/"}}`,
 	} {
 		e, err := GeminiCLI{}.Parse([]byte(in))
 		ce, ok := err.(*capability.Error)

@@ -15,4 +15,9 @@ const (
 	// workspace's runtime did not open, the audit log refused the event,
 	// the adapter panicked); the call is denied.
 	ReasonHookDecideFailed Reason = "HOOK_DECIDE_FAILED"
+	// ReasonHookSearchTooWide: an agent's search or listing (Grep, Glob,
+	// LS) covers more files than Norma checks against the policy's denies
+	// before the agent reads them; it is denied, and a narrower path
+	// passes.
+	ReasonHookSearchTooWide Reason = "HOOK_SEARCH_TOO_WIDE"
 )

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -47,6 +48,13 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	acc, declared, err := e.Accesses(in)
 	if err != nil {
 		x.reqs, x.known, x.req0 = nil, false, ""
+		if ce, ok := errors.AsType[*capability.Error](err); ok && ce.Decision.Mode == capability.Deny && ce.Decision.Reason != "" {
+			// The tool refused the input with a code of its own (a Glob
+			// pattern that leaves the workspace): decided here, before
+			// the call, so that an unconfined caller (agenthook) that
+			// runs the call itself is refused too.
+			return perm, deny(ce.Decision.Reason, "tool", boundMsg(ce.Detail, 200), e.Name()), false
+		}
 		return perm, deny(capability.ReasonInvalidRequest, "tool", "access declaration failed", e.Name()), false
 	}
 	var u *unconfined
@@ -64,6 +72,13 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	x.reqs, x.known, x.unknown, x.req0 = reqs, declared && unknown == "", unknown, ""
 	if bad != nil {
 		return perm, *bad, false
+	}
+	if u != nil {
+		under, ok := x.g.filesUnder(acc)
+		if !ok {
+			return perm, deny(capability.ReasonHookSearchTooWide, "gate", fmt.Sprintf("more than %d files under the path", maxUnder), firstReq(reqs, e.Name())), false
+		}
+		x.named = append(x.named, under...)
 	}
 	if r, ok := x.g.rules.Deny(e.Name(), reqs); ok {
 		return perm, deny(capability.ReasonRuleDenied, "rules", r, firstReq(reqs, e.Name())), false

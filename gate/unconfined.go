@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -296,3 +298,58 @@ func (u *unconfined) shown(abs string) bool {
 	}
 	return false
 }
+
+// maxUnder bounds the files filesUnder lists.
+const maxUnder = 20000
+
+// filesUnder are the reads of the files under each tree that acc
+// searches (tool.Access.Tree: Grep), for an unconfined call. Norma's Grep
+// skips what the policy denies as it walks, through the file guard, but
+// an agent's own search reads every file under the path it was given
+// (Claude Code's Grep of "." prints the lines of .env), so each of them
+// is decided as a file the call names. Symbolic links are not followed
+// and .git is not entered, as the agents' searches (ripgrep) do neither.
+// ok is false when there are more than maxUnder: too many to decide, so
+// the call is refused rather than let through unchecked.
+func (g *Gate) filesUnder(acc []tool.Access) (out []capability.Request, ok bool) {
+	if g.wsDir == "" {
+		return nil, true
+	}
+	for _, a := range acc {
+		if a.Kind != capability.FSRead || !a.Tree {
+			continue
+		}
+		rel, err := g.resolve(a.Path)
+		if err != nil {
+			continue // refused as the access itself
+		}
+		root := filepath.Join(g.wsDir, filepath.FromSlash(rel))
+		if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
+			continue
+		}
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return nil // unreadable: the agent's search cannot read it either
+			case d.IsDir() && d.Name() == ".git" && p != root:
+				return filepath.SkipDir
+			case d.IsDir() || d.Type()&fs.ModeSymlink != 0:
+				return nil
+			case len(out) == maxUnder:
+				return errTooMany
+			}
+			r, err := filepath.Rel(g.wsDir, p)
+			if err != nil {
+				return nil
+			}
+			out = append(out, capability.Request{Kind: capability.FSRead, Path: filepath.ToSlash(r)})
+			return nil
+		})
+		if err != nil {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+var errTooMany = errors.New("gate: too many files")

@@ -58,6 +58,11 @@ type Access struct {
 	Kind capability.Kind
 	// Path for fs.read and fs.write, as written in the input.
 	Path string
+	// Tree, for fs.read, says the call reads the files under Path (a
+	// search), not Path alone. Norma's own search checks each file as it
+	// walks; for a call that runs outside Norma (an agent's hook) the gate
+	// decides each of them before the call (see gate.Unconfined).
+	Tree bool
 	// Method and URL for net.request.
 	Method, URL string
 	// Secret and Origin for secret.use.

@@ -99,6 +99,14 @@ func readAccess(key string) func(tool.Input) ([]tool.Access, error) {
 	}
 }
 
+// searchAccess is the read of the tree under in[key], which the call
+// searches file by file.
+func searchAccess(key string) func(tool.Input) ([]tool.Access, error) {
+	return func(in tool.Input) ([]tool.Access, error) {
+		return []tool.Access{{Kind: capability.FSRead, Path: pathOr(in, key), Tree: true}}, nil
+	}
+}
+
 func noAccess(tool.Input) ([]tool.Access, error) { return []tool.Access{}, nil }
 
 // plural returns "1 match" or "N matches".

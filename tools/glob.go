@@ -30,6 +30,17 @@ func validRelPattern(p string) error {
 	return nil
 }
 
+// globAccess declares the read of path, once the pattern is known to stay
+// inside it: the gate decides the pattern with the call, so that a caller
+// that runs the search itself (an agent's Glob, decided by agenthook)
+// never walks "../" or "/" past a decision that only saw path.
+func globAccess(in tool.Input) ([]tool.Access, error) {
+	if err := validRelPattern(str(in, "pattern", "")); err != nil {
+		return nil, err
+	}
+	return readAccess("path")(in)
+}
+
 // rel returns p relative to base (both canonical, "." for the root).
 func rel(base, p string) string {
 	if base == "." {
@@ -51,7 +62,7 @@ func globTool() tool.Spec {
 		ReadOnly:         yes,
 		ConcurrencySafe:  yes,
 		CheckPermissions: allow,
-		Accesses:         readAccess("path"),
+		Accesses:         globAccess,
 		Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			w, err := needWalker(env)
 			if err != nil {

@@ -66,7 +66,7 @@ func grepTool() tool.Spec {
 		ReadOnly:         yes,
 		ConcurrencySafe:  yes,
 		CheckPermissions: allow,
-		Accesses:         readAccess("path"),
+		Accesses:         searchAccess("path"),
 		Call: func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
 			var a grepArgs
 			if err := in.Decode(&a); err != nil {

@@ -166,9 +166,20 @@ func HookNeedsTrust(dir string, h settings.Hook) (bool, error) {
 // git would execute): no tool and no plugin may read or write them,
 // whatever a grant or a policy says. .git/config is not among them: git
 // cannot work without reading it, and a deny also hides it from reads.
+//
+// The agents' own project settings are among them: Claude Code's
+// .claude/settings*.json, the scripts of .claude/hooks and .mcp.json,
+// Codex's .codex/config.toml and hooks.json, Gemini CLI's
+// .gemini/settings.json. They name the hooks and MCP servers the agent
+// runs on the host, and the environment of those hooks: an agent under
+// `norma hook` that wrote one could switch Norma's hook off
+// (disableAllHooks), or point it at a state directory and user settings
+// of its own (env NORMA_HOME, XDG_CONFIG_HOME).
 var protected = []string{
 	".norma/policy.yaml", ".norma/settings.yaml", ".norma/settings.local.yaml", ".norma/hooks/**",
 	".git/hooks/**",
+	".claude/settings.json", ".claude/settings.local.json", ".claude/hooks/**", ".mcp.json",
+	".codex/config.toml", ".codex/hooks.json", ".gemini/settings.json",
 }
 
 // makeInside creates the user settings directory when it lies inside the

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -69,11 +71,15 @@ func newHookAnswerCmd(a agenthook.Agent) *cobra.Command {
 				// Claude Code tells a command hook its project directory.
 				c = agenthook.Claude{ProjectDir: os.Getenv("CLAUDE_PROJECT_DIR")}
 			}
-			r := answerHook(cmd, c)
+			r, done := answerHook(cmd, c)
 			cmd.OutOrStdout().Write(r.Out)
 			if r.Stderr != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), termtext.EscapeText(r.Stderr))
 			}
+			// The answer is out and its decision recorded: closing the
+			// engine (a checkpoint of the audit log) may not hold the
+			// exit code back past the agent's own hook timeout.
+			within(done, hookCloseTimeout)
 			if r.Exit != 0 {
 				return exitWith(r.Exit, nil)
 			}
@@ -83,26 +89,84 @@ func newHookAnswerCmd(a agenthook.Agent) *cobra.Command {
 }
 
 // answerHook reads the hook input and answers it: through the state
-// directory's `norma serve` when one runs (forwardHook), else with a fresh
-// engine over the state directory's audit log. Every failure on the way,
-// before the engine exists too, is c's refusal.
-func answerHook(cmd *cobra.Command, c agenthook.Codec) agenthook.Result {
+// directory's `norma serve` when one runs (forwardHook), else with the
+// state directory's engine (hookDecider). Every failure on the way is c's
+// refusal. done closes what answering opened.
+func answerHook(cmd *cobra.Command, c agenthook.Codec) (r agenthook.Result, done func()) {
 	in, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
 	if err == nil && len(in) > maxHookInput {
 		err = hookFailure("the hook input is larger than %d bytes", maxHookInput)
 	}
 	if err != nil {
-		return agenthook.Refuse(c, err)
+		return agenthook.Refuse(c, err), func() {}
 	}
 	if r, ok := forwardHook(cmd, c, in); ok {
-		return r
+		return r, func() {}
 	}
-	eng, closeEngine, err := openHookEngine(cmd)
-	if err != nil {
-		return agenthook.Respond(cmd.Context(), c, failing{err}, in)
+	d := &hookDecider{cmd: cmd}
+	return agenthook.Respond(cmd.Context(), c, d, in), d.close
+}
+
+// hookCloseTimeout bounds closing the command hook's engine after the
+// answer is written.
+const hookCloseTimeout = 5 * time.Second
+
+// hookDecider is the command hook's decider. It opens the state
+// directory's engine in its first Decide, so that opening it (the audit
+// key's lock, the store) runs under Respond's deadline as the decision
+// does: a lock another process holds is a deny in time, not a hook that
+// hangs until the agent gives up on it, which Claude Code, Codex and
+// Gemini CLI all treat as a failed hook, and run the call.
+type hookDecider struct {
+	cmd         *cobra.Command
+	mu          sync.Mutex
+	eng         *agenthook.Engine
+	closeEngine func()
+}
+
+func (d *hookDecider) Decide(ctx context.Context, e agenthook.Event) agenthook.Verdict {
+	d.mu.Lock()
+	if d.eng == nil {
+		eng, closeEngine, err := openHookEngine(d.cmd)
+		if err != nil {
+			d.mu.Unlock()
+			return agenthook.FailVerdict(err)
+		}
+		d.eng, d.closeEngine = eng, closeEngine
 	}
-	defer closeEngine()
-	return agenthook.Respond(cmd.Context(), c, eng, in)
+	eng := d.eng
+	d.mu.Unlock()
+	return eng.Decide(ctx, e)
+}
+
+// close closes the engine, if one was opened. An open still under way
+// (its Decide ran out of time) has nothing to close yet; it is left to
+// the process's exit.
+func (d *hookDecider) close() {
+	if !d.mu.TryLock() {
+		return
+	}
+	defer d.mu.Unlock()
+	if d.closeEngine != nil {
+		d.closeEngine()
+		d.eng, d.closeEngine = nil, nil
+	}
+}
+
+// within runs f and waits for it at most d: a process about to exit
+// leaves it behind.
+func within(f func(), d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // openHookEngine opens the engine of the state directory, recording in
@@ -136,14 +200,6 @@ func openHookEngine(cmd *cobra.Command) (*agenthook.Engine, func(), error) {
 		closeAuditLog(cmd, log)
 		db.Close()
 	}, nil
-}
-
-// failing is the decider of a hook whose engine could not be set up: it
-// never decides, so the event is refused with err's reason.
-type failing struct{ err error }
-
-func (f failing) Decide(context.Context, agenthook.Event) agenthook.Verdict {
-	return agenthook.FailVerdict(f.err)
 }
 
 func hookFailure(format string, a ...any) error {

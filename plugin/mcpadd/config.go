@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/norma-run/norma/internal/keycase"
 )
 
 // ServerConfig is one server of an MCP client's configuration file.
@@ -82,11 +84,20 @@ func parseTOML(file string, b []byte) (map[string]serverEntry, error) {
 	var doc struct {
 		Servers map[string]serverEntry `toml:"mcp_servers"`
 	}
-	if _, err := toml.Decode(string(b), &doc); err != nil {
+	var raw map[string]any
+	if _, err := toml.Decode(string(b), &raw); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("%s:%d:%d: %s", file, pe.Position.Line, pe.Position.Col, pe.Message)
 		}
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	// The client reads exact keys; the decoder below would also take
+	// "Command" for command.
+	if err := keycase.Value(raw); err != nil {
+		return nil, fmt.Errorf("%s: %v: the client and Norma would read different servers", file, err)
+	}
+	if _, err := toml.Decode(string(b), &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return doc.Servers, nil
@@ -96,7 +107,15 @@ func parseJSON(file string, b []byte) (map[string]serverEntry, error) {
 	var doc struct {
 		Servers map[string]serverEntry `json:"mcpServers"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	err := json.Unmarshal(b, &doc)
+	if err == nil {
+		// The client reads exact keys; encoding/json also took
+		// "Command" for command.
+		if kerr := keycase.JSON(b); kerr != nil {
+			return nil, fmt.Errorf("%s: %v: the client and Norma would read different servers", file, kerr)
+		}
+	}
+	if err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		switch {

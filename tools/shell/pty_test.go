@@ -86,8 +86,8 @@ func TestPTYDeniedInput(t *testing.T) {
 		{"carriage return splits the line for the tty", "echo hi\rtouch pwned", capability.ReasonSchemaInvalid},
 		{"backspace rewrites a word", "echo x; touchX\x7f pwned", capability.ReasonSchemaInvalid},
 		{"escape sequence", "echo \x1b[A", capability.ReasonSchemaInvalid},
-		// The gate reports a refused declaration as INVALID_REQUEST.
-		{"line continuation", "echo a; tou\\", capability.ReasonInvalidRequest},
+		// The gate reports a declaration the tool refuses with its code.
+		{"line continuation", "echo a; tou\\", capability.ReasonPtyInputRefused},
 		{"unterminated quote", "echo 'x", capability.ReasonApprovalRequired},
 	}
 	for _, tt := range tests {
