@@ -2,6 +2,7 @@ package agenthook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os/exec"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/sandbox/sandboxtest"
+	"github.com/norma-run/norma/settings"
 )
 
 // argvOf runs wrapped with a real bash, with the norma binary replaced by
@@ -135,5 +138,72 @@ func TestWithCommand(t *testing.T) {
 	}
 	if m["command"] != "wrapped <&>" || m["timeout"] != 5000.0 || m["description"] != "d" || m["run_in_background"] != true || len(m) != 4 {
 		t.Fatalf("withCommand = %s", out)
+	}
+}
+
+// TestEngineConfinesBash: with the engine told its command line, an
+// allowed or asked Bash call comes back wrapped, a denied one does not;
+// the wrapped command, sent back at PermissionRequest or PreToolUse, is
+// decided as the command it runs (a deny stays a deny), while a look-alike
+// of another workspace is decided as what it is; another agent's Bash is
+// never wrapped.
+func TestEngineConfinesBash(t *testing.T) {
+	sandboxtest.Require(t)
+	w := newHookWorld(t)
+	self := []string{"/opt/norma", "--home", w.home}
+	eng, err := NewEngine(EngineOptions{Home: w.home, Settings: settings.Options{UserDir: w.userDir}, Audit: w.sink, Exec: self})
+	must(t, err)
+	t.Cleanup(func() { eng.Close() })
+	updated := func(in []byte) (string, json.RawMessage) {
+		out, exit := Handle(context.Background(), Claude{}, eng, in)
+		var m struct {
+			HookSpecificOutput struct {
+				PermissionDecision string          `json:"permissionDecision"`
+				UpdatedInput       json.RawMessage `json:"updatedInput"`
+			} `json:"hookSpecificOutput"`
+		}
+		if err := json.Unmarshal(out, &m); err != nil || exit != 0 {
+			t.Fatalf("answer %s (exit %d): %v", out, exit, err)
+		}
+		return m.HookSpecificOutput.PermissionDecision, m.HookSpecificOutput.UpdatedInput
+	}
+	for _, c := range []struct {
+		command, decision string
+		wrapped           bool
+	}{
+		{"git status", "allow", true},
+		{"ls", "ask", true},
+		{"cat .env", "deny", false},
+		{Wrap(self, w.ws, "cat .env"), "deny", false},
+		{Wrap(self, w.ws, "git status"), "allow", true},
+	} {
+		d, up := updated(w.pre("Bash", "toolu_1", map[string]any{"command": c.command, "timeout": 1000}))
+		if d != c.decision || (len(up) > 0) != c.wrapped {
+			t.Errorf("%q: %s, updatedInput %s; want %s, wrapped %v", c.command, d, up, c.decision, c.wrapped)
+			continue
+		}
+		if !c.wrapped {
+			continue
+		}
+		var in struct {
+			Command string `json:"command"`
+			Timeout int    `json:"timeout"`
+		}
+		must(t, json.Unmarshal(up, &in))
+		inner, ok := unwrap(self, w.ws, in.Command)
+		if !ok || in.Timeout != 1000 || (inner != c.command && Wrap(self, w.ws, inner) != c.command) {
+			t.Errorf("%q: updated input %s", c.command, up)
+		}
+	}
+	// A wrapper of another workspace is a command of its own: one that
+	// names a path outside this workspace.
+	if d, up := updated(w.pre("Bash", "toolu_2", map[string]any{"command": Wrap(self, "/", "cat .env")})); d == "allow" {
+		t.Errorf("another workspace's wrapper: %s %s", d, up)
+	}
+	// Codex's Bash runs in its own sandbox; Norma does not rewrite it.
+	in, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": w.ws, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": "git status"}, "tool_use_id": "t", "model": "m", "turn_id": "1", "transcript_path": nil, "permission_mode": "default"})
+	if out, _ := Handle(context.Background(), CodexCLI{}, eng, in); strings.Contains(string(out), "hook exec") {
+		t.Errorf("codex answer %s", out)
 	}
 }
