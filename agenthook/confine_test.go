@@ -195,6 +195,15 @@ func TestEngineConfinesBash(t *testing.T) {
 			t.Errorf("%q: updated input %s", c.command, up)
 		}
 	}
+	confined := 0
+	for _, ev := range w.sink.Events() {
+		if ev.Detail["confined"] == "sandbox" {
+			confined++
+		}
+	}
+	if confined != 3 {
+		t.Errorf("%d audit events say confined, want 3 (the wrapped answers)", confined)
+	}
 	// A wrapper of another workspace is a command of its own: one that
 	// names a path outside this workspace.
 	if d, up := updated(w.pre("Bash", "toolu_2", map[string]any{"command": Wrap(self, "/", "cat .env")})); d == "allow" {

@@ -274,6 +274,10 @@ func (e *Engine) event(ev Event, tool string, v Verdict, start time.Time) audit.
 		Decision: d.Mode.String(), Reason: string(d.Reason), Layer: string(d.Layer), Rule: d.Rule,
 		ManifestDigest: d.ManifestDigest, PolicyGeneration: d.PolicyGeneration, TargetHash: audit.HashTarget(d.Request),
 		DurationMS: e.now().Sub(start).Milliseconds(), Detail: e.detail(ev)}
+	if len(v.UpdatedInput) > 0 {
+		// The agent runs the call as Norma rewrote it: in the sandbox.
+		a.Detail["confined"] = "sandbox"
+	}
 	if ev.Kind == AfterTool {
 		a.Type = TypeToolResult
 		a.OutputDigest = digest(ev.Response)

@@ -34,7 +34,10 @@ hook's JSON on stdin, decides the call with Norma's gate in the workspace of
 the hook's cwd (the settings, workspace policy and installed plugins a run
 there would use), records the decision in the audit log, and answers in
 Claude Code's format. It fails closed: input it cannot parse or a decision
-it cannot make is a deny, with exit 2.
+it cannot make is a deny, with exit 2. An allowed or asked Bash call is
+answered with an updated input that runs the command inside Norma's sandbox
+("norma hook exec"); agentHooks.confineBash: false in your user settings
+turns that off.
 
 "norma hook install claude-code" writes the hook entries into Claude Code's
 settings.json; "norma hook uninstall claude-code" removes them.
