@@ -42,7 +42,8 @@ func (h *hookEnv) claudeBash(t *testing.T, command string) (string, int) {
 // command, run by a real bash as Claude Code runs it, runs them inside
 // Norma's sandbox: the canary of .env is never printed, while the same
 // commands unwrapped do print it (the attack is real). cat README.md and
-// git status still work, the other fields of the input are kept, and
+// git status still work, a command from a subdirectory of the project
+// runs there, the other fields of the input are kept, and
 // agentHooks.confineBash: false in the user's settings turns it off.
 func TestDoorHookClaudeConfinesBash(t *testing.T) {
 	sandboxtest.Require(t)
@@ -98,11 +99,42 @@ func TestDoorHookClaudeConfinesBash(t *testing.T) {
 			t.Errorf("confined %q: exit %d, want cat's failure (%q)", attack, code, out)
 		}
 	}
+	// Claude Code's shell in a subdirectory of the project: the wrapper
+	// runs the command there, in the project's sandbox.
+	sub := filepath.Join(h.ws, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "s.txt"), []byte("the sub file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := json.Marshal(map[string]any{"session_id": "sess-door", "cwd": sub, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]any{"command": "cat s.txt; x=../.env; cat $x"}, "tool_use_id": "toolu_sub", "permission_mode": "default"})
+	hk := exec.Command(normaBin(t), "hook", "claude-code")
+	hk.Env, hk.Dir, hk.Stdin = append(os.Environ(), append(h.env, "CLAUDE_PROJECT_DIR="+h.ws)...), sub, strings.NewReader(string(in))
+	out, err := hk.Output()
+	var sa confinedAnswer
+	if err != nil || json.Unmarshal(out, &sa) != nil || sa.HookSpecificOutput.PermissionDecision == "deny" {
+		t.Fatalf("subdirectory: %v, answer %s", err, out)
+	}
+	var sin struct {
+		Command string `json:"command"`
+	}
+	if err := json.Unmarshal(sa.HookSpecificOutput.UpdatedInput, &sin); err != nil {
+		t.Fatalf("subdirectory: no updatedInput in %s", out)
+	}
+	b := exec.Command("/bin/bash", "--norc", "--noprofile", "-c", sin.Command)
+	b.Dir, b.Env = sub, append(os.Environ(), h.env...)
+	got, _ := b.CombinedOutput()
+	if !strings.HasPrefix(string(got), "the sub file\n") || strings.Contains(string(got), runCanary) {
+		t.Errorf("subdirectory: confined %q printed %q", sin.Command, got)
+	}
 	// Turned off in the user's settings: the command runs as sent.
 	if err := os.WriteFile(userSettings, []byte("permissions:\n  allow: [\"Bash(cat:*)\"]\nagentHooks:\n  confineBash: false\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, out, _ := h.hook(t, h.pre("Bash", "toolu_off", map[string]any{"command": "cat README.md"}))
+	_, offOut, _ := h.hook(t, h.pre("Bash", "toolu_off", map[string]any{"command": "cat README.md"}))
+	out = []byte(offOut)
 	var a confinedAnswer
 	if err := json.Unmarshal([]byte(out), &a); err != nil || a.HookSpecificOutput.PermissionDecision != "allow" || a.HookSpecificOutput.UpdatedInput != nil {
 		t.Errorf("confineBash false: answer %s, want allow without updatedInput", out)
