@@ -11,6 +11,9 @@ package agenthook
 //   - PreToolUse answers hookSpecificOutput.permissionDecision (allow,
 //     deny or ask) with permissionDecisionReason: shown to the model for
 //     deny, to the user for ask.
+//     With allow or ask, hookSpecificOutput.updatedInput replaces the
+//     tool's input before it runs (Norma's sandbox wrapper of a Bash
+//     command, confine.go).
 //   - PermissionRequest answers hookSpecificOutput.decision.behavior
 //     (allow or deny) with a message, or no decision (the user is asked).
 //   - PostToolUse may answer decision "block" with a reason, told to the
@@ -140,8 +143,11 @@ func (Claude) Render(e Event, v Verdict) ([]byte, int) {
 		// AskUserQuestion's question.
 		out = struct{}{}
 	case e.Kind == BeforeTool:
-		out = claudePre{HookSpecificOutput: claudePreOut{HookEventName: e.Name, PermissionDecision: preDecision(v.Decision.Mode),
-			PermissionDecisionReason: ReasonText(v)}}
+		o := claudePreOut{HookEventName: e.Name, PermissionDecision: preDecision(v.Decision.Mode), PermissionDecisionReason: ReasonText(v)}
+		if v.Decision.Mode != capability.Deny {
+			o.UpdatedInput = v.UpdatedInput
+		}
+		out = claudePre{HookSpecificOutput: o}
 	case e.Kind == PermissionRequest:
 		// approval_required leaves the decision to the user, in Claude
 		// Code's own dialog: Norma would ask them too, and it has no
@@ -222,6 +228,9 @@ type claudePreOut struct {
 	HookEventName            string `json:"hookEventName"`
 	PermissionDecision       string `json:"permissionDecision"`
 	PermissionDecisionReason string `json:"permissionDecisionReason"`
+	// UpdatedInput replaces the tool's input before it runs (with allow
+	// or ask): see confine.go.
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
 }
 
 type claudePerm struct {

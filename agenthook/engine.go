@@ -42,6 +42,12 @@ type EngineOptions struct {
 	// of a workspace policy file, a plugin that cannot be described); nil
 	// discards them. Escape what it prints.
 	Warn func(error)
+	// Exec is the command line of this norma binary (its absolute path,
+	// and --home H when a state directory was chosen). When set, Claude
+	// Code's allowed and asked Bash calls are answered with an updated
+	// input that runs them inside Norma's sandbox (see confines); empty,
+	// they run in the agent's own shell, decided as such.
+	Exec []string
 }
 
 // Engine is the [Decider] of every agent hook door: it decides each event
@@ -136,11 +142,17 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 	if ev.Call == nil {
 		return byName(en.rules, ev), ev.Tool
 	}
-	x, err := en.explain(ctx, ev.Call)
+	call, confined := ev.Call, e.confines(ev, en)
+	if confined {
+		if call, err = e.unwrapped(ev); err != nil {
+			return FailVerdict(err), ev.Call.Tool
+		}
+	}
+	x, err := en.explain(ctx, call)
 	if errors.Is(err, errReplaced) {
 		// Replaced by a newer runtime meanwhile: decide with that one.
 		if en, err = e.runtime(ctx, ev); err == nil {
-			x, err = en.explain(ctx, ev.Call)
+			x, err = en.explain(ctx, call)
 		}
 	}
 	if err != nil {
@@ -161,12 +173,45 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 	case d.Mode == capability.ApprovalRequired:
 		msg = "Norma's policy asks the user to approve this call"
 	}
-	return Verdict{Decision: d, Message: msg}, ev.Call.Tool
+	v := Verdict{Decision: d, Message: msg}
+	if confined && ev.Kind == BeforeTool && d.Mode != capability.Deny {
+		// What was decided is what runs: the command, in the sandbox.
+		cmd, _ := bashCommand(call.Input)
+		if v.UpdatedInput, err = withCommand(ev.Input, Wrap(e.o.Exec, ev.Cwd, cmd)); err != nil {
+			return FailVerdict(err), ev.Call.Tool
+		}
+	}
+	return v, ev.Call.Tool
+}
+
+// unwrapped is the Bash call of ev as decided when it runs confined: the
+// command Norma's own wrapper of this workspace runs when the agent sends
+// one (after PreToolUse answered with it), else the call as parsed.
+func (e *Engine) unwrapped(ev Event) (*Call, error) {
+	raw, ok := bashCommand(ev.Input)
+	if !ok {
+		return ev.Call, nil
+	}
+	inner, ok := unwrap(e.o.Exec, ev.Cwd, raw)
+	if !ok {
+		return ev.Call, nil
+	}
+	in, err := withCommand(ev.Call.Input, inner)
+	if err != nil {
+		return nil, invalid("the Bash tool_input: %v", err)
+	}
+	return &Call{Tool: ev.Call.Tool, Input: in}, nil
 }
 
 var errReplaced = errors.New("agenthook: the runtime was replaced")
 
 // explain decides c with the gate of en's runtime.
+//
+// Every call is decided as one that runs outside Norma's sandbox
+// (gate.Unconfined), a confined Bash command too: the analysis of what
+// it names refuses what it can see, and the sandbox it then runs in
+// (confine.go) hides what the analysis cannot (x=.env; cat $x). Neither
+// widens the other.
 func (en *rtEntry) explain(ctx context.Context, c *Call) (gate.Explanation, error) {
 	if en.warm.Load() {
 		en.mu.RLock()
@@ -178,7 +223,6 @@ func (en *rtEntry) explain(ctx context.Context, c *Call) (gate.Explanation, erro
 	if en.closed {
 		return gate.Explanation{}, errReplaced
 	}
-	// The agent runs the call itself, outside Norma's sandbox.
 	x, err := en.rt.Explain(gate.Unconfined(ctx), c.Tool, c.Input)
 	en.warm.Store(true)
 	return x, err
@@ -230,6 +274,10 @@ func (e *Engine) event(ev Event, tool string, v Verdict, start time.Time) audit.
 		Decision: d.Mode.String(), Reason: string(d.Reason), Layer: string(d.Layer), Rule: d.Rule,
 		ManifestDigest: d.ManifestDigest, PolicyGeneration: d.PolicyGeneration, TargetHash: audit.HashTarget(d.Request),
 		DurationMS: e.now().Sub(start).Milliseconds(), Detail: e.detail(ev)}
+	if len(v.UpdatedInput) > 0 {
+		// The agent runs the call as Norma rewrote it: in the sandbox.
+		a.Detail["confined"] = "sandbox"
+	}
 	if ev.Kind == AfterTool {
 		a.Type = TypeToolResult
 		a.OutputDigest = digest(ev.Response)

@@ -88,6 +88,10 @@ type Verdict struct {
 	// [Handle] renders it with Codec.Fail, the agent's strongest refusal,
 	// not as a decided deny.
 	Err error
+	// UpdatedInput, when set, is the tool input the agent is to run
+	// instead of the one it sent (an allowed or asked call only): Claude
+	// Code's Bash command wrapped to run inside Norma's sandbox.
+	UpdatedInput json.RawMessage
 }
 
 // Decider decides events: the one engine behind every codec and every

@@ -33,7 +33,10 @@
 // mcp__SERVER__TOOL) are the highest file's; a managed file's are caps
 // instead ([PluginTimeouts.Resolve]). mcp.sampling (allow,
 // max_tokens) is the highest file's; a workspace's own files may not set
-// it ([Sampling]).
+// it ([Sampling]). agentHooks.confineBash (default true: Claude Code's Bash
+// commands run inside Norma's sandbox, see package agenthook) is the
+// highest file's; a workspace's own files may not set it either
+// ([Settings.ConfineBash]).
 //
 // A hook command is a program and literal arguments, where
 // $CLAUDE_PROJECT_DIR and $NORMA_WORKSPACE stand for the workspace: no

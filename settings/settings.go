@@ -42,6 +42,7 @@ var fields = []string{
 	"plugins", "callTimeout", "toolTimeouts",
 	"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "SessionEnd",
 	"Stop", "SubagentStart", "SubagentStop", "mcp", "sampling", "max_tokens",
+	"agentHooks", "confineBash",
 }
 
 var compiled = sync.OnceValues(func() (*manifest.Schema, error) {
@@ -141,6 +142,12 @@ type Settings struct {
 	Ignored []string `json:"ignored,omitempty"`
 	// Sampling is the highest file's mcp.sampling; nil when none sets it.
 	Sampling *Sampling `json:"sampling,omitempty"`
+	// ConfineBash is the highest file's agentHooks.confineBash: whether
+	// `norma hook claude-code` runs Claude Code's Bash commands inside
+	// Norma's sandbox (nil: not set, which is yes). Turning it off lets
+	// commands run in the agent's own shell, so only the user's own file,
+	// --settings and managed settings may set it, not a workspace's.
+	ConfineBash *bool `json:"confine_bash,omitempty"`
 }
 
 // Sampling is mcp.sampling: whether plugins' MCP servers may ask the run's
@@ -407,6 +414,10 @@ func (s *Settings) merge(f *File) {
 	if f.sampling != nil {
 		s.Sampling = f.sampling
 	}
+	if c := f.body.AgentHooks; c != nil && c.ConfineBash != nil {
+		v := *c.ConfineBash
+		s.ConfineBash = &v
+	}
 	s.mergePlugins(f)
 	for k, v := range f.body.Env {
 		if s.Env == nil {
@@ -507,6 +518,9 @@ type body struct {
 			MaxTokens int  `yaml:"max_tokens"`
 		} `yaml:"sampling"`
 	} `yaml:"mcp"`
+	AgentHooks *struct {
+		ConfineBash *bool `yaml:"confineBash"`
+	} `yaml:"agentHooks"`
 }
 
 // Parse parses a settings file (YAML, or JSON, which is YAML) of scope.
@@ -547,6 +561,7 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 	probs = append(probs, f.network(doc)...)
 	probs = append(probs, f.env(doc, scope)...)
 	probs = append(probs, f.mcp(doc, scope)...)
+	probs = append(probs, f.agentHooks(doc, scope)...)
 	probs = append(probs, f.plugins(doc)...)
 	if len(probs) > 0 {
 		// In file order, as manifest.Errors are (hooks are checked in
@@ -571,6 +586,19 @@ func (f *File) mcp(doc *manifest.Document, scope Scope) manifest.Errors {
 		return manifest.Errors{doc.Problem("/mcp/sampling", "allow: true needs max_tokens, the token budget of a run")}
 	}
 	f.sampling = &Sampling{Allow: smp.Allow, MaxTokens: smp.MaxTokens, Source: f.source(doc, "/mcp/sampling")}
+	return nil
+}
+
+// agentHooks checks agentHooks.confineBash: not in a workspace's files,
+// whose author would otherwise let the agent's commands out of the
+// sandbox.
+func (f *File) agentHooks(doc *manifest.Document, scope Scope) manifest.Errors {
+	if f.body.AgentHooks == nil || f.body.AgentHooks.ConfineBash == nil {
+		return nil
+	}
+	if scope == ScopeWorkspace || scope == ScopeLocal {
+		return manifest.Errors{doc.Problem("/agentHooks/confineBash", "whether an agent's commands run in Norma's sandbox is yours to choose: set it in your user settings, --settings or managed settings, not in a workspace's")}
+	}
 	return nil
 }
 

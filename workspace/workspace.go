@@ -342,6 +342,20 @@ func (r *Runtime) processRunner() (*sandboxpolicy.Runner, error) {
 		Layers: layers, Protected: []string{r.opts.Home, r.opts.Settings.UserDir}, Env: r.opts.ShellEnv, Limits: r.opts.Limits})
 }
 
+// RunShell runs command as the Bash tool of a run in this workspace
+// would: the same shell, the same process runner (the OS sandbox derived
+// from the one compiled policy), in the workspace root, with cmd's
+// streams. Without the OS sandbox nothing runs: the error is coded
+// SANDBOX_UNAVAILABLE. cmd.Argv is ignored.
+func (r *Runtime) RunShell(ctx context.Context, command string, cmd tool.Command) (tool.CommandResult, error) {
+	if r.exec == nil || r.builtin.Shell == nil {
+		return tool.CommandResult{}, &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonSandboxUnavailable, Layer: capability.LayerSandbox},
+			Detail: "the OS sandbox is not available here, so the command is not run"}
+	}
+	cmd.Argv = r.builtin.Shell.Argv(command)
+	return r.exec.Run(ctx, cmd)
+}
+
 // loadPlugins loads every installed plugin and every launched
 // Declaration through the plugin host, with the workspace policy as a
 // ceiling. An installed plugin that does not load is left out, recorded

@@ -97,7 +97,7 @@ func newClaudeEnv(t *testing.T, script func(ws string) []fakeanthropic.Turn) *cl
 	if b, err := exec.Command("git", "-C", e.ws, "init", "-q").CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, b)
 	}
-	rtWrite(t, filepath.Join(e.xdg, "norma", "settings.yaml"), "permissions:\n  allow: [\"Bash(git status)\"]\n", 0o644)
+	rtWrite(t, filepath.Join(e.xdg, "norma", "settings.yaml"), "permissions:\n  allow: [\"Bash(git status)\", \"Bash(cat:*)\"]\n", 0o644)
 	rtWrite(t, filepath.Join(e.claudeHome, ".claude", "settings.json"), `{"skipWebFetchPreflight": true, "enableAllProjectMcpServers": true}`+"\n", 0o644)
 	api, err := fakeanthropic.New(script(e.ws)...)
 	if err != nil {
@@ -204,6 +204,7 @@ func attackTurns(trapURL string) func(string) []fakeanthropic.Turn {
 				{ID: "toolu_read_link", Tool: "Read", Input: map[string]any{"file_path": "docs/outside.md"}},
 				{ID: "toolu_write_settings", Tool: "Write", Input: map[string]any{"file_path": ".norma/settings.yaml", "content": "permissions:\n  allow: [Bash]\n"}},
 				{ID: "toolu_git_status", Tool: "Bash", Input: map[string]any{"command": "git status", "description": "Show the working tree status"}},
+				{ID: "toolu_cat_var", Tool: "Bash", Input: map[string]any{"command": "x=.env; cat $x", "description": "Show a file"}},
 				{ID: "toolu_fetch_private", Tool: "WebFetch", Input: map[string]any{"url": trapURL, "prompt": "Summarize the page"}},
 			},
 			{{Text: "Done."}},
@@ -280,6 +281,12 @@ func TestDoorClaudeCode(t *testing.T) {
 	if res := results["toolu_git_status"]; res.IsError || !strings.Contains(res.Text, "No commits yet") {
 		t.Errorf("git status result = %+v, want its output", res)
 	}
+	// x=.env; cat $x names no file the analysis sees, and a user rule
+	// allows cat: Norma allows it, and Claude Code runs it inside Norma's
+	// sandbox (the answer's updatedInput), which hides .env.
+	if res, ok := results["toolu_cat_var"]; !ok || !res.IsError || !strings.Contains(res.Text, ".env: Permission denied") || strings.Contains(res.Text, runCanary) {
+		t.Errorf("x=.env; cat $x result = %+v, want cat's failure in the sandbox", res)
+	}
 
 	all := e.api.Bodies() + r.raw
 	for _, c := range []string{runCanary, outsideCanary} {
@@ -302,6 +309,7 @@ func TestDoorClaudeCode(t *testing.T) {
 		{"toolu_write_settings", "Write", "deny", "FILESYSTEM_WRITE_DENIED"},
 		{"toolu_fetch_private", "WebFetch", "deny", "NETWORK_DESTINATION_DENIED"},
 		{"toolu_git_status", "Bash", "allow", "ALLOWED"},
+		{"toolu_cat_var", "Bash", "allow", "ALLOWED"},
 	} {
 		if !hasSessionDecision(ds, session, w.id, w.tool, w.decision, w.reason) {
 			t.Errorf("the audit log lacks %s %s %s for %s in session %s:\n%v", w.tool, w.decision, w.reason, w.id, session, ds)

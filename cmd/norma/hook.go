@@ -36,7 +36,10 @@ hook's JSON on stdin, decides the call with Norma's gate in the workspace of
 the hook's cwd (the settings, workspace policy and installed plugins a run
 there would use), records the decision in the audit log, and answers in
 Claude Code's format. It fails closed: input it cannot parse or a decision
-it cannot make is a deny, with exit 2.
+it cannot make is a deny, with exit 2. An allowed or asked Bash call is
+answered with an updated input that runs the command inside Norma's sandbox
+("norma hook exec"); agentHooks.confineBash: false in your user settings
+turns that off.
 
 "norma hook install claude-code" writes the hook entries into Claude Code's
 settings.json; "norma hook uninstall claude-code" removes them.
@@ -50,7 +53,7 @@ codex|gemini" writes ~/.codex/hooks.json or ~/.gemini/settings.json (or the
 project's, with --scope project).`,
 	}
 	c.AddCommand(newHookAnswerCmd(agenthook.ClaudeCode), newHookAnswerCmd(agenthook.Codex), newHookAnswerCmd(agenthook.Gemini),
-		newHookInstallCmd(), newHookUninstallCmd())
+		newHookInstallCmd(), newHookUninstallCmd(), newHookExecCmd())
 	return c
 }
 
@@ -188,7 +191,15 @@ func openHookEngine(cmd *cobra.Command) (*agenthook.Engine, func(), error) {
 		db.Close()
 		return nil, nil, err
 	}
-	eng, err := agenthook.NewEngine(agenthook.EngineOptions{Home: home, Settings: settingsFiles(""), Audit: log,
+	// Claude Code's Bash commands run inside the sandbox, by this binary
+	// (norma hook exec); without its path they could not.
+	self, err := selfArgv(cmd)
+	if err != nil {
+		log.Close()
+		db.Close()
+		return nil, nil, err
+	}
+	eng, err := agenthook.NewEngine(agenthook.EngineOptions{Home: home, Settings: settingsFiles(""), Audit: log, Exec: self,
 		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }})
 	if err != nil {
 		log.Close()
@@ -317,23 +328,38 @@ func editAgentSettings(cmd *cobra.Command, agent string, f hookInstallFlags, edi
 // binary's absolute path, --home when the state directory was chosen
 // (flag or NORMA_HOME), and `hook AGENT`.
 func hookCommand(cmd *cobra.Command, a agenthook.Agent) (string, error) {
+	argv, err := selfArgv(cmd)
+	if err != nil {
+		return "", err
+	}
+	parts := make([]string, 0, len(argv)+2)
+	for _, w := range argv {
+		parts = append(parts, shellQuote(w))
+	}
+	return strings.Join(append(parts, "hook", string(a)), " "), nil
+}
+
+// selfArgv is the command line of this norma binary as another process
+// runs it: its absolute path (symbolic links resolved), and --home when
+// the state directory was chosen (flag or NORMA_HOME).
+func selfArgv(cmd *cobra.Command) ([]string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("the path of this norma binary: %w", err)
+		return nil, fmt.Errorf("the path of this norma binary: %w", err)
 	}
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = r
 	}
-	parts := []string{shellQuote(exe)}
+	argv := []string{exe}
 	flag, _ := cmd.Flags().GetString("home")
 	if flag != "" || os.Getenv("NORMA_HOME") != "" {
 		home, err := stateDir(cmd)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		parts = append(parts, "--home", shellQuote(home))
+		argv = append(argv, "--home", home)
 	}
-	return strings.Join(append(parts, "hook", string(a)), " "), nil
+	return argv, nil
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it (Claude Code runs

@@ -153,6 +153,10 @@ func startFail(err error) error {
 }
 
 // shellArgv returns the argv running command non-interactively.
+// Argv is the argv the Bash tool runs command with: for a door that runs
+// a command in the same sandbox, the same way (norma hook exec).
+func (m *Manager) Argv(command string) []string { return m.shellArgv(command) }
+
 func (m *Manager) shellArgv(command string) []string {
 	return []string{m.shell, "-c", command}
 }
