@@ -45,19 +45,6 @@ type Claude struct {
 // Agent returns ClaudeCode.
 func (Claude) Agent() Agent { return ClaudeCode }
 
-// claudeInput is Claude Code's hook input. Fields Norma does not use
-// (transcript_path, prompt_id, effort, ...) are tolerated and ignored.
-type claudeInput struct {
-	SessionID      string          `json:"session_id"`
-	Cwd            string          `json:"cwd"`
-	PermissionMode string          `json:"permission_mode"`
-	HookEventName  string          `json:"hook_event_name"`
-	ToolName       string          `json:"tool_name"`
-	ToolInput      json.RawMessage `json:"tool_input"`
-	ToolUseID      string          `json:"tool_use_id"`
-	ToolResponse   json.RawMessage `json:"tool_response"`
-}
-
 // claudeKinds maps Claude Code's event names to Norma's.
 var claudeKinds = map[string]Kind{
 	"PreToolUse":        BeforeTool,
@@ -73,39 +60,21 @@ var claudeKinds = map[string]Kind{
 // events; tool_use_id for PreToolUse and PostToolUse (PermissionRequest
 // carries none).
 func (c Claude) Parse(in []byte) (Event, error) {
-	var ci claudeInput
-	if err := decodeInput(in, &ci); err != nil {
+	ci, e, err := parseHook(in, ClaudeCode, claudeKinds, "")
+	if err != nil {
 		return Event{}, err
 	}
-	kind, ok := claudeKinds[ci.HookEventName]
-	switch {
-	case ci.HookEventName == "":
-		return Event{}, invalid("the hook input has no hook_event_name")
-	case !ok:
-		return Event{}, invalid("Norma does not answer the %q hook event", ci.HookEventName)
-	case ci.SessionID == "":
-		return Event{}, invalid("the hook input has no session_id")
-	case ci.Cwd == "" || !filepath.IsAbs(ci.Cwd):
-		return Event{}, invalid("the hook input has no absolute cwd")
-	}
-	e := Event{Agent: ClaudeCode, Kind: kind, Name: ci.HookEventName, Session: ci.SessionID, ToolUseID: ci.ToolUseID,
-		Cwd: filepath.Clean(ci.Cwd), PermissionMode: ci.PermissionMode}
 	shellDir := "." // where the agent's shell is, in the workspace
 	if p := filepath.Clean(c.ProjectDir); filepath.IsAbs(p) {
 		if rel, ok := inside(p, e.Cwd); ok {
 			e.Cwd, shellDir = p, rel
 		}
 	}
-	if kind == SessionStart || kind == SessionEnd {
+	if e.Kind == SessionStart || e.Kind == SessionEnd {
 		return e, nil
 	}
-	switch {
-	case ci.ToolName == "":
-		return Event{}, invalid("the %s hook input has no tool_name", ci.HookEventName)
-	case !isObject(ci.ToolInput):
-		return Event{}, invalid("the %s hook input has no tool_input object", ci.HookEventName)
-	case ci.ToolUseID == "" && kind != PermissionRequest:
-		return Event{}, invalid("the %s hook input has no tool_use_id", ci.HookEventName)
+	if err := ci.checkTool(e.Kind != PermissionRequest); err != nil {
+		return Event{}, err
 	}
 	e.Tool, e.Input, e.Response = ci.ToolName, ci.ToolInput, ci.ToolResponse
 	call, inert, err := claudeCall(e.Cwd, ci.ToolName, ci.ToolInput)

@@ -26,7 +26,6 @@ package agenthook
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 
 	"github.com/norma-run/norma/capability"
@@ -37,19 +36,6 @@ type CodexCLI struct{}
 
 // Agent returns Codex.
 func (CodexCLI) Agent() Agent { return Codex }
-
-// codexInput is Codex's hook input. Fields Norma does not use (turn_id,
-// model, transcript_path, ...) are tolerated and ignored.
-type codexInput struct {
-	SessionID      string          `json:"session_id"`
-	Cwd            string          `json:"cwd"`
-	PermissionMode string          `json:"permission_mode"`
-	HookEventName  string          `json:"hook_event_name"`
-	ToolName       string          `json:"tool_name"`
-	ToolInput      json.RawMessage `json:"tool_input"`
-	ToolUseID      string          `json:"tool_use_id"`
-	ToolResponse   json.RawMessage `json:"tool_response"`
-}
 
 // codexKinds maps the Codex events Norma answers to Norma's.
 var codexKinds = map[string]Kind{
@@ -62,33 +48,15 @@ var codexKinds = map[string]Kind{
 // known hook_event_name are required; the tool events also need
 // tool_name, an object tool_input and tool_use_id.
 func (CodexCLI) Parse(in []byte) (Event, error) {
-	var ci codexInput
-	if err := decodeInput(in, &ci); err != nil {
+	ci, e, err := parseHook(in, Codex, codexKinds, "Codex ")
+	if err != nil {
 		return Event{}, err
 	}
-	kind, ok := codexKinds[ci.HookEventName]
-	switch {
-	case ci.HookEventName == "":
-		return Event{}, invalid("the hook input has no hook_event_name")
-	case !ok:
-		return Event{}, invalid("Norma does not answer the Codex %q hook event", ci.HookEventName)
-	case ci.SessionID == "":
-		return Event{}, invalid("the hook input has no session_id")
-	case ci.Cwd == "" || !filepath.IsAbs(ci.Cwd):
-		return Event{}, invalid("the hook input has no absolute cwd")
-	}
-	e := Event{Agent: Codex, Kind: kind, Name: ci.HookEventName, Session: ci.SessionID, ToolUseID: ci.ToolUseID,
-		Cwd: filepath.Clean(ci.Cwd), PermissionMode: ci.PermissionMode}
-	if kind == SessionStart {
+	if e.Kind == SessionStart {
 		return e, nil
 	}
-	switch {
-	case ci.ToolName == "":
-		return Event{}, invalid("the %s hook input has no tool_name", ci.HookEventName)
-	case !isObject(ci.ToolInput):
-		return Event{}, invalid("the %s hook input has no tool_input object", ci.HookEventName)
-	case ci.ToolUseID == "":
-		return Event{}, invalid("the %s hook input has no tool_use_id", ci.HookEventName)
+	if err := ci.checkTool(true); err != nil {
+		return Event{}, err
 	}
 	e.Tool, e.Input, e.Response = ci.ToolName, ci.ToolInput, ci.ToolResponse
 	calls, err := codexCalls(e.Cwd, ci.ToolName, ci.ToolInput)
