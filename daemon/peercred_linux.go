@@ -9,19 +9,11 @@ import (
 // peerUID returns the uid of the process at the other end of c, as the
 // kernel recorded it at connect (SO_PEERCRED): the peer cannot forge it.
 func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if cerr != nil {
-		return -1, cerr
-	}
-	return int(cred.Uid), nil
+	return peerUIDOf(c, func(fd int) (uint32, error) {
+		cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if err != nil {
+			return 0, err
+		}
+		return cred.Uid, nil
+	})
 }
