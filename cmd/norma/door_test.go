@@ -54,13 +54,17 @@ func door(t *testing.T, args ...string) (int, string, string) {
 	return doorCmd(t, exec.Command(normaBin(t), args...))
 }
 
-// doorCmd runs cmd (the built binary, with its directory, environment or
-// credentials set by the caller) as door does.
+// doorCmd runs cmd (the built binary, with its directory, environment,
+// credentials or stdin set by the caller; stdin is empty otherwise) as
+// door does.
 func doorCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
 	t.Helper()
 	args := cmd.Args[1:]
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, strings.NewReader("")
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if cmd.Stdin == nil {
+		cmd.Stdin = strings.NewReader("")
+	}
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -80,6 +84,25 @@ func doorEnv(t *testing.T, env []string, args ...string) (int, string, string) {
 	cmd := exec.Command(normaBin(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	return doorCmd(t, cmd)
+}
+
+// auditEvents are the events of home's audit log, by `norma audit query
+// --json` with args (a --type, --run, ... filter).
+func auditEvents(t *testing.T, home string, args ...string) []map[string]any {
+	t.Helper()
+	code, out, errs := door(t, append([]string{"--home", home, "audit", "query", "--json", "--limit", "100000"}, args...)...)
+	if code != 0 {
+		t.Fatalf("audit query: exit %d\n%s", code, errs)
+	}
+	var recs []struct{ Event map[string]any }
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("audit query: %v\n%s", err, out)
+	}
+	evs := make([]map[string]any, 0, len(recs))
+	for _, r := range recs {
+		evs = append(evs, r.Event)
+	}
+	return evs
 }
 
 // jsonLines parses one JSON object per line.

@@ -66,23 +66,7 @@ func auditDecisions(t *testing.T, home string) []map[string]any {
 	if code, out, errs := door(t, "--home", home, "audit", "verify"); code != 0 {
 		t.Fatalf("audit verify: exit %d\n%s%s", code, out, errs)
 	}
-	code, out, errs := door(t, "--home", home, "audit", "query", "--json")
-	if code != 0 {
-		t.Fatalf("audit query: exit %d\n%s", code, errs)
-	}
-	var rows []struct {
-		Event map[string]any `json:"event"`
-	}
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
-		t.Fatalf("audit query --json: %v\n%s", err, out)
-	}
-	var ds []map[string]any
-	for _, r := range rows {
-		if r.Event["type"] == "capability_decision" {
-			ds = append(ds, r.Event)
-		}
-	}
-	return ds
+	return auditEvents(t, home, "--type", "capability_decision")
 }
 
 // hasDecision reports whether ds holds a decision on tool by agent with

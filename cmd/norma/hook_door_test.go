@@ -56,19 +56,8 @@ func (h *hookEnv) hook(t *testing.T, in []byte) (int, string, string) {
 	cmd := exec.Command(normaBin(t), "hook", "claude-code")
 	cmd.Env = append(os.Environ(), h.env...)
 	cmd.Dir = h.ws
-	var out, errb bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out.String()+errb.String(), runCanary) {
-		t.Errorf("the canary leaked:\n%s%s", out.String(), errb.String())
-	}
-	return code, out.String(), errb.String()
+	cmd.Stdin = bytes.NewReader(in)
+	return doorCmd(t, cmd)
 }
 
 func (h *hookEnv) pre(tool, id string, input map[string]any) []byte {
@@ -98,21 +87,7 @@ func parsePre(t *testing.T, out string) preAnswer {
 // query --json`.
 func (h *hookEnv) auditEvents(t *testing.T) []map[string]any {
 	t.Helper()
-	code, out, errs := doorEnv(t, h.env, "audit", "query", "--json", "--limit", "1000")
-	if code != 0 {
-		t.Fatalf("audit query: %d %s", code, errs)
-	}
-	var recs []struct {
-		Event map[string]any `json:"event"`
-	}
-	if err := json.Unmarshal([]byte(out), &recs); err != nil {
-		t.Fatalf("audit query: %v\n%s", err, out)
-	}
-	var evs []map[string]any
-	for _, r := range recs {
-		evs = append(evs, r.Event)
-	}
-	return evs
+	return auditEvents(t, h.home)
 }
 
 // TestDoorHookClaudeAttacks drives the built binary as Claude Code's

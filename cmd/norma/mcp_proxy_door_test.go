@@ -91,19 +91,7 @@ func elicitAnswer(n *atomic.Int32, msgs *[]string, action, decision string) func
 // auditEvents returns the events of the state directory's audit log.
 func (e runEnv) auditEvents(t *testing.T) []map[string]any {
 	t.Helper()
-	code, out, errs := door(t, "--home", e.home, "audit", "query", "--json")
-	if code != 0 {
-		t.Fatalf("audit query: exit %d\n%s", code, errs)
-	}
-	var recs []struct{ Event map[string]any }
-	if err := json.Unmarshal([]byte(out), &recs); err != nil {
-		t.Fatalf("audit query: %v\n%s", err, out)
-	}
-	var evs []map[string]any
-	for _, r := range recs {
-		evs = append(evs, r.Event)
-	}
-	return evs
+	return auditEvents(t, e.home)
 }
 
 // callReasons lists the reasons of tool's final gate events in the log

@@ -171,19 +171,11 @@ func auditOfToolUse(t *testing.T, home, id string) []map[string]any {
 // by their tool_use_id.
 func auditByToolUse(t *testing.T, home string) map[string][]map[string]any {
 	t.Helper()
-	code, out, errs := door(t, "--home", home, "audit", "query", "--type", "capability_decision", "--json")
-	if code != 0 {
-		t.Fatalf("audit query: exit %d\n%s%s", code, out, errs)
-	}
-	var recs []struct{ Event map[string]any }
-	if err := json.Unmarshal([]byte(out), &recs); err != nil {
-		t.Fatalf("audit query: %v\n%s", err, out)
-	}
 	got := map[string][]map[string]any{}
-	for _, r := range recs {
-		if d, _ := r.Event["detail"].(map[string]any); d != nil {
+	for _, ev := range auditEvents(t, home, "--type", "capability_decision") {
+		if d, _ := ev["detail"].(map[string]any); d != nil {
 			if id, _ := d["tool_use_id"].(string); id != "" {
-				got[id] = append(got[id], r.Event)
+				got[id] = append(got[id], ev)
 			}
 		}
 	}
@@ -338,24 +330,6 @@ func hookCmd(t *testing.T, home, stdin string) *exec.Cmd {
 	return cmd
 }
 
-// runHook runs cmd and returns its exit code, stdout and stderr.
-func runHook(t *testing.T, cmd *exec.Cmd) (int, string, string) {
-	t.Helper()
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out.String()+errb.String(), runCanary) {
-		t.Errorf("the canary leaked:\n%s%s", out.String(), errb.String())
-	}
-	return code, out.String(), errb.String()
-}
-
 // TestDoorHookForwardsToServe: while `norma serve` runs on the state
 // directory, `norma hook claude-code` hands its input to it (the daemon's
 // log records the request's digest) and answers what it decided; once the
@@ -373,7 +347,7 @@ func TestDoorHookForwardsToServe(t *testing.T) {
 	}
 	p := startServe(t, home, isolated(t))
 	for _, c := range cases("daemon") {
-		code, out, errs := runHook(t, hookCmd(t, home, c.body))
+		code, out, errs := doorCmd(t, hookCmd(t, home, c.body))
 		if d, _ := permissionDecision(t, out); code != 0 || d != c.want {
 			t.Fatalf("through the daemon: exit %d %s %s, want %s", code, out, errs, c.want)
 		}
@@ -387,7 +361,7 @@ func TestDoorHookForwardsToServe(t *testing.T) {
 	}
 	p.done <- nil
 	for _, c := range cases("self") {
-		code, out, errs := runHook(t, hookCmd(t, home, c.body))
+		code, out, errs := doorCmd(t, hookCmd(t, home, c.body))
 		if d, _ := permissionDecision(t, out); code != 0 || d != c.want {
 			t.Fatalf("without the daemon: exit %d %s %s, want %s", code, out, errs, c.want)
 		}
