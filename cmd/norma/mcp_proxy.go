@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
@@ -155,12 +154,9 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	ws, err := filepath.Abs(f.workspace)
+	ws, err := workspaceDir("mcp proxy", f.workspace)
 	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
-		return exitWith(exitUsage, fmt.Errorf("mcp proxy: --workspace %s is not a directory", f.workspace))
+		return err
 	}
 	tgt, err := findProxyTarget(cmd, f, args, ws)
 	if err != nil {

@@ -135,12 +135,9 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	ws, err := filepath.Abs(f.workspace)
+	ws, err := workspaceDir("run", f.workspace)
 	if err != nil {
-		return exitWith(exitUsage, err)
-	}
-	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
-		return exitWith(exitUsage, fmt.Errorf("run: --workspace %s is not a directory", f.workspace))
+		return err
 	}
 	runID := f.resume
 	if runID == "" {
