@@ -82,27 +82,9 @@ func (c *Command) Run(ctx context.Context, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, fmt.Errorf("hook: encode input: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, exe, c.Args...)
-	cmd.Dir = c.Dir
-	if cmd.Dir == "" {
-		cmd.Dir = tmp
-	}
-	path := c.SearchPath
-	if path == "" {
-		path = "/usr/local/bin:/usr/bin:/bin"
-	}
-	cmd.Env = append([]string{"PATH=" + path, "LANG=C.UTF-8", "HOME=" + tmp}, c.Env...)
-	cmd.Stdin = bytes.NewReader(stdin)
 	stdout := &limitedBuffer{max: MaxHookOutput}
 	stderr := &limitedBuffer{max: 4096}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// Kill the whole group: a hook that forked must not outlive it.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	cmd.WaitDelay = 2 * time.Second
-	err = cmd.Run()
+	err = c.start(ctx, exe, tmp, stdin, stdout, stderr)
 	if ctx.Err() != nil {
 		return Output{}, ctx.Err()
 	}
@@ -164,4 +146,41 @@ func (c *Command) verifiedCopy(dir string) (string, error) {
 		return "", fmt.Errorf("hook: copy: %w", err)
 	}
 	return exe, nil
+}
+
+// start runs the hook at exe and waits for it. A verified copy was just
+// written by this process: a fork by another goroutine between that write
+// and its close can hold the file open for writing in a child that has not
+// yet exec'd, so exec fails with ETXTBSY (golang/go#22315). Nothing ran
+// then, so the start is retried, briefly, as the go command does.
+func (c *Command) start(ctx context.Context, exe, tmp string, stdin []byte, stdout, stderr io.Writer) error {
+	path := c.SearchPath
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	for attempt := 1; ; attempt++ {
+		cmd := exec.CommandContext(ctx, exe, c.Args...)
+		cmd.Dir = c.Dir
+		if cmd.Dir == "" {
+			cmd.Dir = tmp
+		}
+		cmd.Env = append([]string{"PATH=" + path, "LANG=C.UTF-8", "HOME=" + tmp}, c.Env...)
+		cmd.Stdin = bytes.NewReader(stdin)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error {
+			// Kill the whole group: a hook that forked must not outlive it.
+			return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		cmd.WaitDelay = 2 * time.Second
+		err := cmd.Start()
+		if errors.Is(err, syscall.ETXTBSY) && attempt < 10 && ctx.Err() == nil {
+			time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return cmd.Wait()
+	}
 }

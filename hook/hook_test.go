@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,5 +262,40 @@ func TestRunSessionFiresSessionEnd(t *testing.T) {
 				t.Errorf("hooks = %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestTrustedConcurrent: trusted hooks run from many goroutines at once
+// (as parallel tool calls do). Each run writes its verified copy and execs
+// it while other goroutines fork: a fork that holds a copy's write
+// descriptor makes exec fail with ETXTBSY, which must not fail the hook.
+func TestTrustedConcurrent(t *testing.T) {
+	ts, err := hook.OpenTrustStore(filepath.Join(t.TempDir(), "trust.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := script(t, "exit 0")
+	if _, err := ts.Trust(p); err != nil {
+		t.Fatal(err)
+	}
+	r := hook.NewRegistry(nil)
+	if err := r.Add(hook.Hook{Event: hook.PreToolUse, Handler: &hook.Command{Path: p, Trust: ts}}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			for range 25 {
+				if o := r.Dispatch(t.Context(), pre("Read")); o.Denied() {
+					failed.Add(1)
+					t.Errorf("trusted hook failed: %+v", o)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d of 200 runs failed", n)
 	}
 }
