@@ -36,13 +36,5 @@ func (s *Session) Execute(ctx context.Context, toolName string, input json.RawMe
 // registry view of the session's principal chain, so that a tool the
 // policy hides is not listed.
 func (s *Session) ToolSpecs() []provider.ToolSpec {
-	v, err := s.reg.View(s.cfg.runID, slices.Clone(s.chain))
-	if err != nil {
-		return nil
-	}
-	var out []provider.ToolSpec
-	for _, e := range v.List() {
-		out = append(out, provider.ToolSpec{Name: e.Name(), Description: e.Description(), InputSchema: e.InputSchema()})
-	}
-	return out
+	return specsOf(s.entriesFor(slices.Clone(s.chain)))
 }

@@ -898,17 +898,23 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-func (s *Session) entries(c *convo) []*tool.Entry {
-	v, err := s.reg.View(s.cfg.runID, c.chain)
+func (s *Session) entries(c *convo) []*tool.Entry { return s.entriesFor(c.chain) }
+
+// entriesFor are the tools of the registry view of chain.
+func (s *Session) entriesFor(chain []string) []*tool.Entry {
+	v, err := s.reg.View(s.cfg.runID, chain)
 	if err != nil {
 		return nil
 	}
 	return v.List()
 }
 
-func (s *Session) toolSpecs(c *convo) []provider.ToolSpec {
+func (s *Session) toolSpecs(c *convo) []provider.ToolSpec { return specsOf(s.entries(c)) }
+
+// specsOf are the entries as a model is offered them.
+func specsOf(entries []*tool.Entry) []provider.ToolSpec {
 	var out []provider.ToolSpec
-	for _, e := range s.entries(c) {
+	for _, e := range entries {
 		out = append(out, provider.ToolSpec{Name: e.Name(), Description: e.Description(), InputSchema: e.InputSchema()})
 	}
 	return out
