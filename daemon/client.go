@@ -25,6 +25,10 @@ const maxAnswer = 1 << 20
 type Client struct {
 	// Socket is the daemon's socket ([ListenUnix]).
 	Socket string
+	// ProjectDir is the project directory the command hook was given
+	// (Claude Code's $CLAUDE_PROJECT_DIR), sent with the input
+	// ([ProjectDirHeader]); empty: none.
+	ProjectDir string
 	// Fail renders the agent's refusal when the daemon accepted the
 	// request but gave no usable answer; it is given a *capability.Error
 	// with [capability.ReasonServeNoAnswer]. Nil answers exit 2 with no
@@ -100,6 +104,9 @@ func (c Client) roundTrip(ctx context.Context, conn net.Conn, agent agenthook.Ag
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(EnvelopeHeader, "1")
+	if c.ProjectDir != "" {
+		req.Header.Set(ProjectDirHeader, c.ProjectDir)
+	}
 	resp, err := (&http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}).Do(req)

@@ -430,6 +430,28 @@ func TestForward(t *testing.T) {
 		}
 	})
 
+	t.Run("project dir", func(t *testing.T) {
+		// The command hook's project directory reaches the daemon's hook
+		// with the input; a forward without one carries none.
+		var got []string
+		var mu sync.Mutex
+		hook := func(ctx context.Context, _ agenthook.Agent, _ []byte) Answer {
+			mu.Lock()
+			got = append(got, ProjectDir(ctx))
+			mu.Unlock()
+			return Answer{Out: []byte("{}")}
+		}
+		path := startUnix(t, New(Options{Hook: hook, Agents: []agenthook.Agent{agenthook.ClaudeCode}}))
+		for _, dir := range []string{"/work/project", ""} {
+			if _, ok := (Client{Socket: path, Fail: fail, ProjectDir: dir}).Forward(context.Background(), agenthook.ClaudeCode, body); !ok {
+				t.Fatal("not forwarded")
+			}
+		}
+		if len(got) != 2 || got[0] != "/work/project" || got[1] != "" {
+			t.Fatalf("project dirs seen by the hook: %q", got)
+		}
+	})
+
 	// Fake daemons that take the connection and then fail in each way.
 	bad := map[string]func(c net.Conn){
 		"closes": func(c net.Conn) { readRequest(c); c.Close() },

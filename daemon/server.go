@@ -40,6 +40,21 @@ const ExitHeader = "Norma-Hook-Exit"
 // hook needs the exit code and stderr, an http hook reads only the body.
 const EnvelopeHeader = "Norma-Hook-Envelope"
 
+// ProjectDirHeader carries the project directory a command hook was given
+// (Claude Code's $CLAUDE_PROJECT_DIR) with the input it forwards
+// ([Client.ProjectDir]): the daemon decides in it, as the command hook
+// would have. Read it with [ProjectDir].
+const ProjectDirHeader = "Norma-Project-Dir"
+
+type projectDirKey struct{}
+
+// ProjectDir is the project directory the request being answered carried
+// (ProjectDirHeader), or "" when it carried none.
+func ProjectDir(ctx context.Context) string {
+	p, _ := ctx.Value(projectDirKey{}).(string)
+	return p
+}
+
 // MaxBody is the largest hook request read. A Write or Edit carries the
 // file's content in its input, so it is generous; a larger request is
 // answered with the agent's refusal, not an error status.
@@ -157,7 +172,11 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	} else {
 		sum := sha256.Sum256(body)
 		digest = hex.EncodeToString(sum[:8])
-		a = s.decide(r.Context(), agent, body)
+		ctx := r.Context()
+		if p := r.Header.Get(ProjectDirHeader); p != "" {
+			ctx = context.WithValue(ctx, projectDirKey{}, p)
+		}
+		a = s.decide(ctx, agent, body)
 	}
 	out := a.Out
 	if r.Header.Get(EnvelopeHeader) != "" {

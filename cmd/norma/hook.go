@@ -66,13 +66,10 @@ func newHookAnswerCmd(a agenthook.Agent) *cobra.Command {
 		Short: "Answer one " + string(a) + " hook (JSON on stdin) with Norma's decision",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ok := agenthook.CodecFor(a)
+			// Claude Code tells a command hook its project directory.
+			c, ok := hookCodec(a, os.Getenv("CLAUDE_PROJECT_DIR"))
 			if !ok {
 				return exitWith(exitUsage, fmt.Errorf("no hook codec for %s", a))
-			}
-			if a == agenthook.ClaudeCode {
-				// Claude Code tells a command hook its project directory.
-				c = agenthook.Claude{ProjectDir: os.Getenv("CLAUDE_PROJECT_DIR")}
 			}
 			r, done := answerHook(cmd, c)
 			cmd.OutOrStdout().Write(r.Out)
@@ -89,6 +86,24 @@ func newHookAnswerCmd(a agenthook.Agent) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// hookCodec is agent a's codec, given the project directory the hook was
+// told (Claude Code's $CLAUDE_PROJECT_DIR; "" for none): the one choice of
+// the command hook and of the daemon answering a forwarded input.
+func hookCodec(a agenthook.Agent, projectDir string) (agenthook.Codec, bool) {
+	if a == agenthook.ClaudeCode {
+		return agenthook.Claude{ProjectDir: projectDir}, true
+	}
+	return agenthook.CodecFor(a)
+}
+
+// projectDirOf is the project directory c was given, if any.
+func projectDirOf(c agenthook.Codec) string {
+	if cl, ok := c.(agenthook.Claude); ok {
+		return cl.ProjectDir
+	}
+	return ""
 }
 
 // answerHook reads the hook input and answers it: through the state

@@ -29,7 +29,7 @@ func newServeHooks(cmd *cobra.Command) (*serveHooks, error) {
 
 // Answer decides one hook request of agent a.
 func (h *serveHooks) Answer(ctx context.Context, a agenthook.Agent, body []byte) daemon.Answer {
-	c, ok := agenthook.CodecFor(a)
+	c, ok := hookCodec(a, daemon.ProjectDir(ctx))
 	if !ok { // not routed: serveAgents has the agents with a codec
 		return daemon.Answer{Exit: 2, Stderr: "NORMA: no hook codec for " + string(a)}
 	}
@@ -64,7 +64,7 @@ func forwardHook(cmd *cobra.Command, c agenthook.Codec, in []byte) (agenthook.Re
 	if err != nil {
 		return agenthook.Result{}, false
 	}
-	cl := daemon.Client{Socket: filepath.Join(home, serveSocketFile),
+	cl := daemon.Client{Socket: filepath.Join(home, serveSocketFile), ProjectDir: projectDirOf(c),
 		Fail: func(err error) daemon.Answer { return answer(agenthook.Refuse(c, err)) }}
 	a, ok := cl.Forward(cmd.Context(), c.Agent(), in)
 	return agenthook.Result{Out: a.Out, Exit: a.Exit, Stderr: a.Stderr}, ok
