@@ -425,7 +425,7 @@ func (f *checkpointFindings) check(ctx context.Context, b Backend, res *VerifyRe
 	c, err := openTrusted(signed, f.keys, opts.Origin)
 	if u, ok := errors.AsType[*untrusted](err); ok {
 		if storedSize < 0 { // a file the user asked to check: it must verify
-			err = invalid(fmt.Sprintf("signed for log %q, whose key this state directory does not trust", u.origin), nil)
+			err = invalid(fmt.Sprintf("not signed by this state directory's audit key %s nor a trusted one: a checkpoint of log %q", opts.Verifier.Name(), u.origin), nil)
 		} else {
 			f.addUnchecked(u.origin, c.Size)
 			return nil
