@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/norma-run/norma/internal/pgtest"
 )
@@ -193,5 +196,101 @@ func TestDoorStoreNotFromWorkspace(t *testing.T) {
 	}
 	if n := contacted.Load(); n != 0 {
 		t.Fatalf("the workspace's database was contacted %d times", n)
+	}
+}
+
+// TestDoorStoreApproveElsewhere: a headless `norma run` in one state
+// directory files its request in the PostgreSQL store and waits; `norma
+// approvals approve` from another state directory (another machine, as
+// far as the run can tell) decides it; the run wakes, makes the call
+// exactly once, and the shared chain records the decision and verifies.
+func TestDoorStoreApproveElsewhere(t *testing.T) {
+	dsn := withPassword(t, pgtest.URL(t))
+	e := newRunEnv(t)
+	approver := t.TempDir()
+	target := filepath.Join(e.ws, "notes.md")
+	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: w1, name: Write, input: {path: notes.md, content: from-the-run}}\n  - text: written\n")
+	cmd := exec.Command(normaBin(t), "--home", e.home, "--store", dsn, "run", "--workspace", e.ws, "--provider", "scripted",
+		"--script", script, "--approval-wait", "60s", "--json", "go")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, strings.NewReader("")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+
+	var id string
+	for deadline := time.Now().Add(30 * time.Second); id == ""; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no pending request in the store after 30s\n%s%s", out.String(), errb.String())
+		}
+		code, list, errs := door(t, "--home", approver, "--store", dsn, "approvals", "list", "--json")
+		noCanary(t, "approvals list", list+errs)
+		var recs []struct{ ID, Tool string }
+		if code != 0 || json.Unmarshal([]byte(list), &recs) != nil {
+			t.Fatalf("approvals list: exit %d\n%s%s", code, list, errs)
+		}
+		if len(recs) == 1 && recs[0].Tool == "Write" {
+			id = recs[0].ID
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("the call ran before it was approved")
+	}
+	code, o, errs := door(t, "--home", approver, "--store", dsn, "approvals", "approve", id, "--reason", "reviewed on another machine")
+	noCanary(t, "approvals approve", o+errs)
+	if code != 0 {
+		t.Fatalf("approvals approve: exit %d\n%s%s", code, o, errs)
+	}
+	decided := time.Now()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("run: %v\n%s%s", err, out.String(), errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the run did not proceed within 30s of the approval\n%s", errb.String())
+	}
+	woke := time.Since(decided)
+	t.Logf("the run ended %v after the approval was stored", woke)
+	if woke > 2*time.Second { // its fallback poll is every 5s: NOTIFY woke it, or it took too long
+		t.Errorf("the run took %v after the approval to end; it should wake at once", woke)
+	}
+	noCanary(t, "run", out.String()+errb.String())
+	if fin := last(jsonLines(t, out.String())); fin["status"] != "completed" {
+		t.Fatalf("run ended %v", fin)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "from-the-run" {
+		t.Fatalf("notes.md = %q, %v", b, err)
+	}
+	code, show, _ := door(t, "--home", approver, "--store", dsn, "approvals", "show", id, "--json")
+	var rec struct {
+		State     string `json:"state"`
+		DecidedBy string `json:"decided_by"`
+		Why       string `json:"why"`
+		Uses      int    `json:"uses"`
+	}
+	if code != 0 || json.Unmarshal([]byte(show), &rec) != nil || rec.Uses != 1 || rec.Why != "reviewed on another machine" || rec.DecidedBy == "" {
+		t.Fatalf("approvals show: %+v\n%s", rec, show)
+	}
+	granted := 0
+	code, q, _ := door(t, "--home", e.home, "--store", dsn, "audit", "query", "--json", "--type", "approval_granted")
+	var recs []struct{ Event map[string]any }
+	if code != 0 || json.Unmarshal([]byte(q), &recs) != nil {
+		t.Fatalf("audit query: %s", q)
+	}
+	for _, r := range recs {
+		if r.Event["approval_id"] == id {
+			granted++
+		}
+	}
+	if granted != 1 {
+		t.Errorf("%d approval_granted events for %s in the shared chain, want 1", granted, id)
+	}
+	if code, o, errs := door(t, "--home", e.home, "--store", dsn, "audit", "verify"); code != 0 {
+		t.Fatalf("audit verify: exit %d\n%s%s", code, o, errs)
 	}
 }
