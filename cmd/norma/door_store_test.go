@@ -366,3 +366,36 @@ func TestDoorStorePostgresTampered(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorStoreFromSettings: the store key of the user's settings moves
+// the store (a run's events land in the database it names), and `settings
+// show` prints it with its password hidden.
+func TestDoorStoreFromSettings(t *testing.T) {
+	dsn := withPassword(t, pgtest.URL(t))
+	cfg := t.TempDir()
+	os.MkdirAll(filepath.Join(cfg, "norma"), 0o700)
+	if err := os.WriteFile(filepath.Join(cfg, "norma", "settings.yaml"), []byte("store: '"+dsn+"'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"XDG_CONFIG_HOME=" + cfg, "NORMA_STORE="}
+	e := newRunEnv(t)
+	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: r, name: Read, input: {path: docs/intro.md}}\n  - text: done\n")
+	code, out, errs := doorEnv(t, env, "--home", e.home, "run", "--workspace", e.ws, "--provider", "scripted",
+		"--script", script, "--mode", "dontAsk", "--json", "go")
+	noCanary(t, "run", out+errs)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(e.home, "norma.db")); err == nil {
+		t.Error("the run wrote norma.db instead of the store its settings name")
+	}
+	var n int64
+	if err := pgConnect(t, dsn).QueryRow(t.Context(), "SELECT count(*) FROM audit_events WHERE type = 'tool_call_finished'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("tool_call_finished events in the settings' store: %d, %v", n, err)
+	}
+	code, out, errs = doorEnv(t, env, "--home", e.home, "settings", "show", "--workspace", e.ws)
+	noCanary(t, "settings show", out+errs)
+	if code != 0 || !strings.Contains(out, "store postgres://postgres:xxxxx@") {
+		t.Fatalf("settings show: exit %d\n%s%s", code, out, errs)
+	}
+}
