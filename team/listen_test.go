@@ -141,5 +141,3 @@ func TestLoopbackHost(t *testing.T) {
 		}
 	}
 }
-
-
