@@ -26,11 +26,11 @@ type Plugin struct {
 	Publisher string `json:"publisher,omitempty"`
 	Signer    string `json:"signer,omitempty"`
 	Untrusted bool   `json:"untrusted,omitempty"`
-	Manifest  string `json:"manifestDigest,omitempty"`
+	Manifest  string `json:"manifest_digest,omitempty"`
 	// Grant is what the user granted, by group (fs.read, net.request,
 	// …); GrantError says why it could not be read.
 	Grant      map[string][]string `json:"grant,omitempty"`
-	GrantError string              `json:"grantError,omitempty"`
+	GrantError string              `json:"grant_error,omitempty"`
 }
 
 // Run is one run as GET /api/v1/runs lists it, from its audit events.
@@ -39,7 +39,7 @@ type Run struct {
 	First     time.Time `json:"first"`
 	Last      time.Time `json:"last"`
 	Events    int       `json:"events"`
-	LastEvent string    `json:"lastEvent"`
+	LastEvent string    `json:"last_event"`
 }
 
 // maxRuns bounds GET /api/v1/runs: the runs with the newest events.
@@ -267,19 +267,19 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 // filed is the body of POST /api/v1/approvals: the request a runner asks
 // a person to decide. Id, created and the state are the server's.
 type filed struct {
-	RunID          string         `json:"runId"`
+	RunID          string         `json:"run_id"`
 	Workspace      string         `json:"workspace,omitempty"`
 	Principals     []string       `json:"principals,omitempty"`
-	ToolUseID      string         `json:"toolUseId,omitempty"`
+	ToolUseID      string         `json:"tool_use_id,omitempty"`
 	Plugin         string         `json:"plugin,omitempty"`
-	PluginVersion  string         `json:"pluginVersion,omitempty"`
-	ManifestDigest string         `json:"manifestDigest,omitempty"`
+	PluginVersion  string         `json:"plugin_version,omitempty"`
+	ManifestDigest string         `json:"manifest_digest,omitempty"`
 	Tool           string         `json:"tool"`
 	Effect         string         `json:"effect,omitempty"`
 	Target         string         `json:"target,omitempty"`
 	Preview        string         `json:"preview,omitempty"`
 	Credential     string         `json:"credential,omitempty"`
-	ActionHash     string         `json:"actionHash"`
+	ActionHash     string         `json:"action_hash"`
 	Expires        time.Time      `json:"expires,omitzero"`
 	Scope          approval.Scope `json:"scope,omitempty"`
 }

@@ -153,7 +153,7 @@ func TestDoorTeamApproval(t *testing.T) {
 			t.Errorf("%s approves: %d %v, want 403 TEAM_FORBIDDEN", c.who, code, m)
 		}
 		_, m = api.call(t, "GET", "/api/v1/approvals/"+id, vic, "")
-		if rec := m["approval"].(map[string]any); rec["state"] != "pending" || rec["decidedBy"] != nil {
+		if rec := m["approval"].(map[string]any); rec["state"] != "pending" || rec["decided_by"] != nil {
 			t.Errorf("after the %s's approve: %v", c.who, rec)
 		}
 	}
@@ -209,7 +209,7 @@ func TestDoorTeamApproval(t *testing.T) {
 	// The decision names the approver, in the record and in the audit log
 	// (through the API and through the CLI on the shared store).
 	_, m = api.call(t, "GET", "/api/v1/approvals/"+id, vic, "")
-	if rec := m["approval"].(map[string]any); rec["decidedBy"] != "team:alice" || rec["why"] != "counting is fine" || rec["state"] != "consumed" {
+	if rec := m["approval"].(map[string]any); rec["decided_by"] != "team:alice" || rec["why"] != "counting is fine" || rec["state"] != "consumed" {
 		t.Errorf("record = %v", rec)
 	}
 	_, m = api.call(t, "GET", "/api/v1/audit?type=approval_granted", vic, "")
@@ -218,10 +218,10 @@ func TestDoorTeamApproval(t *testing.T) {
 		t.Fatalf("approval_granted events = %v", evs)
 	}
 	ev := evs[0].(map[string]any)["event"].(map[string]any)
-	if ev["approvalId"] != id || ev["detail"].(map[string]any)["by"] != "team:alice" {
+	if ev["approval_id"] != id || ev["detail"].(map[string]any)["by"] != "team:alice" {
 		t.Errorf("approval_granted = %v", ev)
 	}
-	runID, _ := ev["runId"].(string)
+	runID, _ := ev["run_id"].(string)
 	finished := 0
 	_, m = api.call(t, "GET", "/api/v1/runs/"+runID, vic, "")
 	for _, e := range m["events"].([]any) {
