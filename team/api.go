@@ -53,6 +53,7 @@ func (s *Server) routes() {
 	h("GET /api/v1/approvals/{id}", ActionReadApprovals, s.showApproval)
 	h("POST /api/v1/approvals/{id}/approve", ActionDecide, s.decide(true))
 	h("POST /api/v1/approvals/{id}/deny", ActionDecide, s.decide(false))
+	h("POST /api/v1/approvals/{id}/finish", ActionFile, s.finish)
 	h("GET /api/v1/audit", ActionReadAudit, s.queryAudit)
 	h("GET /api/v1/audit/verify", ActionReadAudit, s.verifyAudit)
 	h("GET /api/v1/audit/checkpoints", ActionReadAudit, s.checkpoints)
@@ -289,7 +290,8 @@ type filed struct {
 // approval_requested). The answer is 202 with the pending record, or, when
 // an approval for the same action and run was granted and could be
 // consumed, 200 with its ticket: file, wait (GET …?wait=), then file again
-// to redeem the grant for exactly one execution.
+// to redeem the grant for exactly one execution, and report it done
+// (POST …/finish).
 func (s *Server) fileApproval(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
 	var f filed
@@ -317,6 +319,46 @@ func (s *Server) fileApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Changed(recs[0].ID)
 	writeJSON(w, http.StatusAccepted, map[string]any{"approval": recs[0]})
+}
+
+// finished is the body of POST /api/v1/approvals/{id}/finish.
+type finished struct {
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// POST /api/v1/approvals/{id}/finish {"idempotency_key": "nik_…"}: the
+// runner that redeemed a ticket (POST /api/v1/approvals) reports its
+// execution done, as the gate does in process (approval.Service.Finish),
+// so crash recovery does not offer it again. The key must be one of the
+// approval's uses.
+func (s *Server) finish(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	var f finished
+	if err := readJSON(w, r, &f); err != nil {
+		s.fail(w, r, p, err)
+		return
+	}
+	rec, err := s.getApproval(r, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, p, err)
+		return
+	}
+	use := 0
+	for n := 1; n <= rec.Uses; n++ {
+		if approval.IdempotencyKey(rec.ID, rec.ActionHash, n) == f.IdempotencyKey {
+			use = n
+		}
+	}
+	if use == 0 {
+		s.fail(w, r, p, badRequest("the idempotency key is not one of this approval's uses"))
+		return
+	}
+	t := approval.Ticket{ApprovalID: rec.ID, IdempotencyKey: f.IdempotencyKey, ActionHash: rec.ActionHash, Use: use}
+	if err := s.opts.Approvals.Finish(r.Context(), t); err != nil {
+		s.fail(w, r, p, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"finished": t})
 }
 
 // auditFilter reads GET /api/v1/audit's filters: type, run, plugin, tool,

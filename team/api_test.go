@@ -170,6 +170,7 @@ func TestRoutesByRole(t *testing.T) {
 		{"POST", "/api/v1/approvals/{id}/approve", `{"reason":"ok"}`, want{200, 403, 403}, true},
 		{"POST", "/api/v1/approvals/{id}/deny", `{"reason":"no"}`, want{200, 403, 403}, true},
 		{"POST", "/api/v1/approvals", file, want{403, 403, 202}, false},
+		{"POST", "/api/v1/approvals/{id}/finish", `{"idempotency_key":"nik_x"}`, want{403, 403, 400}, false},
 		{"GET", "/api/v1/audit?type=approval_requested", "", want{200, 200, 403}, false},
 		{"GET", "/api/v1/audit/verify", "", want{200, 200, 403}, false},
 		{"GET", "/api/v1/audit/checkpoints", "", want{200, 200, 403}, false},
@@ -349,6 +350,22 @@ func TestFileThenRedeem(t *testing.T) {
 	code, m = e.do(t, "POST", "/api/v1/approvals", e.tok[RoleRunner], body)
 	if code != 200 || m["ticket"].(map[string]any)["approval_id"] != id {
 		t.Fatalf("redeem: %d %v", code, m)
+	}
+	key := m["ticket"].(map[string]any)["idempotency_key"].(string)
+	if u, _ := e.svc.Unfinished(t.Context(), "run_r"); len(u) != 1 {
+		t.Errorf("unfinished after the redeem = %v, want the one use", u)
+	}
+	if code, m := e.do(t, "POST", "/api/v1/approvals/"+id+"/finish", e.tok[RoleViewer], `{"idempotency_key":"`+key+`"}`); code != 403 {
+		t.Errorf("viewer finishes: %d %v", code, m)
+	}
+	if code, m := e.do(t, "POST", "/api/v1/approvals/"+id+"/finish", e.tok[RoleRunner], `{"idempotency_key":"nik_0000"}`); code != 400 {
+		t.Errorf("finish with another key: %d %v", code, m)
+	}
+	if code, m := e.do(t, "POST", "/api/v1/approvals/"+id+"/finish", e.tok[RoleRunner], `{"idempotency_key":"`+key+`"}`); code != 200 {
+		t.Errorf("finish: %d %v", code, m)
+	}
+	if u, _ := e.svc.Unfinished(t.Context(), "run_r"); len(u) != 0 {
+		t.Errorf("unfinished after finish = %v", u)
 	}
 	code, m = e.do(t, "POST", "/api/v1/approvals", e.tok[RoleRunner], body)
 	if code != 202 || m["approval"].(map[string]any)["id"] == id {
