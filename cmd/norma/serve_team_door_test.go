@@ -188,9 +188,11 @@ func TestDoorTeamApproval(t *testing.T) {
 		if rec := m["approval"].(map[string]any); rec["state"] != "granted" && rec["state"] != "consumed" {
 			t.Errorf("long poll = %v", rec)
 		}
-		if d := time.Since(start); d > 5*time.Second {
+		d := time.Since(start)
+		if d > 5*time.Second {
 			t.Errorf("the long poll woke %v after the decision", d)
 		}
+		t.Logf("the runner's long poll answered %v after the approve was sent", d.Round(time.Millisecond))
 	case <-time.After(40 * time.Second):
 		t.Fatal("the long poll did not wake")
 	}
@@ -200,6 +202,7 @@ func TestDoorTeamApproval(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run: %v\n%s%s", err, runOut, runErr)
 		}
+		t.Logf("the headless run ended %v after the approve was sent", time.Since(start).Round(time.Millisecond))
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the run did not proceed:\n%s\n%s", runOut, runErr)
 	}
