@@ -451,7 +451,7 @@ func TestLongPollWatcher(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond) // the waiters are waiting
-	w.ch <- "apr_other"                 // another approval: they keep waiting
+	w.ch <- "apr_other"                // another approval: they keep waiting
 	select {
 	case m := <-done:
 		t.Fatalf("a wait ended on another approval's change: %v", m)
