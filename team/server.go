@@ -18,7 +18,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/daemon"
+	"github.com/norma-run/norma/internal/loopback"
 	"github.com/norma-run/norma/internal/snakejson"
 )
 
@@ -224,7 +224,7 @@ func isLoopback(a net.Addr) bool {
 
 func loopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !daemon.LoopbackHost(r.Host) {
+		if !loopback.Host(r.Host) {
 			writeError(w, http.StatusMisdirectedRequest, string(capability.ReasonTeamForbidden), "the Host header must name a loopback address")
 			return
 		}
