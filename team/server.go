@@ -368,16 +368,22 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, p Principal, err e
 			who = p.ID() + " (" + string(p.Role) + ")"
 		}
 		line := fmt.Sprintf("team: %s %s by %s: %d %s", r.Method, r.URL.Path, who, status, code)
-		if status == http.StatusInternalServerError {
+		if status >= http.StatusInternalServerError {
+			// For the operator: the cause a *capability.Error keeps out
+			// of its public message (never a token; escaped by Log).
 			line += ": " + err.Error()
+			if ce, ok := errors.AsType[*capability.Error](err); ok && ce.Err != nil {
+				line += ": " + ce.Err.Error()
+			}
 		}
 		s.opts.Log(line)
 	}
 	writeError(w, status, string(code), msg)
 }
 
-// broadcast wakes the waiters on one approval when it changes. Its zero
-// value is not usable.
+// broadcast wakes the waiters on one approval when it changes. It keeps
+// one channel per approval waited on until that approval changes: at
+// most one per request ever waited on. Its zero value is not usable.
 type broadcast struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{}
