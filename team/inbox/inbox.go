@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"bytes"
-	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -15,31 +14,17 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/termtext"
+	"github.com/norma-run/norma/team"
 )
 
 // Prefix is the path under which the inbox is served.
 const Prefix = "/inbox"
 
-// Identity is who holds a token: Name is what a decision records as
-// DecidedBy (the team token's name, e.g. "team:alice"), MayDecide whether
-// its role may approve or deny (the team server's role check answers it).
-type Identity struct {
-	Name      string
-	MayDecide bool
-}
-
-// Authenticator checks a team token. It returns an error for an unknown or
-// revoked token; the inbox then signs the browser out.
-type Authenticator interface {
-	Authenticate(ctx context.Context, token string) (Identity, error)
-}
-
-// AuthFunc adapts a function to [Authenticator].
-type AuthFunc func(ctx context.Context, token string) (Identity, error)
-
-// Authenticate calls f.
-func (f AuthFunc) Authenticate(ctx context.Context, token string) (Identity, error) {
-	return f(ctx, token)
+// Tokens authenticates the token a person signs in with: *team.Tokens. An
+// unknown or revoked token is an error wrapping team.ErrUnknownToken; any
+// other error (the token file cannot be read) refuses too.
+type Tokens interface {
+	Lookup(token string) (team.Principal, error)
 }
 
 // Options configure an [Inbox].
@@ -48,8 +33,12 @@ type Options struct {
 	Approvals *approval.Service
 	// Audit is read for a run's trail; required.
 	Audit audit.Backend
-	// Auth checks the tokens people sign in with; required.
-	Auth Authenticator
+	// Tokens checks the tokens people sign in with; required. What a
+	// principal may do is team.Can's answer for its role.
+	Tokens Tokens
+	// Changed, when set, is told of each approval the inbox decided (the
+	// team server's [team.Server.Changed]: its long polls wake at once).
+	Changed func(id string)
 	// SessionTTL is how long a sign-in lasts; zero means 8 hours.
 	SessionTTL time.Duration
 	// Log receives one line per refused request (why, never a token,
@@ -106,8 +95,8 @@ var styleCSS = func() []byte {
 
 // New returns the inbox.
 func New(opts Options) (*Inbox, error) {
-	if opts.Approvals == nil || opts.Audit == nil || opts.Auth == nil {
-		return nil, errors.New("inbox: Approvals, Audit and Auth are required")
+	if opts.Approvals == nil || opts.Audit == nil || opts.Tokens == nil {
+		return nil, errors.New("inbox: Approvals, Audit and Tokens are required")
 	}
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = 8 * time.Hour
@@ -124,13 +113,13 @@ func New(opts Options) (*Inbox, error) {
 	in.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		in.refuse(w, r, http.StatusForbidden, "a cross-origin request is refused")
 	}))
-	in.mux.HandleFunc("GET "+Prefix+"/{$}", in.signedIn(in.list))
-	in.mux.HandleFunc("GET "+Prefix+"/approvals/{id}", in.signedIn(in.show))
-	in.mux.HandleFunc("POST "+Prefix+"/approvals/{id}", in.posted(in.decide))
-	in.mux.HandleFunc("GET "+Prefix+"/runs/{id}", in.signedIn(in.run))
+	in.mux.HandleFunc("GET "+Prefix+"/{$}", in.signedIn(team.ActionReadApprovals, in.list))
+	in.mux.HandleFunc("GET "+Prefix+"/approvals/{id}", in.signedIn(team.ActionReadApprovals, in.show))
+	in.mux.HandleFunc("POST "+Prefix+"/approvals/{id}", in.posted(team.ActionDecide, in.decide))
+	in.mux.HandleFunc("GET "+Prefix+"/runs/{id}", in.signedIn(team.ActionReadAudit, in.run))
 	in.mux.HandleFunc("GET "+Prefix+"/signin", in.signinForm)
 	in.mux.HandleFunc("POST "+Prefix+"/signin", in.signin)
-	in.mux.HandleFunc("POST "+Prefix+"/signout", in.posted(in.signout))
+	in.mux.HandleFunc("POST "+Prefix+"/signout", in.posted("", in.signout))
 	in.mux.HandleFunc("GET "+Prefix+"/style.css", func(w http.ResponseWriter, r *http.Request) {
 		in.headers(w)
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
@@ -166,6 +155,7 @@ type page struct {
 	Title     string
 	Prefix    string
 	Who       string
+	Role      string
 	MayDecide bool
 	CSRF      string
 	Error     string
@@ -195,20 +185,25 @@ type event struct {
 
 // viewer is the signed-in person of one request.
 type viewer struct {
-	id  Identity
+	p   team.Principal
 	ss  *session
 	sid string
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, v viewer)
 
-// signedIn runs h for a signed-in browser and sends any other to the
-// sign-in page.
-func (in *Inbox) signedIn(h handler) http.HandlerFunc {
+// signedIn runs h for a signed-in browser whose role may do act, sends
+// a browser that is not signed in to the sign-in page, and refuses
+// another role.
+func (in *Inbox) signedIn(act team.Action, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, ok := in.viewer(r)
 		if !ok {
 			http.Redirect(w, r, Prefix+"/signin", http.StatusSeeOther)
+			return
+		}
+		if err := team.Authorize(v.p, act); err != nil {
+			in.refuse(w, r, http.StatusForbidden, "the "+string(v.p.Role)+" role may not see this page")
 			return
 		}
 		h(w, r, v)
@@ -216,9 +211,9 @@ func (in *Inbox) signedIn(h handler) http.HandlerFunc {
 }
 
 // posted runs h for a state-changing POST of a signed-in browser whose
-// form carries the session's CSRF token; anything else is refused before
-// h runs.
-func (in *Inbox) posted(h handler) http.HandlerFunc {
+// form carries the session's CSRF token and whose role may do act (""
+// for any role); anything else is refused before h runs.
+func (in *Inbox) posted(act team.Action, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, ok := in.viewer(r)
 		if !ok {
@@ -234,28 +229,38 @@ func (in *Inbox) posted(h handler) http.HandlerFunc {
 			in.refuse(w, r, http.StatusForbidden, "the form's CSRF token does not match the session")
 			return
 		}
+		if act != "" {
+			if err := team.Authorize(v.p, act); err != nil {
+				in.refuse(w, r, http.StatusForbidden, "the "+string(v.p.Role)+" role may not do this")
+				return
+			}
+		}
 		h(w, r, v)
 	}
 }
 
-// viewer returns the session of r and authenticates its token again; a
-// token that no longer authenticates ends the session.
+// viewer returns the session of r and authenticates its token again, so
+// that a revoked token or a changed role applies at once; a token that no
+// longer authenticates ends the session.
 func (in *Inbox) viewer(r *http.Request) (viewer, bool) {
 	sid := cookie(r, sessionCookieName(r))
 	ss := in.s.get(sid)
 	if ss == nil {
 		return viewer{}, false
 	}
-	id, err := in.opts.Auth.Authenticate(r.Context(), ss.token)
+	p, err := in.opts.Tokens.Lookup(ss.token)
 	if err != nil {
-		in.s.end(sid)
+		if errors.Is(err, team.ErrUnknownToken) {
+			in.s.end(sid)
+		}
 		return viewer{}, false
 	}
-	return viewer{id: id, ss: ss, sid: sid}, true
+	return viewer{p: p, ss: ss, sid: sid}, true
 }
 
 func (in *Inbox) newPage(title string, v viewer) *page {
-	return &page{Title: title, Prefix: Prefix, Who: v.id.Name, MayDecide: v.id.MayDecide, CSRF: v.ss.csrf}
+	return &page{Title: title, Prefix: Prefix, Who: v.p.ID(), Role: string(v.p.Role),
+		MayDecide: team.Can(v.p.Role, team.ActionDecide), CSRF: v.ss.csrf}
 }
 
 func (in *Inbox) item(p *page, r approval.Record) item {
@@ -301,10 +306,6 @@ func (in *Inbox) show(w http.ResponseWriter, r *http.Request, v viewer) {
 // decide answers one request through approval.Service.Decide, the one
 // function that answers a request (it audits the decision).
 func (in *Inbox) decide(w http.ResponseWriter, r *http.Request, v viewer) {
-	if !v.id.MayDecide {
-		in.refuse(w, r, http.StatusForbidden, "this token's role may not approve or deny")
-		return
-	}
 	var approve bool
 	switch r.PostForm.Get("decision") {
 	case "approve":
@@ -316,7 +317,10 @@ func (in *Inbox) decide(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	id := r.PathValue("id")
 	why := strings.TrimSpace(r.PostForm.Get("why"))
-	_, err := in.opts.Approvals.Decide(r.Context(), id, approve, v.id.Name, why)
+	_, err := in.opts.Approvals.Decide(r.Context(), id, approve, v.p.ID(), why)
+	if err == nil && in.opts.Changed != nil {
+		in.opts.Changed(id)
+	}
 	switch {
 	case err == nil:
 		http.Redirect(w, r, Prefix+"/approvals/"+id, http.StatusSeeOther)
@@ -379,7 +383,7 @@ func (in *Inbox) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))
-	id, err := in.opts.Auth.Authenticate(r.Context(), token)
+	p, err := in.opts.Tokens.Lookup(token)
 	if err != nil || token == "" {
 		in.logf("refused a sign-in: the token is not valid")
 		in.signinPage(w, r, http.StatusUnauthorized, "That token is not valid.")
@@ -391,7 +395,7 @@ func (in *Inbox) signin(w http.ResponseWriter, r *http.Request) {
 	sid, _ := in.s.create(token)
 	setCookie(w, r, preCookie(r), "", -1)
 	setCookie(w, r, sessionCookieName(r), sid, int(in.opts.SessionTTL/time.Second))
-	in.logf("%s signed in", termtext.Escape(id.Name))
+	in.logf("%s (%s) signed in", termtext.Escape(p.ID()), p.Role)
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 }
 

@@ -4,21 +4,24 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/team"
 )
 
 // hostilePreview is what a model might make a tool call show: markup
@@ -28,22 +31,21 @@ const hostilePreview = "echo '<script>alert(1)</script>' > x.html\n" +
 	"<img src=x onerror=alert(2)>\n" +
 	"rm -rf ./build \u202e# harmless\n"
 
-// fixture is an inbox over an in-memory store and audit log, with two
-// tokens: an approver's and a viewer's.
+// fixture is an inbox over an in-memory store and audit log, with a real
+// token file holding three tokens: an approver's, a viewer's and a
+// runner's.
 type fixture struct {
-	t      *testing.T
-	svc    *approval.Service
-	audit  *audit.MemoryBackend
-	srv    *httptest.Server
-	mu     sync.Mutex
-	tokens map[string]Identity
-	logs   []string
+	t       *testing.T
+	svc     *approval.Service
+	audit   *audit.MemoryBackend
+	tokens  *team.Tokens
+	srv     *httptest.Server
+	mu      sync.Mutex
+	logs    []string
+	changed []string
 }
 
-const (
-	approverToken = "tok_approver_0123456789abcdef"
-	viewerToken   = "tok_viewer_0123456789abcdef"
-)
+var approverToken, viewerToken, runnerToken string
 
 func newFixture(t *testing.T, tls bool) *fixture {
 	t.Helper()
@@ -57,15 +59,29 @@ func newFixture(t *testing.T, tls bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, svc: svc, audit: ab, tokens: map[string]Identity{
-		approverToken: {Name: "team:alice", MayDecide: true},
-		viewerToken:   {Name: "team:victor", MayDecide: false},
-	}}
-	in, err := New(Options{Approvals: svc, Audit: ab, Auth: AuthFunc(f.authenticate), Log: func(l string) {
-		f.mu.Lock()
-		f.logs = append(f.logs, l)
-		f.mu.Unlock()
-	}})
+	f := &fixture{t: t, svc: svc, audit: ab, tokens: team.OpenTokens(filepath.Join(t.TempDir(), "team-tokens.json"))}
+	for _, tc := range []struct {
+		name string
+		role team.Role
+		tok  *string
+	}{{"alice", team.RoleApprover, &approverToken}, {"victor", team.RoleViewer, &viewerToken}, {"rita", team.RoleRunner, &runnerToken}} {
+		sec, _, err := f.tokens.Add(tc.name, tc.role, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		*tc.tok = sec.Reveal()
+	}
+	in, err := New(Options{Approvals: svc, Audit: ab, Tokens: f.tokens,
+		Changed: func(id string) {
+			f.mu.Lock()
+			f.changed = append(f.changed, id)
+			f.mu.Unlock()
+		},
+		Log: func(l string) {
+			f.mu.Lock()
+			f.logs = append(f.logs, l)
+			f.mu.Unlock()
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,20 +96,10 @@ func newFixture(t *testing.T, tls bool) *fixture {
 	return f
 }
 
-func (f *fixture) authenticate(_ context.Context, token string) (Identity, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	id, ok := f.tokens[token]
-	if !ok {
-		return Identity{}, errors.New("unknown token")
+func (f *fixture) revoke(name string) {
+	if err := f.tokens.Revoke(name); err != nil {
+		f.t.Fatal(err)
 	}
-	return id, nil
-}
-
-func (f *fixture) revoke(token string) {
-	f.mu.Lock()
-	delete(f.tokens, token)
-	f.mu.Unlock()
 }
 
 // file stores a pending request the way a headless run does (no
@@ -299,7 +305,7 @@ func TestSignInRefused(t *testing.T) {
 		})
 	}
 	for _, l := range f.logs {
-		if strings.Contains(l, approverToken) || strings.Contains(l, "tok_wrong") {
+		if strings.Contains(l, approverToken) || strings.Contains(l, "tok_wrong") || strings.Contains(l, "norma_team_") {
 			t.Errorf("a log line holds a token: %q", l)
 		}
 	}
@@ -334,6 +340,12 @@ func TestApproveAndDeny(t *testing.T) {
 			if !found {
 				t.Fatalf("no %s event by team:alice for %s", tc.event, rec.ID)
 			}
+			f.mu.Lock()
+			woke := slices.Contains(f.changed, rec.ID)
+			f.mu.Unlock()
+			if !woke {
+				t.Errorf("the team server was not told that %s changed", rec.ID)
+			}
 			// The detail page shows the decision, and no buttons any more.
 			_, page := b.do("GET", Prefix+"/approvals/"+rec.ID, nil)
 			if !strings.Contains(page, "team:alice") || strings.Contains(page, `name="decision"`) {
@@ -365,6 +377,8 @@ func TestForgedPostsChangeNothing(t *testing.T) {
 	}
 	viewer := f.browser()
 	viewerTok := viewer.signIn(viewerToken)
+	runner := f.browser()
+	runnerTok := runner.signIn(runnerToken)
 	anon := f.browser()
 
 	for _, tc := range []struct {
@@ -383,6 +397,7 @@ func TestForgedPostsChangeNothing(t *testing.T) {
 		{"not signed in", anon, nil, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403},
 		{"viewer with its own token", viewer, nil, url.Values{"csrf": {viewerTok}, "decision": {"approve"}}, 403},
 		{"viewer denies", viewer, nil, url.Values{"csrf": {viewerTok}, "decision": {"deny"}}, 403},
+		{"runner with its own token", runner, nil, url.Values{"csrf": {runnerTok}, "decision": {"approve"}}, 403},
 		{"unknown decision", b, nil, url.Values{"csrf": {tok}, "decision": {"grant"}}, 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -476,7 +491,7 @@ func TestRevokedTokenEndsSession(t *testing.T) {
 	rec := f.file("run_r", "true\n")
 	b := f.browser()
 	tok := b.signIn(approverToken)
-	f.revoke(approverToken)
+	f.revoke("alice")
 	if resp, _ := b.do("GET", Prefix+"/", nil); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("list with a revoked token: %s", resp.Status)
 	}
@@ -515,5 +530,32 @@ func TestRunTrailShowsTheDecision(t *testing.T) {
 	}
 	if _, page := b.do("GET", Prefix+"/runs/run_none", nil); !strings.Contains(page, "no event of this run") {
 		t.Errorf("an unknown run's trail:\n%s", page)
+	}
+}
+
+// TestRolePages is the table of (role × page → status): what a role may
+// see is team.Can's answer.
+func TestRolePages(t *testing.T) {
+	f := newFixture(t, false)
+	rec := f.file("run_roles", "ls\n")
+	browsers := map[string]*browser{}
+	for name, tok := range map[string]string{"approver": approverToken, "viewer": viewerToken, "runner": runnerToken} {
+		browsers[name] = f.browser()
+		browsers[name].signIn(tok)
+	}
+	browsers["anonymous"] = f.browser()
+	for _, tc := range []struct {
+		role, path string
+		want       int
+	}{
+		{"approver", "/", 200}, {"viewer", "/", 200}, {"runner", "/", 200}, {"anonymous", "/", 303},
+		{"approver", "/approvals/" + rec.ID, 200}, {"viewer", "/approvals/" + rec.ID, 200}, {"runner", "/approvals/" + rec.ID, 200}, {"anonymous", "/approvals/" + rec.ID, 303},
+		{"approver", "/runs/run_roles", 200}, {"viewer", "/runs/run_roles", 200}, {"runner", "/runs/run_roles", 403}, {"anonymous", "/runs/run_roles", 303},
+	} {
+		t.Run(tc.role+tc.path, func(t *testing.T) {
+			if resp, _ := browsers[tc.role].do("GET", Prefix+tc.path, nil); resp.StatusCode != tc.want {
+				t.Fatalf("status %s, want %d", resp.Status, tc.want)
+			}
+		})
 	}
 }
