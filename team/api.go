@@ -62,9 +62,14 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
-	// Anything else under the API is a JSON 404, not the mux's text.
+	// Anything else under the API (another path, another method) is a
+	// JSON 404 once the token is valid, a 401 before.
 	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, Principal{}, refusal(capability.ReasonTeamNotFound, "no such route"))
+		p, err := s.opts.Tokens.Authenticate(r)
+		if err == nil {
+			err = refusal(capability.ReasonTeamNotFound, "no such route")
+		}
+		s.fail(w, r, p, err)
 	})
 }
 

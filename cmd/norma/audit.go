@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,21 +13,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
-	"github.com/norma-run/norma/store"
 )
-
-// openStore opens <stateDir>/norma.db; failures exit with exitInternal.
-func openStore(cmd *cobra.Command) (*store.DB, error) {
-	dir, err := stateDir(cmd)
-	if err != nil {
-		return nil, exitWith(exitInternal, err)
-	}
-	db, err := store.Open(cmd.Context(), filepath.Join(dir, store.FileName))
-	if err != nil {
-		return nil, exitWith(exitInternal, err)
-	}
-	return db, nil
-}
 
 func newAuditCmd() *cobra.Command {
 	c := &cobra.Command{Use: "audit", Short: "Read and verify the hash-chained audit log"}
@@ -69,7 +54,7 @@ func newAuditTailCmd() *cobra.Command {
 		Short: "Print the newest events; -f keeps printing new ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := openStore(cmd)
+			db, err := openStoreOf(cmd)
 			if err != nil {
 				return err
 			}
@@ -146,7 +131,7 @@ func newAuditQueryCmd() *cobra.Command {
 				return exitWith(exitUsage, err)
 			}
 			f.Since = t
-			db, err := openStore(cmd)
+			db, err := openStoreOf(cmd)
 			if err != nil {
 				return err
 			}
@@ -208,7 +193,7 @@ store.`,
 			} else if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			db, err := openStore(cmd)
+			db, err := openStore(cmd.Context(), cmd, home)
 			if err != nil {
 				return err
 			}
@@ -261,7 +246,7 @@ state directory's owner cannot rewrite, and check it later with
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			db, err := openStore(cmd)
+			db, err := openStore(cmd.Context(), cmd, home)
 			if err != nil {
 				return err
 			}

@@ -38,7 +38,7 @@ func auditKeyBase(home string) string { return filepath.Join(home, keyStoreDir, 
 // openAuditLog opens the audit log of the state directory home over db,
 // signing a checkpoint of the chain head when it is closed. Every command
 // that appends events opens its log here.
-func openAuditLog(ctx context.Context, home string, db *store.DB, red *secret.Redactor) (*audit.Log, error) {
+func openAuditLog(ctx context.Context, home string, db store.Store, red *secret.Redactor) (*audit.Log, error) {
 	cp, err := auditCheckpointer(ctx, home, db)
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func closeAuditLog(cmd *cobra.Command, log *audit.Log) {
 // no stored checkpoint is one whose checkpoints were deleted
 // (Checkpointer.RequireStored). A failure of that first checkpoint is
 // left for the Checkpointer's next use to report.
-func auditCheckpointer(ctx context.Context, home string, db *store.DB) (*audit.Checkpointer, error) {
+func auditCheckpointer(ctx context.Context, home string, db store.Store) (*audit.Checkpointer, error) {
 	dir := filepath.Join(home, keyStoreDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("audit key: %w", err)
