@@ -54,6 +54,7 @@ type Inbox struct {
 	mux  *http.ServeMux
 	s    *sessions
 	cop  *http.CrossOriginProtection
+	h    http.Handler // mux behind cop
 }
 
 // maxForm bounds a form body: a token, a reason and a CSRF token.
@@ -128,6 +129,7 @@ func New(opts Options) (*Inbox, error) {
 	in.mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		in.fail(w, r, nil, http.StatusNotFound, "No such page.")
 	})
+	in.h = in.cop.Handler(in.mux)
 	return in, nil
 }
 
@@ -135,7 +137,7 @@ func New(opts Options) (*Inbox, error) {
 // before any handler runs.
 func (in *Inbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in.headers(w)
-	in.cop.Handler(in.mux).ServeHTTP(w, r)
+	in.h.ServeHTTP(w, r)
 }
 
 // headers sets the headers every answer carries.
