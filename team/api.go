@@ -26,11 +26,11 @@ type Plugin struct {
 	Publisher string `json:"publisher,omitempty"`
 	Signer    string `json:"signer,omitempty"`
 	Untrusted bool   `json:"untrusted,omitempty"`
-	Manifest  string `json:"manifestDigest,omitempty"`
+	Manifest  string `json:"manifest_digest,omitempty"`
 	// Grant is what the user granted, by group (fs.read, net.request,
 	// …); GrantError says why it could not be read.
 	Grant      map[string][]string `json:"grant,omitempty"`
-	GrantError string              `json:"grantError,omitempty"`
+	GrantError string              `json:"grant_error,omitempty"`
 }
 
 // Run is one run as GET /api/v1/runs lists it, from its audit events.
@@ -39,7 +39,7 @@ type Run struct {
 	First     time.Time `json:"first"`
 	Last      time.Time `json:"last"`
 	Events    int       `json:"events"`
-	LastEvent string    `json:"lastEvent"`
+	LastEvent string    `json:"last_event"`
 }
 
 // maxRuns bounds GET /api/v1/runs: the runs with the newest events.
@@ -53,6 +53,7 @@ func (s *Server) routes() {
 	h("GET /api/v1/approvals/{id}", ActionReadApprovals, s.showApproval)
 	h("POST /api/v1/approvals/{id}/approve", ActionDecide, s.decide(true))
 	h("POST /api/v1/approvals/{id}/deny", ActionDecide, s.decide(false))
+	h("POST /api/v1/approvals/{id}/finish", ActionFile, s.finish)
 	h("GET /api/v1/audit", ActionReadAudit, s.queryAudit)
 	h("GET /api/v1/audit/verify", ActionReadAudit, s.verifyAudit)
 	h("GET /api/v1/audit/checkpoints", ActionReadAudit, s.checkpoints)
@@ -267,19 +268,19 @@ func (s *Server) decide(approve bool) http.HandlerFunc {
 // filed is the body of POST /api/v1/approvals: the request a runner asks
 // a person to decide. Id, created and the state are the server's.
 type filed struct {
-	RunID          string         `json:"runId"`
+	RunID          string         `json:"run_id"`
 	Workspace      string         `json:"workspace,omitempty"`
 	Principals     []string       `json:"principals,omitempty"`
-	ToolUseID      string         `json:"toolUseId,omitempty"`
+	ToolUseID      string         `json:"tool_use_id,omitempty"`
 	Plugin         string         `json:"plugin,omitempty"`
-	PluginVersion  string         `json:"pluginVersion,omitempty"`
-	ManifestDigest string         `json:"manifestDigest,omitempty"`
+	PluginVersion  string         `json:"plugin_version,omitempty"`
+	ManifestDigest string         `json:"manifest_digest,omitempty"`
 	Tool           string         `json:"tool"`
 	Effect         string         `json:"effect,omitempty"`
 	Target         string         `json:"target,omitempty"`
 	Preview        string         `json:"preview,omitempty"`
 	Credential     string         `json:"credential,omitempty"`
-	ActionHash     string         `json:"actionHash"`
+	ActionHash     string         `json:"action_hash"`
 	Expires        time.Time      `json:"expires,omitzero"`
 	Scope          approval.Scope `json:"scope,omitempty"`
 }
@@ -289,7 +290,8 @@ type filed struct {
 // approval_requested). The answer is 202 with the pending record, or, when
 // an approval for the same action and run was granted and could be
 // consumed, 200 with its ticket: file, wait (GET …?wait=), then file again
-// to redeem the grant for exactly one execution.
+// to redeem the grant for exactly one execution, and report it done
+// (POST …/finish).
 func (s *Server) fileApproval(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
 	var f filed
@@ -317,6 +319,46 @@ func (s *Server) fileApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Changed(recs[0].ID)
 	writeJSON(w, http.StatusAccepted, map[string]any{"approval": recs[0]})
+}
+
+// finished is the body of POST /api/v1/approvals/{id}/finish.
+type finished struct {
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// POST /api/v1/approvals/{id}/finish {"idempotency_key": "nik_…"}: the
+// runner that redeemed a ticket (POST /api/v1/approvals) reports its
+// execution done, as the gate does in process (approval.Service.Finish),
+// so crash recovery does not offer it again. The key must be one of the
+// approval's uses.
+func (s *Server) finish(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	var f finished
+	if err := readJSON(w, r, &f); err != nil {
+		s.fail(w, r, p, err)
+		return
+	}
+	rec, err := s.getApproval(r, r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, p, err)
+		return
+	}
+	use := 0
+	for n := 1; n <= rec.Uses; n++ {
+		if approval.IdempotencyKey(rec.ID, rec.ActionHash, n) == f.IdempotencyKey {
+			use = n
+		}
+	}
+	if use == 0 {
+		s.fail(w, r, p, badRequest("the idempotency key is not one of this approval's uses"))
+		return
+	}
+	t := approval.Ticket{ApprovalID: rec.ID, IdempotencyKey: f.IdempotencyKey, ActionHash: rec.ActionHash, Use: use}
+	if err := s.opts.Approvals.Finish(r.Context(), t); err != nil {
+		s.fail(w, r, p, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"finished": t})
 }
 
 // auditFilter reads GET /api/v1/audit's filters: type, run, plugin, tool,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -50,7 +51,7 @@ func newEnv(t *testing.T, mod func(*Options)) *env {
 	opts := Options{Tokens: tk, Approvals: e.svc, Audit: e.events, Poll: 20 * time.Millisecond,
 		Log: func(l string) { e.logged.WriteString(l + "\n") },
 		Plugins: func(context.Context) ([]Plugin, error) {
-			return []Plugin{{ID: "acme.notes", Version: "1.2.0", Grant: map[string][]string{"fs.read": {"docs/**"}}}}, nil
+			return []Plugin{{ID: "acme.notes", Version: "1.2.0", Grant: map[string][]string{"filesystem_read": {"docs/**"}}}}, nil
 		}}
 	if mod != nil {
 		mod(&opts)
@@ -105,6 +106,9 @@ func (e *env) do(t *testing.T, method, path, tok, body string) (int, map[string]
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s %s: not JSON: %s", method, path, b)
 	}
+	if bad := notSnake(m, ""); len(bad) > 0 {
+		t.Errorf("%s %s: keys not in snake_case: %v", method, path, bad)
+	}
 	if res.StatusCode >= 400 {
 		ee, _ := m["error"].(map[string]any)
 		if ee == nil || ee["code"] == "" || ee["message"] == "" {
@@ -119,6 +123,28 @@ func (e *env) do(t *testing.T, method, path, tok, body string) (int, map[string]
 	return res.StatusCode, m
 }
 
+var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// notSnake lists the keys of v that are not snake_case, as every JSON
+// output of Norma's is.
+func notSnake(v any, path string) []string {
+	var bad []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if !snakeKey.MatchString(k) {
+				bad = append(bad, path+"."+k)
+			}
+			bad = append(bad, notSnake(e, path+"."+k)...)
+		}
+	case []any:
+		for _, e := range x {
+			bad = append(bad, notSnake(e, path+"[]")...)
+		}
+	}
+	return bad
+}
+
 func errCode(m map[string]any) string {
 	ee, _ := m["error"].(map[string]any)
 	s, _ := ee["code"].(string)
@@ -128,7 +154,7 @@ func errCode(m map[string]any) string {
 // TestRoutesByRole: every route, every role (and no token, and a revoked
 // one) → the status. A refused state-changing call changes nothing.
 func TestRoutesByRole(t *testing.T) {
-	const file = `{"runId":"run_f","tool":"Write","effect":"fs.write","target":"notes.md","preview":"+ n","actionHash":"sha256:` +
+	const file = `{"run_id":"run_f","tool":"Write","effect":"fs.write","target":"notes.md","preview":"+ n","action_hash":"sha256:` +
 		"cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd" + `"}`
 	type want struct{ approver, viewer, runner int }
 	routes := []struct {
@@ -144,6 +170,7 @@ func TestRoutesByRole(t *testing.T) {
 		{"POST", "/api/v1/approvals/{id}/approve", `{"reason":"ok"}`, want{200, 403, 403}, true},
 		{"POST", "/api/v1/approvals/{id}/deny", `{"reason":"no"}`, want{200, 403, 403}, true},
 		{"POST", "/api/v1/approvals", file, want{403, 403, 202}, false},
+		{"POST", "/api/v1/approvals/{id}/finish", `{"idempotency_key":"nik_x"}`, want{403, 403, 400}, false},
 		{"GET", "/api/v1/audit?type=approval_requested", "", want{200, 200, 403}, false},
 		{"GET", "/api/v1/audit/verify", "", want{200, 200, 403}, false},
 		{"GET", "/api/v1/audit/checkpoints", "", want{200, 200, 403}, false},
@@ -299,7 +326,7 @@ func TestBadBodies(t *testing.T) {
 // filing is a new pending request, not a second use.
 func TestFileThenRedeem(t *testing.T) {
 	e := newEnv(t, nil)
-	const body = `{"runId":"run_r","tool":"Write","target":"notes.md","preview":"+ hello","actionHash":"sha256:` +
+	const body = `{"run_id":"run_r","tool":"Write","target":"notes.md","preview":"+ hello","action_hash":"sha256:` +
 		"efefefefefefefefefefefefefefefefefefefefefefefefefefefefefefefef" + `"}`
 	code, m := e.do(t, "POST", "/api/v1/approvals", e.tok[RoleRunner], body)
 	if code != 202 {
@@ -321,8 +348,24 @@ func TestFileThenRedeem(t *testing.T) {
 		t.Fatalf("approve: %d", code)
 	}
 	code, m = e.do(t, "POST", "/api/v1/approvals", e.tok[RoleRunner], body)
-	if code != 200 || m["ticket"].(map[string]any)["approvalId"] != id {
+	if code != 200 || m["ticket"].(map[string]any)["approval_id"] != id {
 		t.Fatalf("redeem: %d %v", code, m)
+	}
+	key := m["ticket"].(map[string]any)["idempotency_key"].(string)
+	if u, _ := e.svc.Unfinished(t.Context(), "run_r"); len(u) != 1 {
+		t.Errorf("unfinished after the redeem = %v, want the one use", u)
+	}
+	if code, m := e.do(t, "POST", "/api/v1/approvals/"+id+"/finish", e.tok[RoleViewer], `{"idempotency_key":"`+key+`"}`); code != 403 {
+		t.Errorf("viewer finishes: %d %v", code, m)
+	}
+	if code, m := e.do(t, "POST", "/api/v1/approvals/"+id+"/finish", e.tok[RoleRunner], `{"idempotency_key":"nik_0000"}`); code != 400 {
+		t.Errorf("finish with another key: %d %v", code, m)
+	}
+	if code, m := e.do(t, "POST", "/api/v1/approvals/"+id+"/finish", e.tok[RoleRunner], `{"idempotency_key":"`+key+`"}`); code != 200 {
+		t.Errorf("finish: %d %v", code, m)
+	}
+	if u, _ := e.svc.Unfinished(t.Context(), "run_r"); len(u) != 0 {
+		t.Errorf("unfinished after finish = %v", u)
 	}
 	code, m = e.do(t, "POST", "/api/v1/approvals", e.tok[RoleRunner], body)
 	if code != 202 || m["approval"].(map[string]any)["id"] == id {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/daemon"
+	"github.com/norma-run/norma/internal/snakejson"
 )
 
 // MaxBody is the largest request body the API reads: a filed request
@@ -149,6 +151,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	if s.opts.Log != nil {
+		// net/http's own complaints (a TLS handshake that failed) go to
+		// the server's log, escaped there like every line.
+		srv.ErrorLog = log.New(logWriter(s.opts.Log), "team: ", 0)
+	}
 	s.mu.Lock()
 	s.srvs = append(s.srvs, srv)
 	s.mu.Unlock()
@@ -236,6 +243,14 @@ func Listen(addr, certFile, keyFile string) (ln net.Listener, isTLS bool, err er
 	return ln, false, nil
 }
 
+// logWriter writes each line of a log.Logger to log.
+type logWriter func(line string)
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
 // apiError is the body of every error answer.
 type apiError struct {
 	Error struct {
@@ -244,8 +259,15 @@ type apiError struct {
 	} `json:"error"`
 }
 
+// writeJSON answers v with snake_case keys, as every JSON output of Norma
+// (package snakejson): the library values it holds (approval records,
+// audit events) have camelCase tags.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	tree, err := snakejson.Convert(v, nil)
+	var b []byte
+	if err == nil {
+		b, err = json.Marshal(tree)
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, string(capability.ReasonTeamInternal), "encoding the answer failed")
 		return

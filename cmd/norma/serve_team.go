@@ -44,7 +44,9 @@ type teamServer struct {
 var teamMounts []func(cmd *cobra.Command, t *teamServer) error
 
 // teamTokens is the token file of state directory home.
-func teamTokens(home string) *team.Tokens { return team.OpenTokens(filepath.Join(home, team.TokenFile)) }
+func teamTokens(home string) *team.Tokens {
+	return team.OpenTokens(filepath.Join(home, team.TokenFile))
+}
 
 // openTeamServer listens on addr (team.Listen: TLS is required off
 // loopback) and builds the API; close releases everything it opened.
@@ -133,12 +135,7 @@ func teamPlugins(home string, log *audit.Log) ([]team.Plugin, error) {
 		if err != nil {
 			p.GrantError = errText(err)
 		} else {
-			p.Grant = map[string][]string{}
-			for grp, items := range plugin.GrantItems(g.Permissions) {
-				if len(items) > 0 {
-					p.Grant[string(grp)] = items
-				}
-			}
+			p.Grant = groupsJSON(plugin.GrantItems(g.Permissions))
 		}
 		out = append(out, p)
 	}

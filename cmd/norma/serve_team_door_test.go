@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -67,6 +68,20 @@ func teamToken(t *testing.T, home, name, role string, outputs *strings.Builder) 
 	return tok
 }
 
+// startTeam starts the built binary's norma serve --team 127.0.0.1:0 on
+// home with args and returns it and a client of its team listener.
+func startTeam(t *testing.T, home string, answers *strings.Builder, args ...string) (*serveProc, teamClient) {
+	t.Helper()
+	srv := startServe(t, home, isolated(t), append(args, "--team", "127.0.0.1:0")...)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := teamLine.FindStringSubmatch(srv.stderr.String()); m != nil {
+			return srv, teamClient{base: m[1], answers: answers}
+		}
+	}
+	t.Fatalf("no team listener:\n%s", srv.stderr.String())
+	return nil, teamClient{}
+}
+
 // TestDoorTeamApproval: norma serve --team over a SQLite store shared
 // with a headless norma run in another state directory. The run files a
 // request for a Bash line that appends to a file; the API lists it; a
@@ -88,17 +103,7 @@ func TestDoorTeamApproval(t *testing.T) {
 		t.Errorf("token list: exit %d\n%s", code, out)
 	}
 
-	srv := startServe(t, serverHome, isolated(t), "--store", db, "--team", "127.0.0.1:0")
-	var base string
-	for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := teamLine.FindStringSubmatch(srv.stderr.String()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatalf("no team listener:\n%s", srv.stderr.String())
-	}
-	api := teamClient{base: base, answers: &answers}
+	srv, api := startTeam(t, serverHome, &answers, "--store", db)
 
 	// The headless run, in its own state directory, sharing the store.
 	ws := t.TempDir()
@@ -153,7 +158,7 @@ func TestDoorTeamApproval(t *testing.T) {
 			t.Errorf("%s approves: %d %v, want 403 TEAM_FORBIDDEN", c.who, code, m)
 		}
 		_, m = api.call(t, "GET", "/api/v1/approvals/"+id, vic, "")
-		if rec := m["approval"].(map[string]any); rec["state"] != "pending" || rec["decidedBy"] != nil {
+		if rec := m["approval"].(map[string]any); rec["state"] != "pending" || rec["decided_by"] != nil {
 			t.Errorf("after the %s's approve: %v", c.who, rec)
 		}
 	}
@@ -209,7 +214,7 @@ func TestDoorTeamApproval(t *testing.T) {
 	// The decision names the approver, in the record and in the audit log
 	// (through the API and through the CLI on the shared store).
 	_, m = api.call(t, "GET", "/api/v1/approvals/"+id, vic, "")
-	if rec := m["approval"].(map[string]any); rec["decidedBy"] != "team:alice" || rec["why"] != "counting is fine" || rec["state"] != "consumed" {
+	if rec := m["approval"].(map[string]any); rec["decided_by"] != "team:alice" || rec["why"] != "counting is fine" || rec["state"] != "consumed" {
 		t.Errorf("record = %v", rec)
 	}
 	_, m = api.call(t, "GET", "/api/v1/audit?type=approval_granted", vic, "")
@@ -218,10 +223,10 @@ func TestDoorTeamApproval(t *testing.T) {
 		t.Fatalf("approval_granted events = %v", evs)
 	}
 	ev := evs[0].(map[string]any)["event"].(map[string]any)
-	if ev["approvalId"] != id || ev["detail"].(map[string]any)["by"] != "team:alice" {
+	if ev["approval_id"] != id || ev["detail"].(map[string]any)["by"] != "team:alice" {
 		t.Errorf("approval_granted = %v", ev)
 	}
-	runID, _ := ev["runId"].(string)
+	runID, _ := ev["run_id"].(string)
 	finished := 0
 	_, m = api.call(t, "GET", "/api/v1/runs/"+runID, vic, "")
 	for _, e := range m["events"].([]any) {
@@ -296,5 +301,45 @@ func TestDoorTeamNeedsTLSOffLoopback(t *testing.T) {
 	teamToken(t, home, "eve", "viewer", &strings.Builder{})
 	if code, out, errs := door(t, "--home", home, "serve", "token", "add", "eve", "--role", "approver"); code != exitFailed || strings.Contains(out, "norma_team_") {
 		t.Errorf("second eve: exit %d %q %q", code, out, errs)
+	}
+}
+
+// TestDoorTeamPlugins: GET /api/v1/plugins lists a plugin installed in the
+// server's state directory with its version, signer and grant; a runner
+// may not read it.
+func TestDoorTeamPlugins(t *testing.T) {
+	home, work := shortHome(t), t.TempDir()
+	key := filepath.Join(work, "dev")
+	mustNorma(t, "plugin", "keygen", "--out", key)
+	mustNorma(t, "--home", home, "plugin", "trust", "add", key+".pub", "--publisher", "Example", "--prefix", "com.example")
+	docs := "  filesystem: {read: [workspace://docs/**]}\n"
+	grant := filepath.Join(work, "grant.yaml")
+	os.WriteFile(grant, []byte("schema_version: 2\nkind: grant\npermissions:\n"+docs), 0o644)
+	mustNorma(t, "--home", home, "plugin", "install", echoPkg(t, echoManifest("1.0.0", "", docs), "", key), "--yes", "--grant", grant)
+	var outputs, answers strings.Builder
+	vic := teamToken(t, home, "vic", "viewer", &outputs)
+	ci := teamToken(t, home, "ci", "runner", &outputs)
+	_, api := startTeam(t, home, &answers)
+	code, m := api.call(t, "GET", "/api/v1/plugins", vic, "")
+	if code != 200 {
+		t.Fatalf("plugins: %d %v", code, m)
+	}
+	ps := m["plugins"].([]any)
+	if len(ps) != 1 {
+		t.Fatalf("plugins = %v", ps)
+	}
+	p := ps[0].(map[string]any)
+	g, _ := p["grant"].(map[string]any)
+	if p["id"] != "com.example.echo" || p["version"] != "1.0.0" || p["publisher"] != "Example" || g == nil ||
+		fmt.Sprint(g["filesystem_read"]) != "[workspace://docs/**]" {
+		t.Errorf("plugin = %v", p)
+	}
+	if code, m := api.call(t, "GET", "/api/v1/plugins", ci, ""); code != 403 {
+		t.Errorf("runner lists plugins: %d %v", code, m)
+	}
+	for _, tok := range []string{vic, ci} {
+		if strings.Contains(answers.String()+outputs.String(), tok) {
+			t.Error("a token is in an answer or an output")
+		}
 	}
 }
