@@ -45,17 +45,8 @@ func TestDoorInboxChromium(t *testing.T) {
 	alice := teamToken(t, serverHome, "alice", "approver", &outputs)
 	vic := teamToken(t, serverHome, "vic", "viewer", &outputs)
 
-	srv := startServe(t, serverHome, isolated(t), "--store", db, "--team", "127.0.0.1:0")
-	var base string
-	for deadline := time.Now().Add(20 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := teamLine.FindStringSubmatch(srv.stderr.String()); m != nil {
-			base = m[1]
-		}
-	}
-	if base == "" {
-		t.Fatalf("no team listener:\n%s", srv.stderr.String())
-	}
-	api := teamClient{base: base, answers: &answers}
+	srv, api := startTeam(t, serverHome, &answers, "--store", db)
+	base := api.base
 
 	ws := t.TempDir()
 	script := filepath.Join(t.TempDir(), "script.yaml")
@@ -82,10 +73,10 @@ func TestDoorInboxChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`form.signin input[name=token]`)),
 		chromedp.SendKeys(chromedp.CSS(`form.signin input[name=token]`), alice),
 		chromedp.Click(chromedp.CSS(`form.signin button`)),
-		chromedp.WaitVisible(chromedp.CSS(`h1`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.signout`)), // only a signed-in page has it
 	)
 	if who := chromiumtest.Eval[string](t, aliceTab, `document.querySelector(".who b") ? document.querySelector(".who b").textContent : ""`); who != "team:alice" {
-		t.Fatalf("signed in as %q", who)
+		t.Fatalf("signed in as %q: %s", who, chromiumtest.Eval[string](t, aliceTab, `document.location.href + " " + document.body.innerText`))
 	}
 
 	// 2. The request the run filed shows up (reload until it does).
@@ -112,7 +103,7 @@ func TestDoorInboxChromium(t *testing.T) {
 	}
 	rec := m["approval"].(map[string]any)
 	preview, _ := rec["preview"].(string)
-	runID, _ := rec["runId"].(string)
+	runID, _ := rec["run_id"].(string)
 
 	// 3. The preview is the record's, shown as text.
 	shown := chromiumtest.Eval[string](t, aliceTab, `document.querySelector("section.request pre.preview").textContent`)
@@ -167,7 +158,7 @@ func TestDoorInboxChromium(t *testing.T) {
 		res.Body.Close()
 	}
 	time.Sleep(500 * time.Millisecond) // the run's waiter polls: give it the chance to act on a change
-	if _, m := api.call(t, "GET", "/api/v1/approvals/"+id, vic, ""); m["approval"].(map[string]any)["state"] != "pending" || m["approval"].(map[string]any)["decidedBy"] != nil {
+	if _, m := api.call(t, "GET", "/api/v1/approvals/"+id, vic, ""); m["approval"].(map[string]any)["state"] != "pending" || m["approval"].(map[string]any)["decided_by"] != nil {
 		t.Fatalf("after the viewer's POST: %v", m["approval"])
 	}
 	if _, err := os.Stat(count); !os.IsNotExist(err) {
@@ -197,7 +188,7 @@ func TestDoorInboxChromium(t *testing.T) {
 	if b, err := os.ReadFile(count); err != nil || string(b) != inboxRan {
 		t.Errorf("count.txt = %q, %v; want the line run exactly once", b, err)
 	}
-	if _, m := api.call(t, "GET", "/api/v1/approvals/"+id, vic, ""); m["approval"].(map[string]any)["decidedBy"] != "team:alice" {
+	if _, m := api.call(t, "GET", "/api/v1/approvals/"+id, vic, ""); m["approval"].(map[string]any)["decided_by"] != "team:alice" {
 		t.Errorf("record after approving: %v", m["approval"])
 	}
 
