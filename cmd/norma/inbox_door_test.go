@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/norma-run/norma/internal/chromiumtest"
+	"github.com/norma-run/norma/internal/pgtest"
 	"github.com/norma-run/norma/internal/syncbuf"
 	"github.com/norma-run/norma/internal/termtext"
 )
@@ -37,10 +39,23 @@ const inboxRan = "<script>alert(1)</script> <img src=x onerror=alert(2)>\n"
 // own signed-in browser is 403 and changes nothing (the line has not run,
 // the record is pending). The approver approves; the run proceeds and the
 // line runs exactly once; the run's audit trail page names the approver.
+// It runs on both stores: a SQLite file and a PostgreSQL database.
 func TestDoorInboxChromium(t *testing.T) {
 	browser := chromiumtest.Browser(t)
+	for _, st := range []struct {
+		name  string
+		store func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "team.db") }},
+		{"postgres", func(t *testing.T) string { return pgtest.URL(t) }},
+	} {
+		t.Run(st.name, func(t *testing.T) { inboxChromium(t, browser, st.store(t)) })
+	}
+}
+
+// inboxChromium is TestDoorInboxChromium on the store db.
+func inboxChromium(t *testing.T, browser context.Context, db string) {
 	serverHome, runHome := shortHome(t), t.TempDir()
-	db := filepath.Join(t.TempDir(), "team.db")
 	var outputs, answers strings.Builder
 	alice := teamToken(t, serverHome, "alice", "approver", &outputs)
 	vic := teamToken(t, serverHome, "vic", "viewer", &outputs)
