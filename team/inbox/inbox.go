@@ -112,7 +112,7 @@ func New(opts Options) (*Inbox, error) {
 		cop:  http.NewCrossOriginProtection(),
 	}
 	in.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in.refuse(w, r, http.StatusForbidden, "a cross-origin request is refused")
+		in.refuse(w, r, http.StatusForbidden, capability.ReasonInboxCrossOrigin, "a cross-origin request is refused")
 	}))
 	in.mux.HandleFunc("GET "+Prefix+"/{$}", in.signedIn(team.ActionReadApprovals, in.list))
 	in.mux.HandleFunc("GET "+Prefix+"/approvals/{id}", in.signedIn(team.ActionReadApprovals, in.show))
@@ -205,7 +205,7 @@ func (in *Inbox) signedIn(act team.Action, h handler) http.HandlerFunc {
 			return
 		}
 		if err := team.Authorize(v.p, act); err != nil {
-			in.refuse(w, r, http.StatusForbidden, "the "+string(v.p.Role)+" role may not see this page")
+			in.refuse(w, r, http.StatusForbidden, capability.ReasonTeamForbidden, "the "+string(v.p.Role)+" role may not see this page")
 			return
 		}
 		h(w, r, v)
@@ -219,21 +219,21 @@ func (in *Inbox) posted(act team.Action, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, ok := in.viewer(r)
 		if !ok {
-			in.refuse(w, r, http.StatusForbidden, "not signed in")
+			in.refuse(w, r, http.StatusForbidden, capability.ReasonTeamUnauthenticated, "not signed in")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 		if err := r.ParseForm(); err != nil {
-			in.refuse(w, r, http.StatusBadRequest, "unreadable form")
+			in.refuse(w, r, http.StatusBadRequest, capability.ReasonInboxBadForm, "unreadable form")
 			return
 		}
 		if !equal(v.ss.csrf, r.PostForm.Get("csrf")) {
-			in.refuse(w, r, http.StatusForbidden, "the form's CSRF token does not match the session")
+			in.refuse(w, r, http.StatusForbidden, capability.ReasonInboxCSRF, "the form's CSRF token does not match the session")
 			return
 		}
 		if act != "" {
 			if err := team.Authorize(v.p, act); err != nil {
-				in.refuse(w, r, http.StatusForbidden, "the "+string(v.p.Role)+" role may not do this")
+				in.refuse(w, r, http.StatusForbidden, capability.ReasonTeamForbidden, "the "+string(v.p.Role)+" role may not do this")
 				return
 			}
 		}
@@ -314,7 +314,7 @@ func (in *Inbox) decide(w http.ResponseWriter, r *http.Request, v viewer) {
 		approve = true
 	case "deny":
 	default:
-		in.refuse(w, r, http.StatusBadRequest, "the decision must be approve or deny")
+		in.refuse(w, r, http.StatusBadRequest, capability.ReasonInboxBadForm, "the decision must be approve or deny")
 		return
 	}
 	id := r.PathValue("id")
@@ -377,11 +377,11 @@ func (in *Inbox) signinPage(w http.ResponseWriter, r *http.Request, status int, 
 func (in *Inbox) signin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
-		in.refuse(w, r, http.StatusBadRequest, "unreadable form")
+		in.refuse(w, r, http.StatusBadRequest, capability.ReasonInboxBadForm, "unreadable form")
 		return
 	}
 	if !equal(cookie(r, preCookie(r)), r.PostForm.Get("csrf")) {
-		in.refuse(w, r, http.StatusForbidden, "the sign-in form's CSRF token does not match")
+		in.refuse(w, r, http.StatusForbidden, capability.ReasonInboxCSRF, "the sign-in form's CSRF token does not match")
 		return
 	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))
@@ -431,11 +431,16 @@ func (in *Inbox) fail(w http.ResponseWriter, r *http.Request, v *viewer, status 
 	in.render(w, status, "error.html", p)
 }
 
-// refuse answers a refused request: it is logged (why, never a value of
-// the request) and nothing was done.
-func (in *Inbox) refuse(w http.ResponseWriter, r *http.Request, status int, why string) {
-	in.logf("refused %s %s: %d, %s", r.Method, termtext.Escape(r.URL.Path), status, why)
-	in.fail(w, r, nil, status, "Refused: "+why+". Nothing was changed.")
+// ReasonHeader carries the reason code of a refused request, beside the
+// page that explains it.
+const ReasonHeader = "Norma-Reason"
+
+// refuse answers a refused request with its reason code: it is logged
+// (the code and why, never a value of the request) and nothing was done.
+func (in *Inbox) refuse(w http.ResponseWriter, r *http.Request, status int, reason capability.Reason, why string) {
+	in.logf("refused %s %s: %d %s, %s", r.Method, termtext.Escape(r.URL.Path), status, reason, why)
+	w.Header().Set(ReasonHeader, string(reason))
+	in.fail(w, r, nil, status, "Refused ("+string(reason)+"): "+why+". Nothing was changed.")
 }
 
 func (in *Inbox) logf(format string, a ...any) {

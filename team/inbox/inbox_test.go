@@ -387,18 +387,19 @@ func TestForgedPostsChangeNothing(t *testing.T) {
 		header http.Header
 		form   url.Values
 		want   int
+		reason string
 	}{
-		{"no csrf token", b, nil, url.Values{"decision": {"approve"}}, 403},
-		{"wrong csrf token", b, nil, url.Values{"csrf": {"AAAA" + tok[4:]}, "decision": {"approve"}}, 403},
-		{"another session's token", b, nil, url.Values{"csrf": {otherTok}, "decision": {"approve"}}, 403},
-		{"cross-site fetch", b, http.Header{"Sec-Fetch-Site": {"cross-site"}}, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403},
-		{"same-site other origin", b, http.Header{"Sec-Fetch-Site": {"same-site"}}, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403},
-		{"foreign Origin", b, http.Header{"Sec-Fetch-Site": nil, "Origin": {"http://evil.example"}}, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403},
-		{"not signed in", anon, nil, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403},
-		{"viewer with its own token", viewer, nil, url.Values{"csrf": {viewerTok}, "decision": {"approve"}}, 403},
-		{"viewer denies", viewer, nil, url.Values{"csrf": {viewerTok}, "decision": {"deny"}}, 403},
-		{"runner with its own token", runner, nil, url.Values{"csrf": {runnerTok}, "decision": {"approve"}}, 403},
-		{"unknown decision", b, nil, url.Values{"csrf": {tok}, "decision": {"grant"}}, 400},
+		{"no csrf token", b, nil, url.Values{"decision": {"approve"}}, 403, "INBOX_CSRF"},
+		{"wrong csrf token", b, nil, url.Values{"csrf": {"AAAA" + tok[4:]}, "decision": {"approve"}}, 403, "INBOX_CSRF"},
+		{"another session's token", b, nil, url.Values{"csrf": {otherTok}, "decision": {"approve"}}, 403, "INBOX_CSRF"},
+		{"cross-site fetch", b, http.Header{"Sec-Fetch-Site": {"cross-site"}}, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403, "INBOX_CROSS_ORIGIN"},
+		{"same-site other origin", b, http.Header{"Sec-Fetch-Site": {"same-site"}}, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403, "INBOX_CROSS_ORIGIN"},
+		{"foreign Origin", b, http.Header{"Sec-Fetch-Site": nil, "Origin": {"http://evil.example"}}, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403, "INBOX_CROSS_ORIGIN"},
+		{"not signed in", anon, nil, url.Values{"csrf": {tok}, "decision": {"approve"}}, 403, "TEAM_UNAUTHENTICATED"},
+		{"viewer with its own token", viewer, nil, url.Values{"csrf": {viewerTok}, "decision": {"approve"}}, 403, "TEAM_FORBIDDEN"},
+		{"viewer denies", viewer, nil, url.Values{"csrf": {viewerTok}, "decision": {"deny"}}, 403, "TEAM_FORBIDDEN"},
+		{"runner with its own token", runner, nil, url.Values{"csrf": {runnerTok}, "decision": {"approve"}}, 403, "TEAM_FORBIDDEN"},
+		{"unknown decision", b, nil, url.Values{"csrf": {tok}, "decision": {"grant"}}, 400, "INBOX_BAD_FORM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := f.file("run_forged_"+strings.ReplaceAll(tc.name, " ", "_"), "rm -rf /\n")
@@ -413,8 +414,8 @@ func TestForgedPostsChangeNothing(t *testing.T) {
 			}
 			resp, _ := tc.b.do("POST", Prefix+"/approvals/"+rec.ID, tc.form)
 			tc.b.header = saved
-			if resp.StatusCode != tc.want {
-				t.Errorf("status %s, want %d", resp.Status, tc.want)
+			if resp.StatusCode != tc.want || resp.Header.Get(ReasonHeader) != tc.reason {
+				t.Errorf("status %s %s, want %d %s", resp.Status, resp.Header.Get(ReasonHeader), tc.want, tc.reason)
 			}
 			got := f.record(rec.ID)
 			if got.State != approval.StatePending || got.DecidedBy != "" {
