@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -78,6 +79,9 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	// text shows multi-line text (a preview, a reason) the same way,
 	// keeping its lines.
 	"text": termtext.EscapeText,
+	// seg makes a value one path segment of a link (a run id may hold
+	// any character).
+	"seg": url.PathEscape,
 	"utc": func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -325,7 +329,7 @@ func (in *Inbox) decide(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	switch {
 	case err == nil:
-		http.Redirect(w, r, Prefix+"/approvals/"+id, http.StatusSeeOther)
+		http.Redirect(w, r, Prefix+"/approvals/"+url.PathEscape(id), http.StatusSeeOther)
 	case errors.Is(err, approval.ErrNotFound):
 		in.fail(w, r, &v, http.StatusNotFound, "No such request.")
 	case capability.ReasonOf(err) == capability.ReasonApprovalExpired:

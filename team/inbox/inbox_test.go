@@ -560,3 +560,22 @@ func TestRolePages(t *testing.T) {
 		})
 	}
 }
+
+// TestRunLinkIsOneSegment: a run id may hold any character; its link
+// still names that run's page, and the page finds its events.
+func TestRunLinkIsOneSegment(t *testing.T) {
+	f := newFixture(t, false)
+	runID := `run/../x?y=1#z<script>"`
+	f.file(runID, "true\n")
+	b := f.browser()
+	b.signIn(approverToken)
+	_, page := b.do("GET", Prefix+"/", nil)
+	href := Prefix + "/runs/" + url.PathEscape(runID)
+	if !strings.Contains(page, `href="`+html.EscapeString(href)+`"`) {
+		t.Fatalf("the list does not link %s:\n%s", href, page)
+	}
+	resp, trail := b.do("GET", href, nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(trail, audit.TypeApprovalRequested) {
+		t.Fatalf("%s: %s\n%s", href, resp.Status, trail)
+	}
+}
