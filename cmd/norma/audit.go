@@ -199,11 +199,16 @@ a key found in the database proves nothing.`,
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
+			db, err := openStore(cmd.Context(), cmd, home)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
 			files, err := readExported(exported)
 			if err != nil {
 				return exitWith(exitFailed, err)
 			}
-			opts, err := auditVerifyOptions(home, files)
+			opts, err := auditVerifyOptions(home, db, files)
 			if errors.Is(err, errNoAuditKey) {
 				return exitWith(exitFailed, err)
 			} else if err != nil {
@@ -214,11 +219,6 @@ a key found in the database proves nothing.`,
 					return exitWith(exitUsage, err)
 				}
 			}
-			db, err := openStore(cmd.Context(), cmd, home)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
 			res, err := audit.VerifyWith(cmd.Context(), db, opts)
 			if err != nil {
 				return exitWith(exitInternal, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/url"
@@ -14,8 +15,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/norma-run/norma/internal/pgtest"
 )
+
+// pgConnect connects to dsn as the database's administrator would,
+// closed when t ends.
+func pgConnect(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
 
 // pgCanary is the password put in the store URL: the local server trusts
 // loopback, so it is never needed, and it must never be printed.
@@ -51,8 +66,10 @@ func TestDoorStoreShared(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { testDoorSharedStore(t, "sqlite:"+filepath.Join(t.TempDir(), "shared.db")) })
 }
 
-func testDoorSharedStore(t *testing.T, dsn string) {
-	homes := []string{t.TempDir(), t.TempDir()}
+// sharedRuns makes one run per state directory in homes against store
+// dsn (Read of a file, a denied Read of .env) and returns the run ids.
+func sharedRuns(t *testing.T, dsn string, homes ...string) map[string]bool {
+	t.Helper()
 	runIDs := map[string]bool{}
 	for i, home := range homes {
 		e := newRunEnv(t)
@@ -61,7 +78,7 @@ func testDoorSharedStore(t *testing.T, dsn string) {
 		code, out, errs := door(t, "--home", home, "--store", dsn, "run", "--workspace", e.ws, "--provider", "scripted",
 			"--script", script, "--mode", "dontAsk", "--json", "go")
 		noCanary(t, "run", out+errs)
-		if code != 0 {
+		if code != 0 || strings.Contains(errs, "norma: ") {
 			t.Fatalf("run %d: exit %d\n%s%s", i, code, out, errs)
 		}
 		for _, ev := range jsonLines(t, out) {
@@ -69,9 +86,25 @@ func testDoorSharedStore(t *testing.T, dsn string) {
 				runIDs[id] = true
 			}
 		}
+	}
+	return runIDs
+}
+
+func testDoorSharedStore(t *testing.T, dsn string) {
+	homes := []string{t.TempDir(), t.TempDir()}
+	// The first state directory has a key already, from runs on its own
+	// norma.db: its first use of the shared store is no deleted checkpoint.
+	sharedRuns(t, "sqlite:"+filepath.Join(homes[0], "norma.db"), homes[0])
+	os.Remove(filepath.Join(homes[0], "norma.db"))
+	runIDs := sharedRuns(t, dsn, homes...)
+	for i, home := range homes {
 		if _, err := os.Stat(filepath.Join(home, "norma.db")); err == nil {
 			t.Errorf("run %d wrote a SQLite store in its state directory", i)
 		}
+	}
+	code, signed, errs := door(t, "--home", homes[1], "--store", dsn, "audit", "checkpoint")
+	if code != 0 || !strings.HasPrefix(signed, "github.com/norma-run/norma/audit/") {
+		t.Fatalf("audit checkpoint: exit %d\n%s%s", code, signed, errs)
 	}
 	if len(runIDs) != 2 {
 		t.Fatalf("run ids %v, want two runs", runIDs)
@@ -292,5 +325,44 @@ func TestDoorStoreApproveElsewhere(t *testing.T) {
 	}
 	if code, o, errs := door(t, "--home", e.home, "--store", dsn, "audit", "verify"); code != 0 {
 		t.Fatalf("audit verify: exit %d\n%s%s", code, o, errs)
+	}
+}
+
+// TestDoorStorePostgresTampered: whoever administers the database (and
+// not the state directories) deletes the newest events and every
+// checkpoint, dropping the append-only triggers and moving the head back:
+// `audit verify` through either state directory fails, from the copy of
+// its newest checkpoint each keeps: the second, whose checkpoint covered
+// the deleted events, names them missing; the first, whose checkpoint
+// still verifies, finds its checkpoints deleted.
+func TestDoorStorePostgresTampered(t *testing.T) {
+	dsn := withPassword(t, pgtest.URL(t))
+	homes := []string{t.TempDir(), t.TempDir()}
+	sharedRuns(t, dsn, homes...)
+	conn := pgConnect(t, dsn)
+	var n int64
+	if err := conn.QueryRow(t.Context(), "SELECT max(seq) FROM audit_events").Scan(&n); err != nil || n < 6 {
+		t.Fatalf("events: %d, %v", n, err)
+	}
+	keep := n - 3
+	for _, q := range []string{
+		"DROP TRIGGER audit_events_append_only ON audit_events",
+		"DROP TRIGGER audit_checkpoints_append_only ON audit_checkpoints",
+		"DELETE FROM audit_events WHERE seq > " + strconv.FormatInt(keep, 10),
+		"DELETE FROM audit_checkpoints",
+		"UPDATE audit_heads SET seq = e.seq, hash = e.hash FROM audit_events e WHERE e.tenant = audit_heads.tenant AND e.seq = " + strconv.FormatInt(keep, 10),
+	} {
+		if _, err := conn.Exec(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i, want := range []string{"AUDIT_CHECKPOINT_MISSING", "AUDIT_EVENTS_MISSING"} {
+		code, out, errs := door(t, "--home", homes[i], "--store", dsn, "audit", "verify", "--json")
+		noCanary(t, "audit verify", out+errs)
+		var res struct{ Reason, Problem string }
+		json.Unmarshal([]byte(out), &res)
+		if code != 1 || res.Reason != want {
+			t.Errorf("state directory %d: verify after the truncation: exit %d %+v, want %s\n%s", i, code, res, want, errs)
+		}
 	}
 }
