@@ -8,13 +8,15 @@ import (
 	"github.com/norma-run/norma/audit"
 )
 
-// AppendWatcher is implemented by a backend that announces appends to
-// the audit log, from any process writing the same store (PostgreSQL's
-// LISTEN/NOTIFY). The channel receives a value soon after each append and
-// is closed when ctx ends or the watch fails. [Follow] scans on each
-// value, and keeps polling as a fallback.
-type AppendWatcher interface {
-	WatchAudit(ctx context.Context) (<-chan struct{}, error)
+// Follower is implemented by a backend that announces appends to the
+// audit log from any process writing the same store (PostgreSQL's
+// LISTEN/NOTIFY): the channel receives the new head's sequence number
+// after each append commits, and is closed when ctx ends or the backend
+// stops announcing. It is the method set of audit.Follower, which the
+// PostgreSQL store implements. [Follow] scans on each announcement and
+// keeps polling as well (announcements may be lost or merged).
+type Follower interface {
+	FollowAudit(ctx context.Context) (<-chan int64, error)
 }
 
 // FollowOptions configures [Follow]. A nil *FollowOptions means all
@@ -58,9 +60,9 @@ func Follow(ctx context.Context, b audit.Backend, m *Metrics, opts *FollowOption
 			last = rows[0].Seq
 		}
 	}
-	var wake <-chan struct{}
-	if w, ok := b.(AppendWatcher); ok {
-		if ch, err := w.WatchAudit(ctx); err == nil {
+	var wake <-chan int64
+	if f, ok := b.(Follower); ok {
+		if ch, err := f.FollowAudit(ctx); err == nil {
 			wake = ch
 		}
 	}

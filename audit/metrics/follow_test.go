@@ -138,15 +138,15 @@ func waitSeq(t *testing.T, synced <-chan int64, seq int64) {
 // LISTEN/NOTIFY does.
 type watched struct {
 	audit.Backend
-	ch chan struct{}
+	ch chan int64
 }
 
-func (w watched) WatchAudit(context.Context) (<-chan struct{}, error) { return w.ch, nil }
+func (w watched) FollowAudit(context.Context) (<-chan int64, error) { return w.ch, nil }
 
 // TestFollowWakesOnNotification: with a poll interval of an hour, the
 // follower counts a new event as soon as the store announces it.
 func TestFollowWakesOnNotification(t *testing.T) {
-	b := watched{audit.NewMemoryBackend(), make(chan struct{}, 1)}
+	b := watched{audit.NewMemoryBackend(), make(chan int64, 1)}
 	l, err := audit.Open(b, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestFollowWakesOnNotification(t *testing.T) {
 	if err := l.Record(t.Context(), ev(audit.TypeApprovalGranted, nil)); err != nil {
 		t.Fatal(err)
 	}
-	b.ch <- struct{}{}
+	b.ch <- 1
 	waitSeq(t, synced, 1)
 	if k, got := pl(metrics.MetricApprovalsGranted), scrape(t, m); got[k] != 1 {
 		t.Errorf("%s = %v, want 1", k, got[k])
