@@ -70,7 +70,7 @@ func Follow(ctx context.Context, b audit.Backend, m *Metrics, opts *FollowOption
 		err := b.ScanAudit(ctx, last, 0, func(r audit.Row) error {
 			var e audit.Event
 			if err := json.Unmarshal(r.Body, &e); err != nil {
-				m.followErrs.Inc()
+				m.followErrs.inc()
 			} else {
 				m.Observe(e)
 			}

@@ -1,9 +1,9 @@
 // Package metrics counts audit events for Prometheus: capability
 // decisions, undeclared-capability requests, approvals, plugin updates
 // held for widening, and runs, by the labels the plugin-permission model
-// asks for. It is apart from package audit so that a binary that links the
-// audit log does not pay for client_golang at every start (issue 20): only
-// what serves /metrics needs it.
+// asks for, and serves them in the Prometheus text format. It writes that
+// format itself rather than link client_golang, whose package
+// initializers would run at every start of norma (see expose.go).
 //
 // Every label has a bounded set of values: kinds, decisions and reason
 // codes are closed sets (anything else counts as "other"), and plugin
@@ -18,9 +18,6 @@ package metrics
 import (
 	"net/http"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/norma-run/norma/audit"
 )
@@ -59,37 +56,34 @@ type Options struct {
 	MaxPlugins int
 }
 
-// Metrics holds Norma's counters on its own registry (no global
-// registry, no Go or process collectors). It is safe for concurrent use
-// and implements [audit.Observer].
+// Metrics holds Norma's counters (no global registry, no Go or process
+// collectors). It is safe for concurrent use and implements
+// [audit.Observer].
 type Metrics struct {
-	reg        *prometheus.Registry
-	decisions  *prometheus.CounterVec
-	undeclared *prometheus.CounterVec
-	requested  *prometheus.CounterVec
-	granted    *prometheus.CounterVec
-	denied     *prometheus.CounterVec
-	expired    *prometheus.CounterVec
-	held       *prometheus.CounterVec
-	runs       *prometheus.CounterVec
-	followErrs prometheus.Counter
+	fams       []*counterVec
+	decisions  *counterVec
+	undeclared *counterVec
+	requested  *counterVec
+	granted    *counterVec
+	denied     *counterVec
+	expired    *counterVec
+	held       *counterVec
+	runs       *counterVec
+	followErrs *counterVec
 
 	maxPlugins int
 	mu         sync.Mutex
 	plugins    map[[2]string]bool // the (plugin, version) pairs with a label
 }
 
-// New returns Metrics registered on a new registry.
+// New returns Metrics with every counter at zero.
 func New(opts *Options) *Metrics {
 	if opts == nil {
 		opts = &Options{}
 	}
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	}
+	counter := newCounterVec
 	pv := []string{LabelPlugin, LabelVersion}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
 		decisions: counter(MetricDecisions, "Capability decisions by capability kind, decision, reason code, plugin and version.",
 			LabelKind, LabelDecision, LabelReason, LabelPlugin, LabelVersion),
 		undeclared: counter(MetricUndeclared, "Requests for a capability or tool the plugin's manifest does not declare.", LabelKind, LabelPlugin, LabelVersion),
@@ -99,24 +93,28 @@ func New(opts *Options) *Metrics {
 		expired:    counter(MetricApprovalsExpired, "Approval requests that expired undecided.", pv...),
 		held:       counter(MetricUpdatesHeld, "Plugin updates held because they widen what was consented to.", pv...),
 		runs:       counter(MetricRuns, "Agent runs started, interactive (a person at a terminal answers) or background.", LabelRunKind),
-		followErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricFollowErrors, Help: "Stored audit rows the follower could not decode."}),
+		followErrs: counter(MetricFollowErrors, "Stored audit rows the follower could not decode."),
 		maxPlugins: opts.MaxPlugins,
 		plugins:    map[[2]string]bool{},
 	}
 	if m.maxPlugins <= 0 {
 		m.maxPlugins = 256
 	}
-	m.reg.MustRegister(m.decisions, m.undeclared, m.requested, m.granted, m.denied, m.expired, m.held, m.runs, m.followErrs)
+	m.fams = []*counterVec{m.decisions, m.undeclared, m.requested, m.granted, m.denied, m.expired, m.held, m.runs, m.followErrs}
 	return m
 }
 
-// Registry returns the registry holding the counters.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
-// Handler serves the counters in the Prometheus text exposition format
-// (or OpenMetrics/protobuf when the scraper asks for it).
+// Handler serves the counters in the Prometheus text exposition format,
+// version 0.0.4 (every Prometheus scrapes it).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.Method == http.MethodHead {
+			return
+		}
+		_ = writeText(w, m.fams)
+	})
 }
 
 // Observe counts e. A gate decision is one event: a refusal is a
@@ -127,22 +125,22 @@ func (m *Metrics) Observe(e audit.Event) {
 	case audit.TypeCapabilityDecision, audit.TypeToolCallStarted:
 		p, v := m.pluginLabels(e)
 		kind := kindLabel(e)
-		m.decisions.WithLabelValues(kind, decisionLabel(e), reasonLabel(e.Reason), p, v).Inc()
+		m.decisions.inc(kind, decisionLabel(e), reasonLabel(e.Reason), p, v)
 		if undeclaredReasons[e.Reason] {
-			m.undeclared.WithLabelValues(kind, p, v).Inc()
+			m.undeclared.inc(kind, p, v)
 		}
 	case audit.TypeApprovalRequested:
-		m.requested.WithLabelValues(m.pluginLabels(e)).Inc()
+		m.requested.inc(m.pluginLabels(e))
 	case audit.TypeApprovalGranted:
-		m.granted.WithLabelValues(m.pluginLabels(e)).Inc()
+		m.granted.inc(m.pluginLabels(e))
 	case audit.TypeApprovalDenied:
-		m.denied.WithLabelValues(m.pluginLabels(e)).Inc()
+		m.denied.inc(m.pluginLabels(e))
 	case audit.TypeApprovalExpired:
-		m.expired.WithLabelValues(m.pluginLabels(e)).Inc()
+		m.expired.inc(m.pluginLabels(e))
 	case audit.TypePluginHeld:
-		m.held.WithLabelValues(m.pluginLabels(e)).Inc()
+		m.held.inc(m.pluginLabels(e))
 	case audit.TypeRunStarted:
-		m.runs.WithLabelValues(runKindLabel(e.Detail[audit.DetailRunKind])).Inc()
+		m.runs.inc(runKindLabel(e.Detail[audit.DetailRunKind]))
 	}
 }
 

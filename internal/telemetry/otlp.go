@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // exporter is an OTLP/HTTP trace exporter (binary protobuf, one POST of
@@ -25,8 +24,9 @@ import (
 // otlptracehttp module, which links gRPC, grpc-gateway and the generated
 // OTLP descriptors into every binary that imports it (+30 MB and several
 // milliseconds at every start of norma, measured; issue 20). It encodes
-// the few messages of the trace protocol with protowire; the tests decode
-// what it sends with the generated OTLP types.
+// the few messages of the trace protocol itself (wire.go; not even
+// protowire, whose package links one that reads the executable at
+// init); the tests decode what it sends with the generated OTLP types.
 type exporter struct {
 	url     string
 	headers http.Header
@@ -205,32 +205,32 @@ func encodeSpan(s sdktrace.ReadOnlySpan) []byte {
 	var b []byte
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendBytes(b, tid[:])
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendBytes(b, sid[:])
+	b = appendTag(b, 1, wireBytes)
+	b = appendBytes(b, tid[:])
+	b = appendTag(b, 2, wireBytes)
+	b = appendBytes(b, sid[:])
 	b = appendString(b, 3, sc.TraceState().String())
 	if p := s.Parent(); p.SpanID().IsValid() {
 		psid := p.SpanID()
-		b = protowire.AppendTag(b, 4, protowire.BytesType)
-		b = protowire.AppendBytes(b, psid[:])
+		b = appendTag(b, 4, wireBytes)
+		b = appendBytes(b, psid[:])
 	}
 	b = appendString(b, 5, s.Name())
 	if k := s.SpanKind(); k != 0 {
 		// trace.SpanKind and OTLP's SpanKind number the kinds alike.
-		b = protowire.AppendTag(b, 6, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(k))
+		b = appendTag(b, 6, wireVarint)
+		b = appendVarint(b, uint64(k))
 	}
-	b = protowire.AppendTag(b, 7, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, uint64(s.StartTime().UnixNano()))
-	b = protowire.AppendTag(b, 8, protowire.Fixed64Type)
-	b = protowire.AppendFixed64(b, uint64(s.EndTime().UnixNano()))
+	b = appendTag(b, 7, wireFixed64)
+	b = appendFixed64(b, uint64(s.StartTime().UnixNano()))
+	b = appendTag(b, 8, wireFixed64)
+	b = appendFixed64(b, uint64(s.EndTime().UnixNano()))
 	b = appendAttrs(b, 9, s.Attributes())
 	b = appendCount(b, 10, s.DroppedAttributes())
 	for _, ev := range s.Events() {
 		var m []byte
-		m = protowire.AppendTag(m, 1, protowire.Fixed64Type)
-		m = protowire.AppendFixed64(m, uint64(ev.Time.UnixNano()))
+		m = appendTag(m, 1, wireFixed64)
+		m = appendFixed64(m, uint64(ev.Time.UnixNano()))
 		m = appendString(m, 2, ev.Name)
 		m = appendAttrs(m, 3, ev.Attributes)
 		m = appendCount(m, 4, ev.DroppedAttributeCount)
@@ -240,10 +240,10 @@ func encodeSpan(s sdktrace.ReadOnlySpan) []byte {
 	for _, l := range s.Links() {
 		var m []byte
 		lt, ls := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		m = protowire.AppendTag(m, 1, protowire.BytesType)
-		m = protowire.AppendBytes(m, lt[:])
-		m = protowire.AppendTag(m, 2, protowire.BytesType)
-		m = protowire.AppendBytes(m, ls[:])
+		m = appendTag(m, 1, wireBytes)
+		m = appendBytes(m, lt[:])
+		m = appendTag(m, 2, wireBytes)
+		m = appendBytes(m, ls[:])
 		m = appendString(m, 3, l.SpanContext.TraceState().String())
 		m = appendAttrs(m, 4, l.Attributes)
 		m = appendCount(m, 5, l.DroppedAttributeCount)
@@ -254,11 +254,11 @@ func encodeSpan(s sdktrace.ReadOnlySpan) []byte {
 	st = appendString(st, 2, s.Status().Description)
 	switch s.Status().Code {
 	case codes.Ok:
-		st = protowire.AppendTag(st, 3, protowire.VarintType)
-		st = protowire.AppendVarint(st, 1)
+		st = appendTag(st, 3, wireVarint)
+		st = appendVarint(st, 1)
 	case codes.Error:
-		st = protowire.AppendTag(st, 3, protowire.VarintType)
-		st = protowire.AppendVarint(st, 2)
+		st = appendTag(st, 3, wireVarint)
+		st = appendVarint(st, 2)
 	}
 	b = appendMsg(b, 15, st)
 	// Bit 8 says that bit 9 tells whether the parent is remote.
@@ -266,33 +266,33 @@ func encodeSpan(s sdktrace.ReadOnlySpan) []byte {
 	if s.Parent().IsRemote() {
 		flags |= 0x200
 	}
-	b = protowire.AppendTag(b, 16, protowire.Fixed32Type)
-	return protowire.AppendFixed32(b, flags)
+	b = appendTag(b, 16, wireFixed32)
+	return appendFixed32(b, flags)
 }
 
-func appendMsg(b []byte, num protowire.Number, m []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, m)
+func appendMsg(b []byte, num fieldNum, m []byte) []byte {
+	b = appendTag(b, num, wireBytes)
+	return appendBytes(b, m)
 }
 
-func appendString(b []byte, num protowire.Number, s string) []byte {
+func appendString(b []byte, num fieldNum, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	b = appendTag(b, num, wireBytes)
+	return appendStr(b, s)
 }
 
-func appendCount(b []byte, num protowire.Number, n int) []byte {
+func appendCount(b []byte, num fieldNum, n int) []byte {
 	if n <= 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, uint64(n))
+	b = appendTag(b, num, wireVarint)
+	return appendVarint(b, uint64(n))
 }
 
 // appendAttrs appends each attribute as a KeyValue in field num.
-func appendAttrs(b []byte, num protowire.Number, attrs []attribute.KeyValue) []byte {
+func appendAttrs(b []byte, num fieldNum, attrs []attribute.KeyValue) []byte {
 	for _, kv := range attrs {
 		var m []byte
 		m = appendString(m, 1, string(kv.Key))
@@ -307,17 +307,17 @@ func anyValue(v attribute.Value) []byte {
 	var b []byte
 	switch v.Type() {
 	case attribute.BOOL:
-		b = protowire.AppendTag(b, 2, protowire.VarintType)
-		b = protowire.AppendVarint(b, protowire.EncodeBool(v.AsBool()))
+		b = appendTag(b, 2, wireVarint)
+		b = appendVarint(b, boolVarint(v.AsBool()))
 	case attribute.INT64:
-		b = protowire.AppendTag(b, 3, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(v.AsInt64()))
+		b = appendTag(b, 3, wireVarint)
+		b = appendVarint(b, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		b = protowire.AppendTag(b, 4, protowire.Fixed64Type)
-		b = protowire.AppendFixed64(b, math.Float64bits(v.AsFloat64()))
+		b = appendTag(b, 4, wireFixed64)
+		b = appendFixed64(b, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, v.AsString())
+		b = appendTag(b, 1, wireBytes)
+		b = appendStr(b, v.AsString())
 	case attribute.BOOLSLICE, attribute.INT64SLICE, attribute.FLOAT64SLICE, attribute.STRINGSLICE:
 		var arr []byte
 		for _, x := range sliceValues(v) {
@@ -325,8 +325,8 @@ func anyValue(v attribute.Value) []byte {
 		}
 		b = appendMsg(b, 5, arr)
 	default:
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendString(b, v.Emit())
+		b = appendTag(b, 1, wireBytes)
+		b = appendStr(b, v.Emit())
 	}
 	return b
 }
