@@ -8,17 +8,6 @@ import (
 	"github.com/norma-run/norma/audit"
 )
 
-// Follower is implemented by a backend that announces appends to the
-// audit log from any process writing the same store (PostgreSQL's
-// LISTEN/NOTIFY): the channel receives the new head's sequence number
-// after each append commits, and is closed when ctx ends or the backend
-// stops announcing. It is the method set of audit.Follower, which the
-// PostgreSQL store implements. [Follow] scans on each announcement and
-// keeps polling as well (announcements may be lost or merged).
-type Follower interface {
-	FollowAudit(ctx context.Context) (<-chan int64, error)
-}
-
 // FollowOptions configures [Follow]. A nil *FollowOptions means all
 // defaults.
 type FollowOptions struct {
@@ -37,7 +26,9 @@ type FollowOptions struct {
 }
 
 // Follow tails b and feeds every row to m, in sequence order, until ctx
-// ends; it returns ctx's error, or the error of a failed first scan (a
+// ends. A backend that is an [audit.Follower] (PostgreSQL) wakes it as
+// soon as any process appends; it polls as well, since announcements may
+// be lost. It returns ctx's error, or the error of a failed first scan (a
 // store that cannot be read at all). Later scan errors are retried at the
 // next tick. It counts the events of every process that writes b, so the
 // process running it must not also give m to its own [audit.Log] (each of
@@ -61,7 +52,7 @@ func Follow(ctx context.Context, b audit.Backend, m *Metrics, opts *FollowOption
 		}
 	}
 	var wake <-chan int64
-	if f, ok := b.(Follower); ok {
+	if f, ok := b.(audit.Follower); ok {
 		if ch, err := f.FollowAudit(ctx); err == nil {
 			wake = ch
 		}

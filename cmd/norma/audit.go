@@ -76,11 +76,21 @@ func newAuditTailCmd() *cobra.Command {
 			}
 			t := time.NewTicker(poll)
 			defer t.Stop()
+			// A store that announces appends (PostgreSQL) wakes the tail
+			// at once; the ticker stays as the fallback.
+			var heads <-chan int64
+			if f, ok := db.(audit.Follower); ok {
+				heads, _ = f.FollowAudit(ctx)
+			}
 			for {
 				select {
 				case <-ctx.Done():
 					return nil
 				case <-t.C:
+				case _, ok := <-heads:
+					if !ok {
+						heads = nil
+					}
 				}
 				recs, err := audit.QueryBackend(ctx, db, audit.Filter{AfterSeq: last, Limit: 1000})
 				if err != nil {
