@@ -12,6 +12,7 @@ import (
 
 	"github.com/norma-run/norma/audit/metrics"
 	"github.com/norma-run/norma/audit/metrics/metricstest"
+	"github.com/norma-run/norma/internal/pgtest"
 )
 
 // metricsScript makes one decision of each kind the figures tell apart:
@@ -68,9 +69,14 @@ func scrapeMetrics(t *testing.T, base, tok string, answers *strings.Builder) (in
 // every decision, approval and run of all of them, with the labels the
 // runs' own output gives; a runner token and no token are refused and
 // get no figure.
+// On PostgreSQL the server wakes on the store's append notification.
 func TestDoorTeamMetrics(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testDoorTeamMetrics(t, "sqlite:"+filepath.Join(t.TempDir(), "team.db")) })
+	t.Run("postgres", func(t *testing.T) { testDoorTeamMetrics(t, withPassword(t, pgtest.URL(t))) })
+}
+
+func testDoorTeamMetrics(t *testing.T, db string) {
 	serverHome, homeA, homeB := shortHome(t), t.TempDir(), t.TempDir()
-	db := filepath.Join(t.TempDir(), "team.db")
 	var outputs, answers strings.Builder
 	vic := teamToken(t, serverHome, "vic", "viewer", &outputs)
 	ci := teamToken(t, serverHome, "ci", "runner", &outputs)
@@ -154,6 +160,7 @@ func TestDoorTeamMetrics(t *testing.T) {
 		}
 	}
 	all := outputs.String() + answers.String() + srv.stderr.String()
+	noCanary(t, "the server", srv.stderr.String())
 	for _, tok := range []string{vic, ci} {
 		if strings.Contains(all, tok) {
 			t.Errorf("a token appears in an output or an answer")
