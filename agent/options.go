@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"crypto/x509"
 	"errors"
@@ -81,6 +83,7 @@ const (
 )
 
 type config struct {
+	tracer        trace.Tracer
 	prov, subProv provider.Provider
 	model         string
 	baseURL       string
@@ -215,6 +218,11 @@ func WithPolicy(workspace, run *manifest.Layer) Option {
 func WithBuiltinPolicy(d capability.Decider) Option {
 	return func(c *config) error { c.builtinPolicy = d; return nil }
 }
+
+// WithTracer makes an OpenTelemetry span of every Run and, through the
+// gate, of every tool call, with t (package internal/telemetry builds it
+// when a collector is configured). Without it no span is made.
+func WithTracer(t trace.Tracer) Option { return func(c *config) error { c.tracer = t; return nil } }
 
 // WithSandbox tells the built-in policy whether the OS sandbox is available
 // (without it, process spawning is denied by the policy's host layer).

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
@@ -213,6 +215,7 @@ func (s *Session) build(ctx context.Context) error {
 		Audit: c.sink, Mode: c.mode, Rules: c.rules, Approver: approver, Workspace: wsDir, Ledger: c.ledger, Hooks: c.hooks,
 		SessionID: c.runID, Logger: s.log, Now: c.now, Timeout: c.gateTimeout,
 		Output: gate.OutputOptions{SpillDir: c.spillDir}, Redactor: c.redactor, Resolver: c.resolver,
+		Tracer: c.tracer, Sandboxed: c.sandbox,
 	}
 	if fsys != nil {
 		opts.Resolve = fsys.Resolve
@@ -394,7 +397,7 @@ var errWallTime = errors.New("agent: session time limit reached")
 // Outcome.Status — and a *capability.Error (layer agent) for failures
 // (provider, state store, broken pairing); the Outcome is filled in either
 // case.
-func (s *Session) Run(ctx context.Context, prompt string) (Outcome, error) {
+func (s *Session) Run(ctx context.Context, prompt string) (out Outcome, err error) {
 	if !s.runMu.TryLock() {
 		return Outcome{}, errors.New("agent: Run: the session is already running")
 	}
@@ -409,15 +412,18 @@ func (s *Session) Run(ctx context.Context, prompt string) (Outcome, error) {
 		ctx, cancel = context.WithTimeoutCause(ctx, max(d-elapsed, time.Millisecond), errWallTime)
 		defer cancel()
 	}
+	if t := s.cfg.tracer; t != nil {
+		var span trace.Span
+		ctx, span = t.Start(ctx, spanRun)
+		defer func() { s.endSpan(span, out, err) }()
+	}
 	s.emit(Event{Kind: EventSessionStarted, Principals: s.chain, Resumed: s.resumed, Model: s.cfg.model, Mode: s.g.Mode().String()})
 	main := &convo{chain: s.chain, prov: s.cfg.prov, main: true}
-	var out Outcome
 	body := func(ctx context.Context, startCtx []string) error {
 		var err error
 		out, err = s.loop(ctx, main, prompt, startCtx)
 		return err
 	}
-	var err error
 	if s.cfg.hooks != nil {
 		src := "startup"
 		if s.resumed {

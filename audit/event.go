@@ -50,6 +50,20 @@ const (
 	// TypeAgentSession is another agent's session starting or ending
 	// (Detail: agent, event, session, cwd).
 	TypeAgentSession = "agent_session"
+	// TypeRunStarted is a `norma run` starting or resuming a session.
+	// Detail: DetailRunKind (RunInteractive or RunBackground) and
+	// "resumed" ("true" when it resumes a run).
+	TypeRunStarted = "run_started"
+)
+
+// The kind of a run, in the DetailRunKind entry of a run_started event:
+// interactive when a person at the terminal answers its approvals,
+// background otherwise (no terminal, --json, --yes without a terminal,
+// CI, a queued run).
+const (
+	DetailRunKind  = "kind"
+	RunInteractive = "interactive"
+	RunBackground  = "background"
 )
 
 var knownTypes = map[string]bool{
@@ -59,7 +73,7 @@ var knownTypes = map[string]bool{
 	TypePluginUpdated: true, TypePluginHeld: true, TypePluginRemoved: true,
 	TypeConsentGranted: true, TypeConsentRevoked: true, TypeSandboxDowngraded: true,
 	TypeOutputRedacted: true, TypePluginNotice: true, TypeElicitation: true, TypeSampling: true,
-	TypeAgentToolResult: true, TypeAgentSession: true,
+	TypeAgentToolResult: true, TypeAgentSession: true, TypeRunStarted: true,
 }
 
 // KnownType reports whether t is one of the Type constants.

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
@@ -143,6 +145,12 @@ type Options struct {
 	// Trace, when set, is called as a call enters each step; for tests and
 	// tracing.
 	Trace func(toolUseID string, s Step)
+	// Tracer, when set, makes an OpenTelemetry span of every call (see
+	// span.go); nil makes none and costs nothing.
+	Tracer trace.Tracer
+	// Sandboxed says that the processes the calls start run in the OS
+	// sandbox; it is recorded on each call's span.
+	Sandboxed bool
 }
 
 // Gate is the one door to every tool: Execute runs the whole pipeline, and
@@ -172,6 +180,8 @@ type Gate struct {
 	now       func() time.Time
 	log       *slog.Logger
 	trace     func(string, Step)
+	tracer    trace.Tracer
+	sandboxed bool
 	schemas   schemaCache
 }
 
@@ -193,6 +203,7 @@ func New(opts Options) (*Gate, error) {
 		approver: opts.Approver, wsDir: opts.Workspace, ledger: opts.Ledger, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
 		resolver: opts.Resolver, timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
 		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace, red: opts.Redactor,
+		tracer: opts.Tracer, sandboxed: opts.Sandboxed,
 	}
 	if g.red == nil {
 		g.red = secret.NewRedactor()
@@ -372,8 +383,16 @@ func (g *Gate) Execute(ctx context.Context, c Call) Result {
 	x := &exec{g: g, call1: c, mode: g.Mode()}
 	x.c, x.red.x = &x.call1, x
 	x.res.ToolUseID, x.res.Tool = c.ID, c.Tool
+	var span trace.Span
+	if g.tracer != nil {
+		ctx, span = g.tracer.Start(ctx, spanToolCall, trace.WithSpanKind(trace.SpanKindInternal))
+	}
 	executed := x.run(ctx)
+	stage := x.res.Stage // where the call stopped; finish moves on to the audit step
 	x.finish(ctx, executed)
+	if span != nil {
+		x.endSpan(span, stage)
+	}
 	return x.res
 }
 

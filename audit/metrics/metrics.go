@@ -1,33 +1,28 @@
-// Package metrics counts audit events for Prometheus: decisions and
-// approvals, by plugin. It is apart from package audit so that a binary
-// that links the audit log does not link client_golang, whose package
-// initializers (a default registry with Go and process collectors) run at
-// every start (issue 20). Only what serves /metrics needs to link it.
+// Package metrics counts audit events for Prometheus: capability
+// decisions, undeclared-capability requests, approvals, plugin updates
+// held for widening, and runs, by the labels the plugin-permission model
+// asks for, and serves them in the Prometheus text format. It writes that
+// format itself rather than link client_golang, whose package
+// initializers would run at every start of norma (see expose.go).
+//
+// Every label has a bounded set of values: kinds, decisions and reason
+// codes are closed sets (anything else counts as "other"), and plugin
+// labels are capped (see [Options.MaxPlugins]), so a store full of
+// made-up values cannot grow the registry without bound.
+//
+// A process counts its own events with [audit.Options.Metrics]; a team
+// server that shares a store with other processes counts everybody's with
+// [Follow], which tails the store.
 package metrics
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	"net/http"
+	"sync"
 
 	"github.com/norma-run/norma/audit"
 )
 
-// Metrics holds Norma's decision and approval counters on its own
-// registry (no global registry). Every counter is labeled by plugin, the
-// "id@version" of the plugin concerned ("-" when none). It is safe for
-// concurrent use. An [audit.Log] with Options.Metrics set to it observes
-// each durable event.
-type Metrics struct {
-	reg        *prometheus.Registry
-	decisions  *prometheus.CounterVec
-	undeclared *prometheus.CounterVec
-	requested  *prometheus.CounterVec
-	granted    *prometheus.CounterVec
-	denied     *prometheus.CounterVec
-	expired    *prometheus.CounterVec
-	held       *prometheus.CounterVec
-}
-
-// Metric names.
+// Metric names. They are API: never rename one.
 const (
 	MetricDecisions          = "norma_capability_decisions_total"
 	MetricUndeclared         = "norma_undeclared_capability_requests_total"
@@ -36,71 +31,140 @@ const (
 	MetricApprovalsDenied    = "norma_approvals_denied_total"
 	MetricApprovalsExpired   = "norma_approvals_expired_total"
 	MetricUpdatesHeld        = "norma_plugin_updates_held_total"
+	MetricRuns               = "norma_runs_total"
+	// MetricFollowErrors counts stored rows [Follow] could not decode.
+	MetricFollowErrors = "norma_audit_follow_errors_total"
 )
 
-// undeclaredReasons are the reason codes of requests for a capability the
-// manifest does not declare.
-var undeclaredReasons = map[string]bool{"TOOL_UNDECLARED": true, "SECRET_UNDECLARED": true}
+// Label names.
+const (
+	LabelKind     = "kind"
+	LabelDecision = "decision"
+	LabelReason   = "reason"
+	LabelPlugin   = "plugin"
+	LabelVersion  = "version"
+	// LabelRunKind is "interactive" or "background" (see
+	// [audit.TypeRunStarted]).
+	LabelRunKind = "kind"
+)
 
-// New returns Metrics registered on a new registry.
-func New() *Metrics {
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+// Options configures [New]. A nil *Options means all defaults.
+type Options struct {
+	// MaxPlugins caps the distinct (plugin, version) label pairs; the
+	// events of plugins seen after that count as plugin="other",
+	// version="other". Zero means 256.
+	MaxPlugins int
+}
+
+// Metrics holds Norma's counters (no global registry, no Go or process
+// collectors). It is safe for concurrent use and implements
+// [audit.Observer].
+type Metrics struct {
+	fams       []*counterVec
+	decisions  *counterVec
+	undeclared *counterVec
+	requested  *counterVec
+	granted    *counterVec
+	denied     *counterVec
+	expired    *counterVec
+	held       *counterVec
+	runs       *counterVec
+	followErrs *counterVec
+
+	maxPlugins int
+	mu         sync.Mutex
+	plugins    map[[2]string]bool // the (plugin, version) pairs with a label
+}
+
+// New returns Metrics with every counter at zero.
+func New(opts *Options) *Metrics {
+	if opts == nil {
+		opts = &Options{}
 	}
+	counter := newCounterVec
+	pv := []string{LabelPlugin, LabelVersion}
 	m := &Metrics{
-		reg:        prometheus.NewRegistry(),
-		decisions:  counter(MetricDecisions, "Capability decisions by kind and result.", "kind", "result", "plugin"),
-		undeclared: counter(MetricUndeclared, "Requests for capabilities the manifest does not declare.", "plugin"),
-		requested:  counter(MetricApprovalsRequested, "Approval requests created.", "plugin"),
-		granted:    counter(MetricApprovalsGranted, "Approvals granted.", "plugin"),
-		denied:     counter(MetricApprovalsDenied, "Approvals denied.", "plugin"),
-		expired:    counter(MetricApprovalsExpired, "Approvals that expired.", "plugin"),
-		held:       counter(MetricUpdatesHeld, "Plugin updates held for re-consent.", "plugin"),
+		decisions: counter(MetricDecisions, "Capability decisions by capability kind, decision, reason code, plugin and version.",
+			LabelKind, LabelDecision, LabelReason, LabelPlugin, LabelVersion),
+		undeclared: counter(MetricUndeclared, "Requests for a capability or tool the plugin's manifest does not declare.", LabelKind, LabelPlugin, LabelVersion),
+		requested:  counter(MetricApprovalsRequested, "Approval requests filed.", pv...),
+		granted:    counter(MetricApprovalsGranted, "Approval requests granted.", pv...),
+		denied:     counter(MetricApprovalsDenied, "Approval requests denied.", pv...),
+		expired:    counter(MetricApprovalsExpired, "Approval requests that expired undecided.", pv...),
+		held:       counter(MetricUpdatesHeld, "Plugin updates held because they widen what was consented to.", pv...),
+		runs:       counter(MetricRuns, "Agent runs started, interactive (a person at a terminal answers) or background.", LabelRunKind),
+		followErrs: counter(MetricFollowErrors, "Stored audit rows the follower could not decode."),
+		maxPlugins: opts.MaxPlugins,
+		plugins:    map[[2]string]bool{},
 	}
-	m.reg.MustRegister(m.decisions, m.undeclared, m.requested, m.granted, m.denied, m.expired, m.held)
+	if m.maxPlugins <= 0 {
+		m.maxPlugins = 256
+	}
+	m.fams = []*counterVec{m.decisions, m.undeclared, m.requested, m.granted, m.denied, m.expired, m.held, m.runs, m.followErrs}
 	return m
 }
 
-// Registry returns the registry holding the counters (for `norma serve`
-// and for tests, through Gather).
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+// Handler serves the counters in the Prometheus text exposition format,
+// version 0.0.4 (every Prometheus scrapes it).
+func (m *Metrics) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.Method == http.MethodHead {
+			return
+		}
+		_ = writeText(w, m.fams)
+	})
+}
 
-// Observe counts e.
+// Observe counts e. A gate decision is one event: a refusal is a
+// capability_decision, an allowed call its tool_call_started (its
+// tool_call_finished is not counted again).
 func (m *Metrics) Observe(e audit.Event) {
-	p := pluginLabel(e)
 	switch e.Type {
-	case audit.TypeCapabilityDecision:
-		kind := e.CapabilityKind
-		if kind == "" {
-			kind = "-"
-		}
-		result := e.Decision
-		if result == "" {
-			result = "deny"
-		}
-		m.decisions.WithLabelValues(kind, result, p).Inc()
+	case audit.TypeCapabilityDecision, audit.TypeToolCallStarted:
+		p, v := m.pluginLabels(e)
+		kind := kindLabel(e)
+		m.decisions.inc(kind, decisionLabel(e), reasonLabel(e.Reason), p, v)
 		if undeclaredReasons[e.Reason] {
-			m.undeclared.WithLabelValues(p).Inc()
+			m.undeclared.inc(kind, p, v)
 		}
 	case audit.TypeApprovalRequested:
-		m.requested.WithLabelValues(p).Inc()
+		m.requested.inc(m.pluginLabels(e))
 	case audit.TypeApprovalGranted:
-		m.granted.WithLabelValues(p).Inc()
+		m.granted.inc(m.pluginLabels(e))
 	case audit.TypeApprovalDenied:
-		m.denied.WithLabelValues(p).Inc()
+		m.denied.inc(m.pluginLabels(e))
 	case audit.TypeApprovalExpired:
-		m.expired.WithLabelValues(p).Inc()
+		m.expired.inc(m.pluginLabels(e))
 	case audit.TypePluginHeld:
-		m.held.WithLabelValues(p).Inc()
+		m.held.inc(m.pluginLabels(e))
+	case audit.TypeRunStarted:
+		m.runs.inc(runKindLabel(e.Detail[audit.DetailRunKind]))
 	}
 }
 
-func pluginLabel(e audit.Event) string {
-	switch {
-	case e.Plugin == "":
-		return "-"
-	case e.PluginVersion == "":
-		return e.Plugin
+// pluginLabels returns the plugin and version labels of e: "-" for a
+// built-in tool, and "other" for what is malformed or beyond the cap.
+func (m *Metrics) pluginLabels(e audit.Event) (string, string) {
+	if e.Plugin == "" {
+		return none, none
 	}
-	return e.Plugin + "@" + e.PluginVersion
+	v := e.PluginVersion
+	if v == "" {
+		v = none
+	}
+	if !labelSafe(e.Plugin) || (v != none && !labelSafe(v)) {
+		return other, other
+	}
+	k := [2]string{e.Plugin, v}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.plugins[k] {
+		if len(m.plugins) >= m.maxPlugins {
+			return other, other
+		}
+		m.plugins[k] = true
+	}
+	return e.Plugin, v
 }

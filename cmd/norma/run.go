@@ -220,6 +220,9 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 			out.note(fmt.Sprintf("approvals: waiting up to %s for `norma approvals approve`", wait))
 		}
 	}
+	if err := recordRunStarted(ctx, log, runID, f.resume != "", stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON); err != nil {
+		return exitWith(exitInternal, err)
+	}
 	svc, err := approval.NewService(db, &approval.Options{Sink: log, Approver: agent.PendingApprover(ask, wait)})
 	if err != nil {
 		return exitWith(exitInternal, err)
@@ -254,6 +257,10 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		agent.WithLedger(db),
 		agent.WithUser("user:" + whoami()), agent.WithObserver(out.event),
 		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
+	}
+	if tr := startTracing(cmd); tr != nil {
+		defer stopTracing(cmd, tr)
+		opts = append(opts, agent.WithTracer(tr.Tracer()))
 	}
 	sess, err := rt.Session(ctx, opts...)
 	if err != nil {

@@ -81,6 +81,24 @@ var rules = []struct {
 		},
 	},
 	{
+		name: "the run path makes spans with the OpenTelemetry API only",
+		pkgs: []string{"gate", "agent", "workspace"},
+		BadDeps: map[string]string{
+			"go.opentelemetry.io/otel/sdk/...": "the SDK is built by internal/telemetry, and only when a collector is configured (cold start, issue 20)",
+		},
+	},
+	{
+		name: "norma links no gRPC, protobuf runtime or Prometheus client",
+		pkgs: []string{"cmd/norma"},
+		BadDeps: map[string]string{
+			"google.golang.org/grpc/...":              "the otlptracehttp exporter brings gRPC and grpc-gateway (+30 MB, milliseconds at every start); internal/telemetry exports OTLP/HTTP itself",
+			"google.golang.org/protobuf/...":          "the protobuf runtime's initializers read the executable at every start; internal/telemetry encodes the OTLP wire format itself",
+			"github.com/prometheus/client_golang/...": "client_golang's initializers (a default registry, Go and process collectors) run at every start; audit/metrics writes the text format itself",
+			"go.opentelemetry.io/otel/exporters/...":  "see grpc",
+			m("audit/metrics/metricstest"):            "Prometheus's parser is for tests",
+		},
+	},
+	{
 		name: "the team server decides nothing itself",
 		pkgs: []string{"team"},
 		BadDeps: map[string]string{
