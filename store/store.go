@@ -14,12 +14,16 @@ import (
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/plugin"
 )
 
 // Store is everything Norma persists. *DB is the SQLite implementation.
 type Store interface {
 	audit.Backend
 	approval.Backend
+	// plugin.ConsentBackend: the consents and grants of plugins, per
+	// machine (the enforced grant stays in STATE/plugins/ID).
+	plugin.ConsentBackend
 	Close() error
 }
 

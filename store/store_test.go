@@ -13,7 +13,9 @@ import (
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/store"
+	"github.com/norma-run/norma/store/storetest"
 )
 
 func schema(t *testing.T, db *store.DB, path string) string {
@@ -182,5 +184,46 @@ func TestRedactionCanary(t *testing.T) {
 		if f == path+"-wal" && !bytes.Contains(b, []byte("[REDACTED:secret]")) {
 			t.Errorf("%s does not contain the placeholder; the scan saw nothing", filepath.Base(f))
 		}
+	}
+}
+
+// TestConsentConformance runs the consent cases every store passes.
+func TestConsentConformance(t *testing.T) {
+	storetest.ConsentCases(t, func(t *testing.T) plugin.ConsentBackend {
+		db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), store.FileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
+}
+
+// TestConsentsAppendOnly: a stored consent cannot be changed or deleted,
+// even with SQL on the file.
+func TestConsentsAppendOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), store.FileName)
+	db, err := store.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := plugin.ConsentRecord{Plugin: "com.example.p", Action: plugin.ConsentInstall, Granted: map[plugin.Group][]string{}}
+	if err := db.RecordConsent(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, q := range []string{"UPDATE plugin_consents SET who = 'mallory'", "DELETE FROM plugin_consents"} {
+		if _, err := raw.Exec(q); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want append-only refusal", q, err)
+		}
+	}
+	got, err := db.Consents(t.Context(), plugin.ConsentFilter{})
+	if err != nil || len(got) != 1 || got[0].Who != "" {
+		t.Fatalf("after tampering: %+v, %v; want the one record unchanged", got, err)
 	}
 }

@@ -387,7 +387,8 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 		return nil, nil, exitWith(exitInternal, err)
 	}
 	closer := func() { closeAuditLog(cmd, log); db.Close() }
-	o := plugin.Options{Home: home, Audit: log, Out: cmd.OutOrStdout(), Progress: progress(cmd.ErrOrStderr(), "staging", quiet)}
+	o := plugin.Options{Home: home, Audit: log, Out: cmd.OutOrStdout(), Progress: progress(cmd.ErrOrStderr(), "staging", quiet),
+		Consents: db, Who: plugin.DefaultWho(), Host: plugin.DefaultHost()}
 	if quiet {
 		o.Out = io.Discard
 	}
