@@ -1,0 +1,169 @@
+package usage
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/manifest"
+)
+
+var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func toolName(n string) string { return "mcp__usage__" + n }
+
+// logWith returns a backend holding evs (their times as given).
+func logWith(t *testing.T, evs []audit.Event) audit.Backend {
+	t.Helper()
+	b := audit.NewMemoryBackend()
+	l, err := audit.Open(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if err := l.Record(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func notUsed(r *Report) []string {
+	var out []string
+	for _, e := range r.NotUsed() {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func TestAnalyze(t *testing.T) {
+	m, err := manifest.ParseFile("testdata/manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := m.Digest()
+	old := now.Add(-40 * 24 * time.Hour)
+	installed := now.Add(-35 * 24 * time.Hour)
+	recent := now.Add(-2 * time.Hour)
+	start := audit.Event{Type: audit.TypePluginInstalled, Plugin: m.ID, ManifestDigest: d, Time: old}
+	get := audit.Event{Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, CapabilityKind: "net.request", Decision: "allow",
+		Rule: "plugin:permissions.network.requests[0]", Detail: map[string]string{"declared": "plugin:permissions.network.requests[0]", "secrets": "api_token"}, Time: recent}
+	everyTool := []audit.Event{
+		{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: d, Tool: toolName("fetch"), Time: recent},
+		{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: d, Tool: toolName("post"), CapabilityKind: "external.write", Time: recent},
+	}
+	all := []string{"permissions.network.requests[0]", "permissions.network.requests[1]", "permissions.network.requests[2]",
+		"permissions.secrets[0]", "permissions.secrets[1]", "permissions.secrets[2]", "permissions.external_writes.default", "tools[0]", "tools[1]"}
+	for _, tc := range []struct {
+		name     string
+		evs      []audit.Event
+		days     int
+		complete bool
+		notUsed  []string
+	}{
+		{"nothing used", []audit.Event{start}, 30, true, all},
+		{"one request with its secret, every tool", append([]audit.Event{start, get}, everyTool...), 30, true,
+			[]string{"permissions.network.requests[1]", "permissions.network.requests[2]", "permissions.secrets[1]", "permissions.secrets[2]"}},
+		// A grant refused the POST (rule is the grant's): the declared
+		// entry was still reached for.
+		{"refused by a later layer", []audit.Event{start, {Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, Decision: "deny",
+			Layer: "grant", Detail: map[string]string{"declared": "plugin:permissions.network.requests[1]"}, Time: recent}}, 30, true,
+			slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "permissions.network.requests[1]" })},
+		// An event written before decisions named the entry: its rule does.
+		{"old event, rule only", []audit.Event{start, {Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, Decision: "allow",
+			Rule: "plugin:permissions.network.requests[2]", Time: recent}}, 30, true,
+			slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "permissions.network.requests[2]" })},
+		// Another plugin's, another version's and a too old event do not count.
+		{"other plugin, other digest, out of the window", []audit.Event{start,
+			{Type: audit.TypeToolCallStarted, Plugin: "com.example.other", ManifestDigest: d, Tool: toolName("fetch"), Time: recent},
+			{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: "sha256:other", Tool: toolName("fetch"), Time: recent},
+			{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: d, Tool: toolName("post"), Time: now.Add(-31 * 24 * time.Hour)},
+		}, 30, true, all},
+		// The install is 35 days old: 40 days are not covered.
+		{"window longer than the history", []audit.Event{start, get}, 40, false, nil},
+		{"empty log", nil, 30, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Analyze(context.Background(), logWith(t, tc.evs), Input{Manifest: m, InstalledAt: installed, ToolName: toolName, Days: tc.days, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Complete != tc.complete {
+				t.Errorf("Complete = %v, want %v (history from %v, since %v)", r.Complete, tc.complete, r.HistoryFrom, r.Since)
+			}
+			if tc.notUsed != nil && !slices.Equal(notUsed(r), tc.notUsed) {
+				t.Errorf("not used = %v\nwant %v", notUsed(r), tc.notUsed)
+			}
+			// Globs and spawning are never called unused.
+			for _, e := range r.Entries {
+				if (e.Kind == KindFSRead || e.Kind == KindFSWrite || e.Kind == KindProcess) && e.Observable {
+					t.Errorf("%s is marked observable", e.ID)
+				}
+			}
+			// The suggestion parses and keeps what was used.
+			s, err := manifest.Parse("s.yaml", []byte(r.Suggested))
+			if err != nil {
+				t.Fatalf("suggested manifest: %v\n%s", err, r.Suggested)
+			}
+			if len(s.Permissions.Filesystem.Read) != 2 || s.Permissions.Process.Spawn != "allow" {
+				t.Errorf("the suggestion dropped what cannot be observed: %+v", s.Permissions)
+			}
+			if !slices.ContainsFunc(s.Permissions.Secrets, func(x manifest.Secret) bool { return x.Name == "launch_token" }) {
+				t.Errorf("the suggestion dropped a secret the launch line uses")
+			}
+		})
+	}
+}
+
+// TestSuggestion: exactly the unused entries are gone, the rest is the
+// installed manifest, and the diff says so.
+func TestSuggestion(t *testing.T) {
+	m, err := manifest.ParseFile("testdata/manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := m.Digest()
+	recent := now.Add(-time.Hour)
+	evs := []audit.Event{
+		{Type: audit.TypePluginInstalled, Plugin: m.ID, ManifestDigest: d, Time: now.Add(-60 * 24 * time.Hour)},
+		{Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, Detail: map[string]string{"declared": "plugin:permissions.network.requests[0]", "secrets": "api_token"}, Time: recent},
+		{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: d, Tool: toolName("fetch"), Time: recent},
+	}
+	r, err := Analyze(context.Background(), logWith(t, evs), Input{Manifest: m, ToolName: toolName, Days: 30, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := manifest.Parse("s.yaml", []byte(r.Suggested))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Permissions
+	var names []string
+	for _, x := range p.Secrets {
+		names = append(names, x.Name)
+	}
+	if len(p.Network.Requests) != 1 || p.Network.Requests[0].Paths[0] != "/items/{id}" || !slices.Equal(names, []string{"api_token", "launch_token"}) ||
+		len(s.Tools) != 1 || s.Tools[0].Name != "fetch" || p.ExternalWrites.Default != "deny" {
+		t.Fatalf("suggested:\n%s", r.Suggested)
+	}
+	delta := manifest.Diff(m, s)
+	if len(delta.Added) != 0 || len(delta.Widened) != 0 {
+		t.Errorf("the suggestion widens: %+v", delta)
+	}
+	for _, line := range []string{"-          - /items\n", "-      name: spare_token\n", "-    name: post\n", "+    default: deny\n"} {
+		if !strings.Contains(r.Diff, line) {
+			t.Errorf("diff lacks %q:\n%s", line, r.Diff)
+		}
+	}
+	for _, e := range r.Entries {
+		if e.Item == "launch_token" && e.Kept == "" {
+			t.Errorf("launch_token kept without a reason")
+		}
+	}
+}
