@@ -28,7 +28,7 @@ func newPluginCmd() *cobra.Command {
 	}
 	c.AddCommand(newPluginWrapCmd(), newPluginKeygenCmd(), newPluginPackCmd(), newPluginSignCmd(), newPluginVerifyCmd(),
 		newPluginTrustCmd(), newPluginInstallCmd(false), newPluginInstallCmd(true), newPluginConsentCmd(),
-		newPluginListCmd(), newPluginInfoCmd(), newPluginRemoveCmd())
+		newPluginListCmd(), newPluginInfoCmd(), newPluginUsageCmd(), newPluginRemoveCmd())
 	return c
 }
 

@@ -164,7 +164,8 @@ func Analyze(ctx context.Context, b audit.Backend, in Input) (*Report, error) {
 				use(i, ev.Time)
 			}
 		}
-		if i, ok := tools[ev.Tool]; ok && ev.Tool != "" {
+		// A call is started once and finished once: count it once.
+		if i, ok := tools[ev.Tool]; ok && ev.Tool != "" && ev.Type != audit.TypeToolCallFinished {
 			use(i, ev.Time)
 		}
 		if ev.CapabilityKind == capability.ExternalWrite.String() {
