@@ -197,4 +197,3 @@ func TestDoorPluginUsage(t *testing.T) {
 		t.Errorf("plugin usage changed the plugin's files")
 	}
 }
-
