@@ -42,7 +42,7 @@ var fields = []string{
 	"plugins", "callTimeout", "toolTimeouts",
 	"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "SessionEnd",
 	"Stop", "SubagentStart", "SubagentStop", "mcp", "sampling", "max_tokens",
-	"agentHooks", "confineBash",
+	"agentHooks", "confineBash", "store",
 }
 
 var compiled = sync.OnceValues(func() (*manifest.Schema, error) {
@@ -148,6 +148,14 @@ type Settings struct {
 	// commands run in the agent's own shell, so only the user's own file,
 	// --settings and managed settings may set it, not a workspace's.
 	ConfineBash *bool `json:"confine_bash,omitempty"`
+	// Store is the highest file's store: where the durable state lives
+	// (a SQLite path or a postgres:// URL, see `norma --store`). It says
+	// where approvals are decided and the audit chain is kept, so only
+	// the user's own file, --settings and managed settings may set it,
+	// not a workspace's. It may hold a password: never print it
+	// unredacted (store.Redact).
+	Store       string  `json:"-"`
+	StoreSource *Source `json:"store_source,omitempty"`
 }
 
 // Sampling is mcp.sampling: whether plugins' MCP servers may ask the run's
@@ -418,6 +426,10 @@ func (s *Settings) merge(f *File) {
 		v := *c.ConfineBash
 		s.ConfineBash = &v
 	}
+	if f.body.Store != "" {
+		src := f.storeSource
+		s.Store, s.StoreSource = f.body.Store, &src
+	}
 	s.mergePlugins(f)
 	for k, v := range f.body.Env {
 		if s.Env == nil {
@@ -486,6 +498,7 @@ type File struct {
 	dirs          []string
 	pluginSources map[string]Source // by JSON pointer
 	sampling      *Sampling
+	storeSource   Source
 }
 
 type body struct {
@@ -521,6 +534,7 @@ type body struct {
 	AgentHooks *struct {
 		ConfineBash *bool `yaml:"confineBash"`
 	} `yaml:"agentHooks"`
+	Store string `yaml:"store"`
 }
 
 // Parse parses a settings file (YAML, or JSON, which is YAML) of scope.
@@ -562,6 +576,7 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 	probs = append(probs, f.env(doc, scope)...)
 	probs = append(probs, f.mcp(doc, scope)...)
 	probs = append(probs, f.agentHooks(doc, scope)...)
+	probs = append(probs, f.store(doc, scope)...)
 	probs = append(probs, f.plugins(doc)...)
 	if len(probs) > 0 {
 		// In file order, as manifest.Errors are (hooks are checked in
@@ -599,6 +614,20 @@ func (f *File) agentHooks(doc *manifest.Document, scope Scope) manifest.Errors {
 	if scope == ScopeWorkspace || scope == ScopeLocal {
 		return manifest.Errors{doc.Problem("/agentHooks/confineBash", "whether an agent's commands run in Norma's sandbox is yours to choose: set it in your user settings, --settings or managed settings, not in a workspace's")}
 	}
+	return nil
+}
+
+// store checks store: not in a workspace's files, whose author would
+// otherwise send the run's approvals and audit events to a database of
+// their choosing (and have its requests approved there).
+func (f *File) store(doc *manifest.Document, scope Scope) manifest.Errors {
+	if f.body.Store == "" {
+		return nil
+	}
+	if scope == ScopeWorkspace || scope == ScopeLocal {
+		return manifest.Errors{doc.Problem("/store", "where approvals are decided and the audit log is kept is yours to choose: set store in your user settings or managed settings, not in a workspace's")}
+	}
+	f.storeSource = f.source(doc, "/store")
 	return nil
 }
 

@@ -17,10 +17,18 @@ import (
 	"github.com/norma-run/norma/plugin"
 )
 
-// Store is everything Norma persists. *DB is the SQLite implementation.
+// Store is everything a run persists: the audit chain, approvals and
+// their uses, the execution ledger and run locks. *DB is the SQLite
+// implementation; package store/postgres is the PostgreSQL one. Callers
+// hold a Store, never a concrete type, so that `--store` picks either.
 type Store interface {
 	audit.Backend
 	approval.Backend
+	approval.Ledger
+	// LockRun gives run runID to this process until unlock is called; a
+	// live holder elsewhere makes it fail with a *capability.Error of
+	// reason RUN_LOCKED, a dead or stale one is taken over.
+	LockRun(ctx context.Context, runID string) (unlock func() error, err error)
 	// plugin.ConsentBackend: the consents and grants of plugins, per
 	// machine (the enforced grant stays in STATE/plugins/ID).
 	plugin.ConsentBackend

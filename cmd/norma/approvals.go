@@ -14,7 +14,6 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/secret"
-	"github.com/norma-run/norma/store"
 )
 
 func newApprovalsCmd() *cobra.Command {
@@ -31,7 +30,7 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 	if err != nil {
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	db, err := openStore(cmd)
+	db, err := openStore(cmd.Context(), cmd, home)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -48,8 +47,6 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 	}
 	return svc, func() { closeAuditLog(cmd, log); db.Close() }, nil
 }
-
-var _ store.Store = (*store.DB)(nil)
 
 func printApproval(w io.Writer, r approval.Record, long bool) {
 	state := string(r.State)

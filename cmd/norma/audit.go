@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,21 +13,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
-	"github.com/norma-run/norma/store"
 )
-
-// openStore opens <stateDir>/norma.db; failures exit with exitInternal.
-func openStore(cmd *cobra.Command) (*store.DB, error) {
-	dir, err := stateDir(cmd)
-	if err != nil {
-		return nil, exitWith(exitInternal, err)
-	}
-	db, err := store.Open(cmd.Context(), filepath.Join(dir, store.FileName))
-	if err != nil {
-		return nil, exitWith(exitInternal, err)
-	}
-	return db, nil
-}
 
 func newAuditCmd() *cobra.Command {
 	c := &cobra.Command{Use: "audit", Short: "Read and verify the hash-chained audit log"}
@@ -69,7 +54,7 @@ func newAuditTailCmd() *cobra.Command {
 		Short: "Print the newest events; -f keeps printing new ones",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := openStore(cmd)
+			db, err := openStoreOf(cmd)
 			if err != nil {
 				return err
 			}
@@ -146,7 +131,7 @@ func newAuditQueryCmd() *cobra.Command {
 				return exitWith(exitUsage, err)
 			}
 			f.Since = t
-			db, err := openStore(cmd)
+			db, err := openStoreOf(cmd)
 			if err != nil {
 				return err
 			}
@@ -177,9 +162,9 @@ func newAuditQueryCmd() *cobra.Command {
 
 func newAuditVerifyCmd() *cobra.Command {
 	var asJSON bool
-	var exported []string
+	var exported, trustKeys []string
 	c := &cobra.Command{
-		Use:   "verify [--checkpoint FILE]",
+		Use:   "verify [--checkpoint FILE] [--trust-key FILE.pub]",
 		Short: "Recompute the hash chain and check it against the signed checkpoints; exit 1 if it does not verify",
 		Long: `Recompute the hash chain and check every signed checkpoint: the ones in
 the database, the newest one's copy in the state directory, and each
@@ -191,7 +176,13 @@ be the signed one.
 Exit status: 0 verified, 1 it does not (the reason code says why:
 AUDIT_CHAIN_BROKEN, AUDIT_EVENTS_MISSING, AUDIT_CHECKPOINT_MISMATCH,
 AUDIT_CHECKPOINT_INVALID, AUDIT_CHECKPOINT_MISSING), 4 state directory or
-store.`,
+store.
+
+State directories that share one store (--store) each sign checkpoints
+of the one chain with their own key. The chain is always verified whole;
+checkpoints are checked for this state directory's key and each
+--trust-key. Those of other keys are listed by log name as not checked:
+a key found in the database proves nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := stateDir(cmd)
@@ -208,7 +199,12 @@ store.`,
 			} else if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			db, err := openStore(cmd)
+			if opts != nil {
+				if opts.Trusted, err = readTrustedKeys(trustKeys); err != nil {
+					return exitWith(exitUsage, err)
+				}
+			}
+			db, err := openStore(cmd.Context(), cmd, home)
 			if err != nil {
 				return err
 			}
@@ -228,6 +224,7 @@ store.`,
 			case res.OK():
 				fmt.Fprintf(w, "ok: %d events verified, head %s; %d checkpoints verified, the newest covers %d events\n",
 					res.Events, res.Head, res.Checkpoints, res.CheckpointSize)
+				printUnchecked(w, res.Unchecked)
 			default:
 				// A checkpoint file's origin is quoted into Problem.
 				fmt.Fprintf(w, "FAILED %s: %s (%d events chained)\n", res.Reason, termtext.Escape(res.Problem), res.Events)
@@ -240,6 +237,7 @@ store.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringArrayVar(&exported, "checkpoint", nil, "also verify against this exported checkpoint (repeatable)")
+	c.Flags().StringArrayVar(&trustKeys, "trust-key", nil, "also check the checkpoints signed by this audit key (another state directory's keys/audit-checkpoint.pub; repeatable)")
 	return c
 }
 
@@ -261,7 +259,7 @@ state directory's owner cannot rewrite, and check it later with
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			db, err := openStore(cmd)
+			db, err := openStore(cmd.Context(), cmd, home)
 			if err != nil {
 				return err
 			}

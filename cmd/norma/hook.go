@@ -19,7 +19,6 @@ import (
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/internal/textdiff"
 	"github.com/norma-run/norma/secret"
-	"github.com/norma-run/norma/store"
 )
 
 // maxHookInput bounds one hook input: a Write of Norma's largest file
@@ -197,7 +196,7 @@ func openHookEngine(cmd *cobra.Command) (*agenthook.Engine, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
+	db, err := openStore(ctx, cmd, home)
 	if err != nil {
 		return nil, nil, err
 	}

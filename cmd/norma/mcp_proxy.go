@@ -23,7 +23,6 @@ import (
 	"github.com/norma-run/norma/plugin/proxy"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/secret"
-	"github.com/norma-run/norma/store"
 	"github.com/norma-run/norma/workspace"
 )
 
@@ -167,9 +166,9 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	if tgt.dev != nil {
 		declared = append(declared, *tgt.dev)
 	}
-	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
+	db, err := openStore(ctx, cmd, home)
 	if err != nil {
-		return exitWith(exitInternal, err)
+		return err
 	}
 	defer db.Close()
 	red, err := runRedactor(cmd, home)

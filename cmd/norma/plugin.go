@@ -17,7 +17,6 @@ import (
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/secret"
-	"github.com/norma-run/norma/store"
 	"github.com/spf13/cobra"
 )
 
@@ -377,9 +376,9 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 	if err != nil {
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	db, err := store.Open(cmd.Context(), filepath.Join(home, store.FileName))
+	db, err := openStore(cmd.Context(), cmd, home)
 	if err != nil {
-		return nil, nil, exitWith(exitInternal, err)
+		return nil, nil, err
 	}
 	log, err := openAuditLog(cmd.Context(), home, db, secret.NewRedactor())
 	if err != nil {

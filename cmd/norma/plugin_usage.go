@@ -47,7 +47,7 @@ func newPluginUsageCmd() *cobra.Command {
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			db, err := openStore(cmd)
+			db, err := openStore(cmd.Context(), cmd, home)
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,6 @@ import (
 	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/secret"
-	"github.com/norma-run/norma/store"
 	"github.com/norma-run/norma/workspace"
 )
 
@@ -143,9 +142,9 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if runID == "" {
 		runID = agent.NewRunID()
 	}
-	db, err := store.Open(ctx, filepath.Join(home, store.FileName))
+	db, err := openStore(ctx, cmd, home)
 	if err != nil {
-		return exitWith(exitInternal, err)
+		return err
 	}
 	defer db.Close()
 	// The run is this process's from before its state is read to the

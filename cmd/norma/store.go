@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/norma-run/norma/settings"
+	"github.com/norma-run/norma/store"
+)
+
+// storeEnv names the store when --store is not given.
+const storeEnv = "NORMA_STORE"
+
+// storeLocation is where the durable state lives, as chosen.
+type storeLocation struct {
+	// sqlite is the SQLite file's path; empty for PostgreSQL.
+	sqlite string
+	// url is the postgres:// URL (with its password, if any): never print
+	// it, print printable.
+	url string
+	// from names what chose it: "--store", "$NORMA_STORE", a settings
+	// file, or "" for the default.
+	from string
+}
+
+// printable is the location with any password hidden (store.Redact).
+func (l storeLocation) printable() string {
+	if l.sqlite != "" {
+		return l.sqlite
+	}
+	return store.Redact(l.url)
+}
+
+// resolveStore returns where the store of state directory home is:
+// --store, else $NORMA_STORE, else the store key of the user's or the
+// managed settings (never a workspace's: settings refuses it there),
+// else norma.db in home. A bad location is a usage error.
+func resolveStore(cmd *cobra.Command, home string) (storeLocation, error) {
+	raw, from := "", ""
+	if f := cmd.Flag("store"); f != nil && f.Value.String() != "" {
+		raw, from = f.Value.String(), "--store"
+	} else if v := os.Getenv(storeEnv); v != "" {
+		raw, from = v, "$"+storeEnv
+	} else {
+		st, err := settings.Load(settingsFiles(""))
+		if err != nil {
+			return storeLocation{}, exitWith(exitUsage, err)
+		}
+		if st.Store != "" {
+			raw, from = st.Store, "store in "+st.StoreSource.String()
+		}
+	}
+	if raw == "" {
+		return storeLocation{sqlite: filepath.Join(home, store.FileName)}, nil
+	}
+	loc, err := parseStoreLocation(raw)
+	if err != nil {
+		return storeLocation{}, exitWith(exitUsage, fmt.Errorf("%s: %w", from, err))
+	}
+	loc.from = from
+	return loc, nil
+}
+
+// parseStoreLocation reads a store location: postgres://… or
+// postgresql://… (PostgreSQL), sqlite:PATH, file:PATH or a bare PATH
+// (SQLite at PATH; two state directories may share one file). Errors never
+// quote raw, which may hold a password.
+func parseStoreLocation(raw string) (storeLocation, error) {
+	scheme, rest, hasScheme := strings.Cut(raw, ":")
+	if !hasScheme || strings.ContainsAny(scheme, `/\.`) || len(scheme) < 2 {
+		// A path (a one-letter "scheme" would be a drive letter).
+		return sqliteLocation(raw)
+	}
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		u, err := url.Parse(raw)
+		if err != nil || u.Opaque != "" || !strings.HasPrefix(rest, "//") {
+			return storeLocation{}, errors.New("not a valid postgres:// URL (postgres://USER@HOST:PORT/DATABASE?sslmode=…&tenant=NAME)")
+		}
+		return storeLocation{url: raw}, nil
+	case "sqlite", "file":
+		if strings.HasPrefix(rest, "//") {
+			u, err := url.Parse(raw)
+			if err != nil || (u.Host != "" && u.Host != "localhost") {
+				return storeLocation{}, fmt.Errorf("%s: URL: want %s:///ABSOLUTE/PATH or %s:PATH", scheme, scheme, scheme)
+			}
+			rest = u.Path
+		}
+		return sqliteLocation(rest)
+	default:
+		return storeLocation{}, fmt.Errorf("unknown store scheme %q: want a path, sqlite:PATH or postgres://…", scheme)
+	}
+}
+
+func sqliteLocation(path string) (storeLocation, error) {
+	if path == "" {
+		return storeLocation{}, errors.New("empty SQLite path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return storeLocation{}, err
+	}
+	return storeLocation{sqlite: abs}, nil
+}
+
+// openStore opens the store of state directory home (see resolveStore),
+// migrated to the current schema. Every command that reads or writes
+// durable state opens it here. Errors are exit errors: a bad location is a
+// usage error, a store that does not open an internal one; neither prints
+// a password.
+func openStore(ctx context.Context, cmd *cobra.Command, home string) (store.Store, error) {
+	loc, err := resolveStore(cmd, home)
+	if err != nil {
+		return nil, err
+	}
+	if loc.sqlite != "" {
+		db, err := store.Open(ctx, loc.sqlite)
+		if err != nil {
+			return nil, exitWith(exitInternal, err)
+		}
+		return db, nil
+	}
+	s, err := openPostgres(ctx, loc.url)
+	if err != nil {
+		return nil, exitWith(exitInternal, fmt.Errorf("store %s: %s", loc.printable(), redactIn(err.Error(), loc.url)))
+	}
+	return s, nil
+}
+
+// redactIn hides, in msg, the password of URL raw should a library have
+// quoted it.
+func redactIn(msg, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return msg
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		if esc := url.QueryEscape(pw); esc != pw {
+			msg = strings.ReplaceAll(msg, esc, "xxxxx")
+		}
+	}
+	for k, vs := range u.Query() {
+		if strings.Contains(strings.ToLower(k), "password") {
+			for _, v := range vs {
+				if v != "" {
+					msg = strings.ReplaceAll(msg, v, "xxxxx")
+				}
+			}
+		}
+	}
+	return msg
+}
+
+// openStoreOf is openStore for a command that has not resolved its state
+// directory yet.
+func openStoreOf(cmd *cobra.Command) (store.Store, error) {
+	home, err := stateDir(cmd)
+	if err != nil {
+		return nil, exitWith(exitInternal, err)
+	}
+	return openStore(cmd.Context(), cmd, home)
+}
+
+// openPostgres opens a PostgreSQL store (package store/postgres).
+func openPostgres(ctx context.Context, raw string) (store.Store, error) {
+	return nil, errors.New("this norma has no PostgreSQL store yet")
+}
