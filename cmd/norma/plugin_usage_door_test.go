@@ -16,7 +16,9 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
+	"github.com/norma-run/norma/store"
 )
 
 // snapshotTree maps every file under dir to its contents.
@@ -49,7 +51,8 @@ func snapshotTree(t *testing.T, dir string) map[string]string {
 // suggests a manifest that parses, narrows and widens nothing; a path in
 // the manifest with a bidi override and an escape sequence is printed
 // escaped. The plugin's files, grant and state are byte for byte what
-// they were.
+// they were. The install and the removal left consent records in the
+// store.
 func TestDoorPluginUsage(t *testing.T) {
 	sandboxtest.Require(t)
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
@@ -195,5 +198,36 @@ func TestDoorPluginUsage(t *testing.T) {
 	}
 	if after := snapshotTree(t, pdir); !maps.Equal(before, after) {
 		t.Errorf("plugin usage changed the plugin's files")
+	}
+	// The broker's decision names the entry it matched.
+	declared := 0
+	for _, e := range auditEvents(t, home, "--plugin", id, "--type", "capability_decision") {
+		if d, _ := e["detail"].(map[string]any); d["declared"] == "plugin:permissions.network.requests[0]" {
+			declared++
+		}
+	}
+	if declared != 1 {
+		t.Errorf("%d net.request decisions name plugin:permissions.network.requests[0], want 1", declared)
+	}
+
+	// The install and the removal are consent records in the store, with
+	// what the grant held, who and where.
+	if code, out, errs := door(t, "--home", home, "plugin", "remove", id); code != 0 {
+		t.Fatalf("remove: exit %d\n%s%s", code, out, errs)
+	}
+	db, err := store.Open(t.Context(), filepath.Join(home, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	recs, err := db.Consents(t.Context(), plugin.ConsentFilter{Plugin: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostname, _ := os.Hostname()
+	if len(recs) != 2 || recs[0].Action != plugin.ConsentInstall || recs[1].Action != plugin.ConsentRevoke ||
+		recs[0].Host != hostname || recs[0].Who != plugin.DefaultWho() || recs[0].ManifestDigest != installed.Digest() ||
+		!slices.Equal(recs[0].Granted[plugin.GroupSecrets], []string{"api_token", "spare_token"}) || len(recs[1].Granted) != 0 {
+		t.Errorf("consent records: %+v", recs)
 	}
 }
