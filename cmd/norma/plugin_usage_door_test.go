@@ -230,4 +230,12 @@ func TestDoorPluginUsage(t *testing.T) {
 		!slices.Equal(recs[0].Granted[plugin.GroupSecrets], []string{"api_token", "spare_token"}) || len(recs[1].Granted) != 0 {
 		t.Errorf("consent records: %+v", recs)
 	}
+	// Once removed there is nothing to report on; a window of no days is
+	// a usage error.
+	if code, out, errs := door(t, "--home", home, "plugin", "usage", id); code != exitFailed || !strings.Contains(errs, "PLUGIN_NOT_INSTALLED") {
+		t.Errorf("usage of a removed plugin: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := door(t, "--home", home, "plugin", "usage", id, "--days", "0"); code != exitUsage {
+		t.Errorf("--days 0: exit %d\n%s%s", code, out, errs)
+	}
 }
