@@ -15,7 +15,6 @@ import (
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/store"
-	"github.com/norma-run/norma/store/storetest"
 )
 
 func schema(t *testing.T, db *store.DB, path string) string {
@@ -185,18 +184,6 @@ func TestRedactionCanary(t *testing.T) {
 			t.Errorf("%s does not contain the placeholder; the scan saw nothing", filepath.Base(f))
 		}
 	}
-}
-
-// TestConsentConformance runs the consent cases every store passes.
-func TestConsentConformance(t *testing.T) {
-	storetest.ConsentCases(t, func(t *testing.T) plugin.ConsentBackend {
-		db, err := store.Open(t.Context(), filepath.Join(t.TempDir(), store.FileName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	})
 }
 
 // TestConsentsAppendOnly: a stored consent cannot be changed or deleted,

@@ -1,6 +1,3 @@
-// Package storetest holds the conformance cases every implementation of
-// the store interfaces passes: store (SQLite) and store/postgres run the
-// same table, each on a fresh database.
 package storetest
 
 import (
@@ -11,9 +8,11 @@ import (
 	"github.com/norma-run/norma/plugin"
 )
 
-// ConsentCases checks a [plugin.ConsentBackend]. open returns a backend
-// on an empty database; each case gets its own.
-func ConsentCases(t *testing.T, open func(t *testing.T) plugin.ConsentBackend) {
+// testConsents: consent records come back as stored, oldest first, by
+// plugin, by host and as the newest per plugin and host (what each
+// machine holds now); a record without plugin or action is refused.
+func testConsents(t *testing.T, b Backend) {
+	fresh := func(t *testing.T) plugin.ConsentBackend { return open(t, b, b.New(t)) }
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 123456789, time.UTC)
 	install := plugin.ConsentRecord{
 		Plugin: "com.example.p", Version: "1.0.0", ManifestDigest: "sha256:m1", PermissionDigest: "sha256:p1",
@@ -45,7 +44,7 @@ func ConsentCases(t *testing.T, open func(t *testing.T) plugin.ConsentBackend) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := open(t)
+			b := fresh(t)
 			for _, r := range all {
 				if err := b.RecordConsent(t.Context(), r); err != nil {
 					t.Fatal(err)
@@ -69,7 +68,7 @@ func ConsentCases(t *testing.T, open func(t *testing.T) plugin.ConsentBackend) {
 		})
 	}
 	t.Run("refuses a record without plugin or action", func(t *testing.T) {
-		b := open(t)
+		b := fresh(t)
 		for _, r := range []plugin.ConsentRecord{{Action: plugin.ConsentInstall, Time: t0}, {Plugin: "com.example.p", Time: t0}} {
 			if err := b.RecordConsent(t.Context(), r); err == nil {
 				t.Fatalf("RecordConsent(%+v) = nil, want an error", r)
