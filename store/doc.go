@@ -4,8 +4,10 @@
 //
 // [DB] implements [Store], which is the union of the per-concern backends
 // its callers declare: [audit.Backend] for the hash-chained log and
-// [approval.Backend] for approvals. A PostgreSQL implementation can follow
-// by implementing the same interfaces; no caller names *DB.
+// [approval.Backend] for approvals, [plugin.ConsentBackend] for the
+// record of every change of a plugin's grant (the enforced grant stays in
+// the state directory's plugins/ID). package store/postgres implements the
+// same interfaces; no caller names *DB.
 //
 // The schema is a numbered list of migrations in code. [Open] applies the
 // missing ones, each in its own transaction that also advances
