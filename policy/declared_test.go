@@ -12,9 +12,11 @@ func TestDeclared(t *testing.T) {
 	for _, tc := range []struct {
 		op, run, rule, declared string
 	}{
-		{"net.request GET https://api.example.invalid/repos/acme/issues", "", "plugin:permissions.network.requests[0]", "plugin:permissions.network.requests[0]"},
+		{"net.request GET https://api.example.invalid/repos/acme/issues", "", "plugin:permissions.network.requests[0]", "plugin:permissions.network.requests[0].paths[0]"},
 		// The run layer refuses it; the entry it matched is still named.
-		{"net.request POST https://api.example.invalid/repos/acme/issues/42/comments", "run-readonly.yaml", "", "plugin:permissions.network.requests[1]"},
+		{"net.request POST https://api.example.invalid/repos/acme/issues/42/comments", "run-readonly.yaml", "", "plugin:permissions.network.requests[1].paths[0]"},
+		// The second path template of the entry.
+		{"net.request GET https://api.example.invalid/repos/acme/issues/7", "", "plugin:permissions.network.requests[0]", "plugin:permissions.network.requests[0].paths[1]"},
 		// The grant narrowed the write glob away.
 		{"fs.write .agent-output/other.md", "", "", "plugin:permissions.filesystem.write[0]"},
 		{"fs.read docs/intro.md", "", "plugin:permissions.filesystem.read[0]", "plugin:permissions.filesystem.read[0]"},

@@ -124,9 +124,9 @@ func (s *Set) decide(req *capability.Request, trace *[]capability.LayerResult) (
 		return d
 	}
 	for i, l := range s.layers {
-		mode, reason, rule := l.decide(req)
+		mode, reason, rule, declared := l.decide(req)
 		if i == 0 {
-			d.Declared = rule
+			d.Declared = declared
 		}
 		if trace != nil {
 			*trace = append(*trace, capability.LayerResult{Layer: l.name, Mode: mode, Reason: reason, Rule: rule})

@@ -157,7 +157,7 @@ func TestDoorPluginUsage(t *testing.T) {
 		t.Fatalf("%v\n%s", err, jout)
 	}
 	// Tools are normalized in name order: fetch, post, read.
-	wantNotUsed := []string{"permissions.network.requests[1]", "permissions.secrets[1]", "permissions.external_writes.default", "tools[1]"}
+	wantNotUsed := []string{"permissions.network.requests[1].methods[0].paths[0]", "permissions.secrets[1]", "permissions.external_writes.default", "tools[1]"}
 	if !slices.Equal(rep.NotUsed, wantNotUsed) || rep.HistoryComplete {
 		t.Errorf("not used %q (history complete %v); want exactly %q and an incomplete history", rep.NotUsed, rep.HistoryComplete, wantNotUsed)
 	}
@@ -202,12 +202,12 @@ func TestDoorPluginUsage(t *testing.T) {
 	// The broker's decision names the entry it matched.
 	declared := 0
 	for _, e := range auditEvents(t, home, "--plugin", id, "--type", "capability_decision") {
-		if d, _ := e["detail"].(map[string]any); d["declared"] == "plugin:permissions.network.requests[0]" {
+		if d, _ := e["detail"].(map[string]any); d["declared"] == "plugin:permissions.network.requests[0].paths[0]" && d["method"] == "GET" {
 			declared++
 		}
 	}
 	if declared != 1 {
-		t.Errorf("%d net.request decisions name plugin:permissions.network.requests[0], want 1", declared)
+		t.Errorf("%d net.request decisions name plugin:permissions.network.requests[0].paths[0] for GET, want 1", declared)
 	}
 
 	// The install and the removal are consent records in the store, with

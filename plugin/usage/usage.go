@@ -5,9 +5,11 @@
 //
 // A decision names the manifest entry the request matched by its stable
 // position (capability.Decision.Declared, audited by the broker as
-// detail.declared: "plugin:permissions.network.requests[1]"); an older
-// event without it names the entry in its rule when the request was
-// allowed. Secrets are counted by the names the broker injected
+// detail.declared: "plugin:permissions.network.requests[1].paths[0]",
+// with the method in detail.method), so a network entry is counted per
+// method and path template; an older event without it names only the
+// entry in its rule when the request was allowed, and then counts for
+// every method and path of the entry (never a false "unused"). Secrets are counted by the names the broker injected
 // (detail.secrets), tools by the calls the gate audited, external writes by
 // the external.write decisions. File-system globs and process spawning are
 // enforced by the sandbox in the kernel, which reports no per-use event:
@@ -49,7 +51,8 @@ const (
 type Entry struct {
 	Kind string `json:"kind"`
 	// ID is the entry's stable position in the manifest, as decisions
-	// name it without their layer: permissions.network.requests[1].
+	// name it without their layer; a network entry is one method and one
+	// path of a request rule: permissions.network.requests[1].methods[0].paths[2].
 	ID string `json:"id"`
 	// Item is what it grants: a glob, "METHODS ORIGIN PATHS", a secret
 	// name, a mode, a tool name.
@@ -60,6 +63,8 @@ type Entry struct {
 	Last       time.Time `json:"last,omitzero"`
 	// Kept says why an unused entry stays in the suggestion ("").
 	Kept string `json:"kept,omitempty"`
+
+	req, method, path int // a network entry's positions
 }
 
 // Input is what [Analyze] reads.
@@ -158,6 +163,9 @@ func Analyze(ctx context.Context, b audit.Backend, in Input) (*Report, error) {
 			if i, ok := idx[id]; ok {
 				use(i, ev.Time)
 			}
+			for _, i := range netUses(r.Entries, m, id, ev.Detail["method"]) {
+				use(i, ev.Time)
+			}
 		}
 		for _, s := range strings.Split(ev.Detail["secrets"], ",") {
 			if i, ok := secrets[s]; ok && s != "" {
@@ -223,6 +231,42 @@ func declared(ev audit.Event) string {
 	return strings.TrimSuffix(id, ".approval")
 }
 
+// netUses returns the network entries a declared id names: one method of
+// one path template (…requests[i].paths[j] and the event's method), or,
+// from an older event that names only the rule (…requests[i]), every
+// method and path of it.
+func netUses(es []Entry, m *manifest.Manifest, id, method string) []int {
+	var i, j int
+	var out []int
+	switch {
+	case scan(id, "permissions.network.requests[%d].paths[%d]", &i, &j):
+		for x, e := range es {
+			if e.Kind == KindNetwork && e.req == i && e.path == j && m.Permissions.Network.Requests[i].Methods[e.method] == method {
+				out = append(out, x)
+			}
+		}
+	case scan(id, "permissions.network.requests[%d]", &i):
+		for x, e := range es {
+			if e.Kind == KindNetwork && e.req == i {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// scan reports whether s is exactly format with its numbers.
+func scan(s, format string, n ...any) bool {
+	if c, err := fmt.Sscanf(s, format, n...); err != nil || c != len(n) {
+		return false
+	}
+	args := make([]any, len(n))
+	for i, p := range n {
+		args[i] = *(p.(*int))
+	}
+	return fmt.Sprintf(format, args...) == s
+}
+
 const (
 	idProcess        = "permissions.process.spawn"
 	idExternalWrites = "permissions.external_writes.default"
@@ -243,8 +287,12 @@ func entries(m *manifest.Manifest) []Entry {
 	}
 	if n := p.Network; n != nil {
 		for i, q := range n.Requests {
-			out = append(out, Entry{Kind: KindNetwork, ID: fmt.Sprintf("permissions.network.requests[%d]", i), Observable: true,
-				Item: strings.Join(q.Methods, ",") + " " + q.Origin + " " + strings.Join(q.Paths, " ")})
+			for k, meth := range q.Methods {
+				for j, path := range q.Paths {
+					out = append(out, Entry{Kind: KindNetwork, ID: fmt.Sprintf("permissions.network.requests[%d].methods[%d].paths[%d]", i, k, j),
+						Item: meth + " " + q.Origin + " " + path, Observable: true, req: i, method: k, path: j})
+				}
+			}
 		}
 	}
 	for i, s := range p.Secrets {
@@ -307,7 +355,7 @@ func (r *Report) suggest(m *manifest.Manifest) error {
 	}
 	p := &s.Permissions
 	if n := p.Network; n != nil {
-		n.Requests = keep(n.Requests, "permissions.network.requests", drop)
+		n.Requests = narrowNet(n.Requests, r.Entries, drop)
 		if len(n.Requests) == 0 && len(n.AllowPrivate) == 0 {
 			p.Network = nil
 		}
@@ -327,6 +375,41 @@ func (r *Report) suggest(m *manifest.Manifest) error {
 	r.Suggested = string(out)
 	r.Diff = textdiff.Unified("installed/manifest.yaml", "suggested/manifest.yaml", string(orig), string(out))
 	return nil
+}
+
+// narrowNet returns the request rules with only the methods and paths
+// that are kept: a rule's kept methods are grouped by the set of paths
+// kept for them, one rule per group, so the result admits exactly the
+// kept (method, path) pairs; a rule with none kept is gone.
+func narrowNet(rules []manifest.NetRule, es []Entry, drop map[string]bool) []manifest.NetRule {
+	kept := map[[3]int]bool{}
+	for _, e := range es {
+		if e.Kind == KindNetwork && !drop[e.ID] {
+			kept[[3]int{e.req, e.method, e.path}] = true
+		}
+	}
+	var out []manifest.NetRule
+	for i, q := range rules {
+		var groups []manifest.NetRule
+		for k, meth := range q.Methods {
+			var paths []string
+			for j, p := range q.Paths {
+				if kept[[3]int{i, k, j}] {
+					paths = append(paths, p)
+				}
+			}
+			if len(paths) == 0 {
+				continue
+			}
+			if g := slices.IndexFunc(groups, func(g manifest.NetRule) bool { return slices.Equal(g.Paths, paths) }); g >= 0 {
+				groups[g].Methods = append(groups[g].Methods, meth)
+				continue
+			}
+			groups = append(groups, manifest.NetRule{Origin: q.Origin, Methods: []string{meth}, Paths: paths, Approval: q.Approval})
+		}
+		out = append(out, groups...)
+	}
+	return out
 }
 
 // keep returns the elements of list whose id (prefix[i]) is not dropped.

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -53,12 +54,12 @@ func TestAnalyze(t *testing.T) {
 	recent := now.Add(-2 * time.Hour)
 	start := audit.Event{Type: audit.TypePluginInstalled, Plugin: m.ID, ManifestDigest: d, Time: old}
 	get := audit.Event{Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, CapabilityKind: "net.request", Decision: "allow",
-		Rule: "plugin:permissions.network.requests[0]", Detail: map[string]string{"declared": "plugin:permissions.network.requests[0]", "secrets": "api_token"}, Time: recent}
+		Rule: "plugin:permissions.network.requests[0]", Detail: map[string]string{"declared": "plugin:permissions.network.requests[0].paths[0]", "method": "GET", "secrets": "api_token"}, Time: recent}
 	everyTool := []audit.Event{
 		{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: d, Tool: toolName("fetch"), Time: recent},
 		{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: d, Tool: toolName("post"), CapabilityKind: "external.write", Time: recent},
 	}
-	all := []string{"permissions.network.requests[0]", "permissions.network.requests[1]", "permissions.network.requests[2]",
+	all := []string{"permissions.network.requests[0].methods[0].paths[0]", "permissions.network.requests[1].methods[0].paths[0]", "permissions.network.requests[2].methods[0].paths[0]",
 		"permissions.secrets[0]", "permissions.secrets[1]", "permissions.secrets[2]", "permissions.external_writes.default", "tools[0]", "tools[1]"}
 	for _, tc := range []struct {
 		name     string
@@ -69,16 +70,16 @@ func TestAnalyze(t *testing.T) {
 	}{
 		{"nothing used", []audit.Event{start}, 30, true, all},
 		{"one request with its secret, every tool", append([]audit.Event{start, get}, everyTool...), 30, true,
-			[]string{"permissions.network.requests[1]", "permissions.network.requests[2]", "permissions.secrets[1]", "permissions.secrets[2]"}},
+			[]string{"permissions.network.requests[1].methods[0].paths[0]", "permissions.network.requests[2].methods[0].paths[0]", "permissions.secrets[1]", "permissions.secrets[2]"}},
 		// A grant refused the POST (rule is the grant's): the declared
 		// entry was still reached for.
 		{"refused by a later layer", []audit.Event{start, {Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, Decision: "deny",
-			Layer: "grant", Detail: map[string]string{"declared": "plugin:permissions.network.requests[1]"}, Time: recent}}, 30, true,
-			slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "permissions.network.requests[1]" })},
+			Layer: "grant", Detail: map[string]string{"declared": "plugin:permissions.network.requests[1].paths[0]", "method": "POST"}, Time: recent}}, 30, true,
+			slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "permissions.network.requests[1].methods[0].paths[0]" })},
 		// An event written before decisions named the entry: its rule does.
 		{"old event, rule only", []audit.Event{start, {Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, Decision: "allow",
 			Rule: "plugin:permissions.network.requests[2]", Time: recent}}, 30, true,
-			slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "permissions.network.requests[2]" })},
+			slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "permissions.network.requests[2].methods[0].paths[0]" })},
 		// Another plugin's, another version's and a too old event do not count.
 		{"other plugin, other digest, out of the window", []audit.Event{start,
 			{Type: audit.TypeToolCallStarted, Plugin: "com.example.other", ManifestDigest: d, Tool: toolName("fetch"), Time: recent},
@@ -132,7 +133,7 @@ func TestSuggestion(t *testing.T) {
 	recent := now.Add(-time.Hour)
 	evs := []audit.Event{
 		{Type: audit.TypePluginInstalled, Plugin: m.ID, ManifestDigest: d, Time: now.Add(-60 * 24 * time.Hour)},
-		{Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, Detail: map[string]string{"declared": "plugin:permissions.network.requests[0]", "secrets": "api_token"}, Time: recent},
+		{Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, Detail: map[string]string{"declared": "plugin:permissions.network.requests[0].paths[0]", "method": "GET", "secrets": "api_token"}, Time: recent},
 		{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: d, Tool: toolName("fetch"), Time: recent},
 	}
 	r, err := Analyze(context.Background(), logWith(t, evs), Input{Manifest: m, ToolName: toolName, Days: 30, Now: now})
@@ -165,5 +166,56 @@ func TestSuggestion(t *testing.T) {
 		if e.Item == "launch_token" && e.Kept == "" {
 			t.Errorf("launch_token kept without a reason")
 		}
+	}
+}
+
+// TestNarrowNetwork: a rule of two methods and two paths of which GET /a
+// and POST /b were used becomes two rules that admit exactly those; an
+// event of another method on a used path does not count.
+func TestNarrowNetwork(t *testing.T) {
+	m, err := manifest.Parse("m.yaml", []byte(`schema_version: 2
+id: com.example.net
+version: 1.0.0
+entrypoint: bin/server
+tools:
+  - {name: fetch, risk: read, approval: never}
+permissions:
+  network:
+    requests:
+      - {origin: https://api.example.invalid, methods: [GET, POST], paths: ["/a", "/b"], approval: per_action}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := m.Digest()
+	recent := now.Add(-time.Hour)
+	dec := func(path, method string) audit.Event {
+		return audit.Event{Type: audit.TypeCapabilityDecision, Plugin: m.ID, ManifestDigest: d, Time: recent,
+			Detail: map[string]string{"declared": "plugin:permissions.network.requests[0].paths[" + path + "]", "method": method}}
+	}
+	evs := []audit.Event{{Type: audit.TypePluginInstalled, Plugin: m.ID, ManifestDigest: d, Time: now.Add(-60 * 24 * time.Hour)},
+		dec("0", "GET"), dec("1", "POST"), dec("1", "DELETE"),
+		{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: d, Tool: toolName("fetch"), Time: recent}}
+	r, err := Analyze(context.Background(), logWith(t, evs), Input{Manifest: m, ToolName: toolName, Days: 30, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := notUsed(r), []string{"permissions.network.requests[0].methods[0].paths[1]", "permissions.network.requests[0].methods[1].paths[0]",
+		"permissions.external_writes.default"}; !slices.Equal(got, want) {
+		t.Fatalf("not used %v, want %v", got, want)
+	}
+	s, err := manifest.Parse("s.yaml", []byte(r.Suggested))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []manifest.NetRule{
+		{Origin: "https://api.example.invalid:443", Methods: []string{"GET"}, Paths: []string{"/a"}, Approval: "per_action"},
+		{Origin: "https://api.example.invalid:443", Methods: []string{"POST"}, Paths: []string{"/b"}, Approval: "per_action"},
+	}
+	if !reflect.DeepEqual(s.Permissions.Network.Requests, want) {
+		t.Fatalf("suggested requests %+v, want %+v", s.Permissions.Network.Requests, want)
+	}
+	if delta := manifest.Diff(m, s); len(delta.Added)+len(delta.Widened) != 0 {
+		t.Errorf("the suggestion widens: %+v", delta)
 	}
 }
