@@ -172,8 +172,10 @@ func Analyze(ctx context.Context, b audit.Backend, in Input) (*Report, error) {
 				use(i, ev.Time)
 			}
 		}
-		// A call is started once and finished once: count it once.
-		if i, ok := tools[ev.Tool]; ok && ev.Tool != "" && ev.Type != audit.TypeToolCallFinished {
+		if ev.Type == audit.TypeToolCallFinished {
+			return // a call that ran was counted when it started
+		}
+		if i, ok := tools[ev.Tool]; ok && ev.Tool != "" {
 			use(i, ev.Time)
 		}
 		if ev.CapabilityKind == capability.ExternalWrite.String() {

@@ -219,3 +219,36 @@ permissions:
 		t.Errorf("the suggestion widens: %+v", delta)
 	}
 }
+
+// TestManyEvents: events past the first page count, once each.
+func TestManyEvents(t *testing.T) {
+	m, err := manifest.ParseFile("testdata/manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []audit.Event{{Type: audit.TypePluginInstalled, Plugin: m.ID, ManifestDigest: m.Digest(), Time: now.Add(-60 * 24 * time.Hour)}}
+	for i := range 2*pageSize + 7 {
+		typ := audit.TypeToolCallStarted
+		if i%2 == 1 {
+			typ = audit.TypeToolCallFinished
+		}
+		evs = append(evs, audit.Event{Type: typ, Plugin: m.ID, ManifestDigest: m.Digest(), Tool: toolName("fetch"), Time: now.Add(-time.Hour)})
+	}
+	evs = append(evs, audit.Event{Type: audit.TypeToolCallStarted, Plugin: m.ID, ManifestDigest: m.Digest(), Tool: toolName("post"), Time: now.Add(-time.Minute)})
+	r, err := Analyze(context.Background(), logWith(t, evs), Input{Manifest: m, ToolName: toolName, Days: 30, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range r.Entries {
+		switch e.Item {
+		case "fetch":
+			if e.Uses != pageSize+4 {
+				t.Errorf("fetch uses %d, want %d (each call once)", e.Uses, pageSize+4)
+			}
+		case "post":
+			if e.Uses != 1 || !e.Last.Equal(now.Add(-time.Minute)) {
+				t.Errorf("post, the last event: %+v", e)
+			}
+		}
+	}
+}
