@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -251,4 +252,26 @@ func TestManyEvents(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzNetUses: whatever an event's declared id and method say (the log is
+// data), netUses never panics and names only network entries, of the rule
+// and path the id names.
+func FuzzNetUses(f *testing.F) {
+	m, err := manifest.ParseFile("testdata/manifest.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	es := entries(m)
+	f.Fuzz(func(t *testing.T, id, method string) {
+		for _, i := range netUses(es, m, id, method) {
+			e := es[i]
+			if e.Kind != KindNetwork {
+				t.Fatalf("%q %q named %+v", id, method, e)
+			}
+			if !strings.HasPrefix(id, fmt.Sprintf("permissions.network.requests[%d]", e.req)) {
+				t.Fatalf("%q named an entry of rule %d", id, e.req)
+			}
+		}
+	})
 }
