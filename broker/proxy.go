@@ -609,6 +609,10 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 	if len(x.secrets) > 0 {
 		ev.Detail["secrets"] = strings.Join(x.secrets, ",")
 	}
+	if dec.Declared != "" {
+		// The manifest entry the request matched, for `norma plugin usage`.
+		ev.Detail["declared"] = dec.Declared
+	}
 	if d != nil {
 		ev.Detail["status"] = strconv.Itoa(d.status)
 	}

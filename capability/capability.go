@@ -237,6 +237,14 @@ type Decision struct {
 	ManifestDigest   string        `json:"manifestDigest,omitempty"`
 	PolicyGeneration uint64        `json:"policyGeneration"`
 	Trace            []LayerResult `json:"trace,omitempty"`
+	// Declared is the rule of the first layer (the plugin's or the
+	// built-in tools' manifest) for the request, whatever the decision:
+	// the declared entry the request would use, by its stable position
+	// (plugin:permissions.network.requests[1], and for a network request
+	// its path template, …requests[1].paths[0]), never an argument value.
+	// Rule names the deciding layer's rule instead. The audit events of a
+	// plugin's requests carry it, and `norma plugin usage` counts it.
+	Declared string `json:"-"`
 }
 
 // Allowed reports whether the decision lets the request proceed without approval.

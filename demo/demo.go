@@ -167,7 +167,8 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 		return nil, err
 	}
 	redactor.AddValue("issue_api_token", secret.NewValue([]byte(w.token)))
-	mgr, err := plugin.NewManager(plugin.Options{Home: w.home, Trust: w.trust, Audit: log, Workspace: w.wsPolicy, Out: io.Discard})
+	mgr, err := plugin.NewManager(plugin.Options{Home: w.home, Trust: w.trust, Audit: log, Workspace: w.wsPolicy, Out: io.Discard,
+		Consents: db, Who: plugin.DefaultWho(), Host: plugin.DefaultHost()})
 	if err != nil {
 		return nil, err
 	}

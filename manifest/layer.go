@@ -115,3 +115,19 @@ func dropNulls(v any) any {
 
 // Digest is the digest of the layer's canonical JSON.
 func (l *Layer) Digest() string { return digestOf(l) }
+
+// Marshal renders the manifest as YAML that [Parse] reads back to the
+// same manifest (the same digest), as [Layer.Marshal] does for a layer.
+func (m *Manifest) Marshal() ([]byte, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return yaml.MarshalWithOptions(dropNulls(v), yaml.IndentSequence(true))
+}

@@ -46,7 +46,9 @@
 // consent) is stored as given, normalized and intersected with what the
 // manifest requests, so the stored grant decides as the file does. Updates
 // that only narrow apply at once; updates that widen are held until
-// [Manager.Consent] accepts exactly what widened.
+// [Manager.Consent] accepts exactly what widened. Every grant written, and
+// every removal, is first a [ConsentRecord] in Options.Consents (the
+// team's store): a refusal there changes nothing.
 //
 // Refusals are *[capability.Error] values with layer plugin and a stable
 // reason code from package capability (PLUGIN_*); the operation and the

@@ -41,6 +41,11 @@ type Options struct {
 	Progress Progress
 	Limits   *Limits
 	Stopper  Stopper
+	// Consents, when set, receives a [ConsentRecord] for every change of
+	// a grant (install, update, consent, revoke), recorded by Who on Host
+	// (see [DefaultWho], [DefaultHost]).
+	Consents  ConsentBackend
+	Who, Host string
 }
 
 // Manager installs, updates, consents to and removes plugins. State lives
@@ -361,7 +366,7 @@ func (m *Manager) Install(ctx context.Context, src string, o InstallOptions) (*R
 	if err := m.auditConsent(ctx, mf, s, o, grant); err != nil {
 		return nil, err
 	}
-	if err := m.commit(ctx, s, st, grant, b); err != nil {
+	if err := m.commit(ctx, ConsentInstall, s, st, grant, b); err != nil {
 		return nil, err
 	}
 	return &Result{ID: mf.ID, Version: mf.Version, Grant: grant}, m.record(ctx, m.event(audit.TypePluginInstalled, mf, s))
@@ -512,9 +517,17 @@ func newGrant(mf *manifest.Manifest, prev *manifest.Permissions, consented map[G
 	return &manifest.Layer{SchemaVersion: 2, Kind: manifest.KindGrant, Permissions: p}, nil
 }
 
-// commit moves the staged files into plugins/<id>/<version> (read-only),
-// then writes grant and state; state.json last, as the commit point.
-func (m *Manager) commit(ctx context.Context, s *staged, st *State, grant *manifest.Layer, b *Binding) error {
+// commit seals the grant (recording the consent, action), moves the
+// staged files into plugins/<id>/<version> (read-only), then writes grant
+// and state; state.json last, as the commit point.
+func (m *Manager) commit(ctx context.Context, action ConsentAction, s *staged, st *State, grant *manifest.Layer, b *Binding) error {
+	var sealed []byte
+	if grant != nil {
+		var err error
+		if sealed, err = m.sealGrant(ctx, action, s.manifest, grant, b); err != nil {
+			return err
+		}
+	}
 	pdir := filepath.Join(m.root, st.ID)
 	if err := os.MkdirAll(pdir, 0o700); err != nil {
 		return newErr(capability.ReasonPluginState, "install", pdir, "", err)
@@ -541,7 +554,7 @@ func (m *Manager) commit(ctx context.Context, s *staged, st *State, grant *manif
 		return newErr(capability.ReasonPluginState, "install", dst, "", err)
 	}
 	if grant != nil {
-		if err := m.writeGrant(st.ID, grant, b); err != nil {
+		if err := m.storeGrant(st.ID, sealed, b); err != nil {
 			return err
 		}
 	}
@@ -554,18 +567,39 @@ func (m *Manager) commit(ctx context.Context, s *staged, st *State, grant *manif
 	return nil
 }
 
-func (m *Manager) writeGrant(id string, grant *manifest.Layer, b *Binding) error {
-	data, err := grant.Marshal()
+// writeGrant seals and stores grant for mf, bound by b.
+func (m *Manager) writeGrant(ctx context.Context, action ConsentAction, mf *manifest.Manifest, grant *manifest.Layer, b *Binding) error {
+	data, err := m.sealGrant(ctx, action, mf, grant, b)
 	if err != nil {
 		return err
 	}
-	// Bind to the digest of what a reader will parse back, and refuse to
-	// store a grant that would not parse.
+	return m.storeGrant(mf.ID, data, b)
+}
+
+// sealGrant encodes grant, binds b to the digest of what a reader will
+// parse back (refusing a grant that would not parse), and records the
+// consent (action) in the store: every grant Norma writes passes here
+// first, before anything of the plugin's state changes.
+func (m *Manager) sealGrant(ctx context.Context, action ConsentAction, mf *manifest.Manifest, grant *manifest.Layer, b *Binding) ([]byte, error) {
+	data, err := grant.Marshal()
+	if err != nil {
+		return nil, err
+	}
 	parsed, err := manifest.ParseLayer("grant.yaml", data)
 	if err != nil {
-		return newErr(capability.ReasonPluginState, "consent", id, "grant does not round-trip", err)
+		return nil, newErr(capability.ReasonPluginState, "consent", mf.ID, "grant does not round-trip", err)
 	}
 	b.GrantDigest = parsed.Digest()
+	r := ConsentRecord{Plugin: mf.ID, Version: mf.Version, ManifestDigest: mf.Digest(), PermissionDigest: mf.Permissions.Digest(),
+		GrantDigest: b.GrantDigest, Generation: b.Generation, Action: action}
+	if err := m.recordConsent(ctx, r, parsed); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// storeGrant writes a sealed grant and its binding.
+func (m *Manager) storeGrant(id string, data []byte, b *Binding) error {
 	if err := writeAtomic(filepath.Join(m.root, id, "grant.yaml"), data, 0o600); err != nil {
 		return err
 	}
@@ -729,7 +763,7 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 		if err := m.record(ctx, e); err != nil {
 			return nil, err
 		}
-		if err := m.commit(ctx, s, st, nil, nil); err != nil {
+		if err := m.commit(ctx, "", s, st, nil, nil); err != nil {
 			return nil, err
 		}
 		res.Held, res.Widened = true, q
@@ -768,7 +802,11 @@ func (m *Manager) Update(ctx context.Context, src string, o InstallOptions) (*Re
 			return nil, err
 		}
 	}
-	if err := m.commit(ctx, s, st, grant, m.rebind(b, mf)); err != nil {
+	action := ConsentUpdate
+	if d.NeedsConsent() {
+		action = ConsentGrant
+	}
+	if err := m.commit(ctx, action, s, st, grant, m.rebind(b, mf)); err != nil {
 		return nil, err
 	}
 	m.dropVersion(st, prev)
@@ -898,7 +936,7 @@ func (m *Manager) Consent(ctx context.Context, id string, grant *manifest.Layer)
 	}
 	prev := st.Active
 	st.Active, st.Held = held.Version, ""
-	if err := m.writeGrant(id, ng, m.rebind(b, held)); err != nil {
+	if err := m.writeGrant(ctx, ConsentGrant, held, ng, m.rebind(b, held)); err != nil {
 		return nil, err
 	}
 	if err := m.writeState(st); err != nil {
@@ -988,6 +1026,9 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 	}
 	e := audit.Event{Type: audit.TypePluginRemoved, Plugin: id, PluginVersion: st.Active, ManifestDigest: st.Versions[st.Active].ManifestDigest}
 	if err := m.record(ctx, e); err != nil {
+		return err
+	}
+	if err := m.recordConsent(ctx, ConsentRecord{Plugin: id, Version: st.Active, ManifestDigest: e.ManifestDigest, Action: ConsentRevoke}, nil); err != nil {
 		return err
 	}
 	// state.json goes first: from then on the plugin is not installed even

@@ -106,8 +106,23 @@ func compileGlobs(layer, list string, gs []string) globList {
 	return out
 }
 
-// decide answers req for this layer alone.
-func (l *layer) decide(req *capability.Request) (capability.Mode, capability.Reason, string) {
+// decide answers req for this layer alone: the mode, the reason, the
+// rule that decided and the declared entry the request matched (the rule,
+// or for a network request the rule with its path template's position).
+func (l *layer) decide(req *capability.Request) (capability.Mode, capability.Reason, string, string) {
+	if l.kind != hostLayer && req.Kind == capability.NetRequest {
+		if l.kind == ceiling && !l.netSet {
+			return capability.Allow, capability.ReasonAllowed, "", ""
+		}
+		return l.net.decide(req)
+	}
+	mode, reason, rule := l.decideRule(req)
+	return mode, reason, rule, rule
+}
+
+// decideRule is decide for every kind but net.request (which decide
+// answers; here it is refused, fail closed).
+func (l *layer) decideRule(req *capability.Request) (capability.Mode, capability.Reason, string) {
 	if l.kind == hostLayer {
 		return l.host.decide(req)
 	}
@@ -127,12 +142,6 @@ func (l *layer) decide(req *capability.Request) (capability.Mode, capability.Rea
 			return capability.Allow, capability.ReasonAllowed, g.rule
 		}
 		return capability.Deny, reason, ""
-
-	case capability.NetRequest:
-		if l.kind == ceiling && !l.netSet {
-			return capability.Allow, capability.ReasonAllowed, ""
-		}
-		return l.net.decide(req)
 
 	case capability.SecretUse:
 		if l.kind == ceiling && !l.secretsSet {

@@ -24,6 +24,9 @@ func methodIndex(m string) int {
 type netMatch struct {
 	mode capability.Mode
 	rule string
+	// declared is rule with the path template's position, as
+	// capability.Decision.Declared names it: …requests[1].paths[0].
+	declared string
 }
 
 // trieNode is one segment position of the path templates of one origin and
@@ -148,36 +151,39 @@ func compileNet(layer capability.Layer, n *manifest.Network) (*netIndex, error) 
 			if or.byMethod[mi] == nil {
 				or.byMethod[mi] = &trieNode{}
 			}
-			for _, p := range r.Paths {
+			for j, p := range r.Paths {
 				segs, err := manifest.ParseTemplate(p)
 				if err != nil {
 					return nil, errorf("%s: %v", m.rule, err)
 				}
-				or.byMethod[mi].insert(segs, m)
+				pm := m
+				pm.declared = m.rule + ".paths[" + itoa(j) + "]"
+				or.byMethod[mi].insert(segs, pm)
 			}
 		}
 	}
 	return idx, nil
 }
 
-// decide answers a net.request for an allow-list layer.
-func (x *netIndex) decide(req *capability.Request) (capability.Mode, capability.Reason, string) {
+// decide answers a net.request for an allow-list layer: the mode, the
+// reason, the matching entry's rule and its path template's position.
+func (x *netIndex) decide(req *capability.Request) (capability.Mode, capability.Reason, string, string) {
 	or := x.origins[req.Origin]
 	if or == nil {
-		return capability.Deny, capability.ReasonNetworkDestinationDenied, ""
+		return capability.Deny, capability.ReasonNetworkDestinationDenied, "", ""
 	}
 	mi := methodIndex(req.Method)
 	if mi < 0 || or.byMethod[mi] == nil {
-		return capability.Deny, capability.ReasonNetworkMethodDenied, ""
+		return capability.Deny, capability.ReasonNetworkMethodDenied, "", ""
 	}
 	m := or.byMethod[mi].lookup(req.Path)
 	if m == nil {
-		return capability.Deny, capability.ReasonNetworkPathDenied, ""
+		return capability.Deny, capability.ReasonNetworkPathDenied, "", ""
 	}
 	if m.mode == capability.ApprovalRequired {
-		return m.mode, capability.ReasonApprovalRequired, m.rule
+		return m.mode, capability.ReasonApprovalRequired, m.rule, m.declared
 	}
-	return m.mode, capability.ReasonAllowed, m.rule
+	return m.mode, capability.ReasonAllowed, m.rule, m.declared
 }
 
 func itoa(i int) string {

@@ -123,8 +123,11 @@ func (s *Set) decide(req *capability.Request, trace *[]capability.LayerResult) (
 		d.Mode, d.Reason, d.Layer = capability.Deny, capability.ReasonInvalidRequest, s.layers[0].name
 		return d
 	}
-	for _, l := range s.layers {
-		mode, reason, rule := l.decide(req)
+	for i, l := range s.layers {
+		mode, reason, rule, declared := l.decide(req)
+		if i == 0 {
+			d.Declared = declared
+		}
 		if trace != nil {
 			*trace = append(*trace, capability.LayerResult{Layer: l.name, Mode: mode, Reason: reason, Rule: rule})
 		}

@@ -1,7 +1,9 @@
 // Package store is Norma's durable state. [Store] is everything a run
 // persists: the hash-chained audit log ([audit.Backend]), approvals and
 // their uses ([approval.Backend]), the execution ledger
-// ([approval.Ledger]) and run locks. [DB] is the embedded default, one
+// ([approval.Ledger]), run locks, and the record of every change of a
+// plugin's grant ([plugin.ConsentBackend]; the enforced grant stays in the
+// state directory's plugins/ID). [DB] is the embedded default, one
 // SQLite database file (modernc.org/sqlite, pure Go) under the state
 // directory, in WAL mode with synchronous=FULL, so a transaction that
 // returned is on disk; package store/postgres implements the same Store

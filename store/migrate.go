@@ -118,6 +118,27 @@ BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
 CREATE TRIGGER audit_checkpoints_no_delete BEFORE DELETE ON audit_checkpoints
 BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
 `},
+	{"plugin consents", `
+CREATE TABLE plugin_consents (
+	seq               INTEGER PRIMARY KEY,
+	plugin            TEXT NOT NULL,
+	version           TEXT NOT NULL DEFAULT '',
+	manifest_digest   TEXT NOT NULL DEFAULT '',
+	permission_digest TEXT NOT NULL DEFAULT '',
+	grant_digest      TEXT NOT NULL DEFAULT '',
+	generation        INTEGER NOT NULL DEFAULT 0,
+	action            TEXT NOT NULL,
+	granted           BLOB NOT NULL,
+	who               TEXT NOT NULL DEFAULT '',
+	host              TEXT NOT NULL DEFAULT '',
+	time_ns           INTEGER NOT NULL
+) STRICT;
+CREATE INDEX plugin_consents_plugin ON plugin_consents(plugin, host, seq);
+CREATE TRIGGER plugin_consents_no_update BEFORE UPDATE ON plugin_consents
+BEGIN SELECT RAISE(ABORT, 'consent records are append-only'); END;
+CREATE TRIGGER plugin_consents_no_delete BEFORE DELETE ON plugin_consents
+BEGIN SELECT RAISE(ABORT, 'consent records are append-only'); END;
+`},
 }
 
 // migrate brings the schema to version target, one transaction per step.

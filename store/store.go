@@ -14,6 +14,7 @@ import (
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/plugin"
 )
 
 // Store is everything a run persists: the audit chain, approvals and
@@ -28,6 +29,9 @@ type Store interface {
 	// live holder elsewhere makes it fail with a *capability.Error of
 	// reason RUN_LOCKED, a dead or stale one is taken over.
 	LockRun(ctx context.Context, runID string) (unlock func() error, err error)
+	// plugin.ConsentBackend: the consents and grants of plugins, per
+	// machine (the enforced grant stays in STATE/plugins/ID).
+	plugin.ConsentBackend
 	Close() error
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/store"
 )
 
@@ -190,7 +191,7 @@ func TestRedactionCanary(t *testing.T) {
 func TestMigrateCheckpointOrigin(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), store.FileName)
-	old, err := store.OpenAt(ctx, path, store.Migrations-1)
+	old, err := store.OpenAt(ctx, path, 5) // before "audit checkpoints by origin"
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,5 +210,34 @@ func TestMigrateCheckpointOrigin(t *testing.T) {
 	cps, err := db.AuditCheckpoints(ctx)
 	if err != nil || len(cps) != 1 || cps[0].Origin != "github.com/norma-run/norma/audit/0123456789abcdef" || cps[0].Size != 7 || string(cps[0].Note) != note {
 		t.Fatalf("after migration: %+v, %v", cps, err)
+	}
+}
+
+// TestConsentsAppendOnly: a stored consent cannot be changed or deleted,
+// even with SQL on the file.
+func TestConsentsAppendOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), store.FileName)
+	db, err := store.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := plugin.ConsentRecord{Plugin: "com.example.p", Action: plugin.ConsentInstall, Granted: map[plugin.Group][]string{}}
+	if err := db.RecordConsent(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, q := range []string{"UPDATE plugin_consents SET who = 'mallory'", "DELETE FROM plugin_consents"} {
+		if _, err := raw.Exec(q); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want append-only refusal", q, err)
+		}
+	}
+	got, err := db.Consents(t.Context(), plugin.ConsentFilter{})
+	if err != nil || len(got) != 1 || got[0].Who != "" {
+		t.Fatalf("after tampering: %+v, %v; want the one record unchanged", got, err)
 	}
 }

@@ -152,6 +152,7 @@ func TestJSONKeysSnakeCase(t *testing.T) {
 		{"plugin update", []string{"plugin", "update", v11, "--json"}, exitConsent},
 		{"plugin info", []string{"plugin", "info", "com.example.echo", "--json"}, 0},
 		{"plugin list", []string{"plugin", "list", "--json"}, 0},
+		{"plugin usage", []string{"plugin", "usage", "com.example.echo", "--json"}, 0},
 		{"plugin consent", []string{"plugin", "consent", "com.example.echo", "--yes", "--grant", grant2, "--json"}, 0},
 		{"plugin trust list", []string{"plugin", "trust", "list", "--json"}, 0},
 		{"approvals list", []string{"approvals", "list", "--json"}, 0},

@@ -27,7 +27,7 @@ func newPluginCmd() *cobra.Command {
 	}
 	c.AddCommand(newPluginWrapCmd(), newPluginKeygenCmd(), newPluginPackCmd(), newPluginSignCmd(), newPluginVerifyCmd(),
 		newPluginTrustCmd(), newPluginInstallCmd(false), newPluginInstallCmd(true), newPluginConsentCmd(),
-		newPluginListCmd(), newPluginInfoCmd(), newPluginRemoveCmd())
+		newPluginListCmd(), newPluginInfoCmd(), newPluginUsageCmd(), newPluginRemoveCmd())
 	return c
 }
 
@@ -386,7 +386,8 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 		return nil, nil, exitWith(exitInternal, err)
 	}
 	closer := func() { closeAuditLog(cmd, log); db.Close() }
-	o := plugin.Options{Home: home, Audit: log, Out: cmd.OutOrStdout(), Progress: progress(cmd.ErrOrStderr(), "staging", quiet)}
+	o := plugin.Options{Home: home, Audit: log, Out: cmd.OutOrStdout(), Progress: progress(cmd.ErrOrStderr(), "staging", quiet),
+		Consents: db, Who: plugin.DefaultWho(), Host: plugin.DefaultHost()}
 	if quiet {
 		o.Out = io.Discard
 	}

@@ -123,6 +123,29 @@ CREATE TABLE tool_executions (
 	PRIMARY KEY (tenant, run_id, tool_use_id)
 );
 `},
+	{"plugin consents", `
+CREATE TABLE plugin_consents (
+	tenant            text NOT NULL,
+	seq               bigserial NOT NULL,
+	plugin            text NOT NULL,
+	version           text NOT NULL DEFAULT '',
+	manifest_digest   text NOT NULL DEFAULT '',
+	permission_digest text NOT NULL DEFAULT '',
+	grant_digest      text NOT NULL DEFAULT '',
+	generation        bigint NOT NULL DEFAULT 0,
+	action            text NOT NULL,
+	granted           jsonb NOT NULL,
+	who               text NOT NULL DEFAULT '',
+	host              text NOT NULL DEFAULT '',
+	time_ns           bigint NOT NULL,
+	PRIMARY KEY (tenant, seq)
+);
+CREATE INDEX plugin_consents_plugin ON plugin_consents (tenant, plugin, host, seq);
+CREATE TRIGGER plugin_consents_append_only BEFORE UPDATE OR DELETE ON plugin_consents
+	FOR EACH ROW EXECUTE FUNCTION norma_append_only();
+CREATE TRIGGER plugin_consents_no_truncate BEFORE TRUNCATE ON plugin_consents
+	FOR EACH STATEMENT EXECUTE FUNCTION norma_append_only();
+`},
 }
 
 // migrationLock is the key of the advisory lock that serializes

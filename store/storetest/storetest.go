@@ -51,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"Checkpoints", testCheckpoints},
 		{"MigrateTwice", testMigrateTwice},
 		{"TooNew", testTooNew},
+		{"Consents", testConsents},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 	}
