@@ -1,0 +1,535 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/provider/scripted"
+)
+
+// The load tests start several `norma run` processes at once, each in a
+// state directory and a workspace of its own, against one store, each
+// playing a generated script of turns of tool calls: allowed calls
+// (Read, Glob, and Edits that append their tool_use id to a ledger file
+// of the workspace, the side effect that shows a call ran twice) and
+// denied ones (a Read of .env, a Write outside the workspace). Afterwards
+// the store must hold every decision exactly once, keyed by run id and
+// tool_use id, nothing denied may have happened, and the chain must verify.
+//
+// $NORMA_LOAD_SIZE (RUNSxTURNSxCALLS, such as 8x100x10) sets the size;
+// bench/teamload.sh runs the full size and prints the figures that
+// BENCHMARKS.md records.
+
+// loadEnv names the size of the load.
+const loadEnv = "NORMA_LOAD_SIZE"
+
+// loadSize is the shape of a load: runs processes, each of turns model
+// turns of calls tool calls.
+type loadSize struct{ runs, turns, calls int }
+
+func (s loadSize) perRun() int { return s.turns * s.calls }
+
+func (s loadSize) String() string { return fmt.Sprintf("%dx%dx%d", s.runs, s.turns, s.calls) }
+
+// defaultLoad is small enough for CI (-race, two cores) and still starts
+// eight processes at once.
+var defaultLoad = loadSize{runs: 8, turns: 10, calls: 10}
+
+// loadSizeOf reads $NORMA_LOAD_SIZE, else defaultLoad.
+func loadSizeOf(t *testing.T) loadSize {
+	t.Helper()
+	v := os.Getenv(loadEnv)
+	if v == "" {
+		return defaultLoad
+	}
+	var s loadSize
+	parts := strings.Split(v, "x")
+	ns := make([]int, len(parts))
+	for i, p := range parts {
+		ns[i], _ = strconv.Atoi(p)
+	}
+	if len(ns) != 3 || ns[0] < 1 || ns[1] < 1 || ns[2] < 1 {
+		t.Fatalf("$%s=%q: want RUNSxTURNSxCALLS, such as 8x100x10", loadEnv, v)
+	}
+	s.runs, s.turns, s.calls = ns[0], ns[1], ns[2]
+	return s
+}
+
+// loadCall is one tool call of a generated script and what the policy
+// must answer.
+type loadCall struct {
+	id, tool string
+	// deny is the reason of the expected denial, "" when allowed.
+	deny capability.Reason
+	// edit: the call appends a line with its id to the ledger file.
+	edit bool
+}
+
+// ledgerFile is the workspace file the Edit calls append to, and
+// ledgerEnd the marker each replaces with its line and the marker.
+const (
+	ledgerFile = "ledger.txt"
+	ledgerEnd  = "@@END@@"
+)
+
+// loadScript is a script of size.turns turns of size.calls calls, then a
+// closing text, and its calls in order. Of every five calls two are
+// denied (a Read of .env, a Write into outside, a directory out of the
+// workspace) and three allowed (an Edit of the ledger file, a Read, a
+// Glob).
+func loadScript(size loadSize, outside string) (*scripted.Script, []loadCall) {
+	s := &scripted.Script{}
+	var calls []loadCall
+	for turn := range size.turns {
+		var tcs []scripted.ToolCall
+		for c := range size.calls {
+			id := fmt.Sprintf("t%04dc%02d", turn, c)
+			var lc loadCall
+			var in any
+			switch c % 5 {
+			case 0:
+				lc = loadCall{tool: "Edit", edit: true}
+				in = map[string]string{"path": ledgerFile, "old_string": ledgerEnd, "new_string": id + "\n" + ledgerEnd}
+			case 1:
+				lc = loadCall{tool: "Read"}
+				in = map[string]string{"path": "docs/intro.md"}
+			case 2:
+				lc = loadCall{tool: "Read", deny: capability.ReasonFilesystemReadDenied}
+				in = map[string]string{"path": ".env"}
+			case 3:
+				lc = loadCall{tool: "Write", deny: capability.ReasonPathEscape}
+				in = map[string]string{"path": filepath.Join(outside, id), "content": runCanary}
+			default:
+				lc = loadCall{tool: "Glob"}
+				in = map[string]string{"pattern": "docs/*"}
+			}
+			lc.id = id
+			raw, _ := json.Marshal(in)
+			tcs = append(tcs, scripted.ToolCall{ID: id, Name: lc.tool, Input: raw})
+			calls = append(calls, lc)
+		}
+		s.Turns = append(s.Turns, scripted.Turn{ToolCalls: tcs})
+	}
+	s.Turns = append(s.Turns, scripted.Turn{Text: "done"})
+	return s, calls
+}
+
+// loadRun is one norma run process of a load: its directories and
+// script, and what its --json output reported.
+type loadRun struct {
+	home, ws, outside, script string
+	calls                     []loadCall
+	maxTurns                  int
+
+	mu       sync.Mutex
+	id       string            // the run id, from session_started
+	reported map[string]string // tool_use id -> the reason its tool_call event gave
+	// turnDone is when the results of each turn arrived, by turn.
+	turnDone map[int]time.Time
+	started  time.Time
+	status   string // of session_finished
+	reason   string // of session_finished
+	decided  *atomic.Int64
+	bad      []string // lines that are not JSON
+}
+
+// newLoadRun makes run n's state directory and workspace (a docs file,
+// a .env holding the canary, the ledger file) and writes its script.
+func newLoadRun(t *testing.T, root string, n int, size loadSize, decided *atomic.Int64) *loadRun {
+	t.Helper()
+	dir := filepath.Join(root, fmt.Sprintf("run%d", n))
+	r := &loadRun{home: filepath.Join(dir, "home"), ws: filepath.Join(dir, "ws"), outside: filepath.Join(dir, "outside"),
+		script: filepath.Join(dir, "script.json"), maxTurns: size.turns + 5, reported: map[string]string{},
+		turnDone: map[int]time.Time{}, decided: decided}
+	for _, d := range []string{r.home, filepath.Join(r.ws, "docs"), r.outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(r.ws, "docs", "intro.md"): "# Intro\nhello\n",
+		filepath.Join(r.ws, ".env"):             "TOKEN=" + runCanary + "\n",
+		filepath.Join(r.ws, ledgerFile):         "ledger\n" + ledgerEnd + "\n",
+	}
+	for p, body := range files {
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, calls := loadScript(size, r.outside)
+	r.calls = calls
+	raw, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(r.script, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// loadProc is a started norma run process of a load.
+type loadProc struct {
+	r    *loadRun
+	cmd  *exec.Cmd
+	errb bytes.Buffer
+	done chan struct{} // closed when its output is read to the end
+}
+
+// command is the norma run (or, with resume, norma run --resume) of r
+// against store, not yet started; env adds to the environment.
+func (r *loadRun) command(ctx context.Context, t *testing.T, store string, resume bool, env []string) *loadProc {
+	t.Helper()
+	args := []string{"--home", r.home, "--store", store, "run", "--workspace", r.ws, "--script", r.script,
+		"--mode", "acceptEdits", "--json", "--max-turns", strconv.Itoa(r.maxTurns)}
+	if resume {
+		args = append(args, "--resume", r.id)
+	} else {
+		args = append(args, "load")
+	}
+	p := &loadProc{r: r, cmd: exec.CommandContext(ctx, normaBin(t), args...), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdin = strings.NewReader("")
+	p.cmd.Stderr = &p.errb
+	return p
+}
+
+// start starts p and reads its --json events as they come.
+func (p *loadProc) start(t *testing.T) {
+	t.Helper()
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.r.mu.Lock()
+	p.r.started = time.Now()
+	p.r.mu.Unlock()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			p.r.event(sc.Bytes())
+		}
+	}()
+}
+
+// event records one line of the run's --json output.
+func (r *loadRun) event(line []byte) {
+	var e struct {
+		Event  string `json:"event"`
+		RunID  string `json:"run_id"`
+		ID     string `json:"id"`
+		Reason string `json:"reason"`
+		Status string `json:"status"`
+	}
+	err := json.Unmarshal(line, &e)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.bad = append(r.bad, string(line))
+		return
+	}
+	switch e.Event {
+	case "session_started":
+		r.id = e.RunID
+	case "tool_call":
+		r.reported[e.ID] = e.Reason
+		if decidedReason(e.Reason) {
+			r.decided.Add(1)
+		}
+		if turn, err := strconv.Atoi(strings.TrimPrefix(strings.SplitN(e.ID, "c", 2)[0], "t")); err == nil {
+			r.turnDone[turn] = time.Now()
+		}
+	case "session_finished":
+		r.status, r.reason = e.Status, e.Reason
+	}
+}
+
+// decidedReason reports whether a tool_call event's reason is a decision
+// of the policy, as opposed to a call the run could not decide or run
+// (the store went away, or a resume found it started by a process that
+// stopped).
+func decidedReason(r string) bool {
+	switch capability.Reason(r) {
+	case capability.ReasonStateUnavailable, capability.ReasonToolInterrupted, capability.ReasonToolAlreadyRan, "":
+		return false
+	}
+	return true
+}
+
+// wait waits for p and returns its exit code.
+func (p *loadProc) wait(t *testing.T) int {
+	t.Helper()
+	<-p.done
+	err := p.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("norma run: %v", err)
+	}
+	if strings.Contains(p.errb.String(), runCanary) {
+		t.Errorf("norma run: the canary leaked on stderr:\n%s", p.errb.String())
+	}
+	return 0
+}
+
+// startAll starts every process as close to at once as it can: each is
+// made before the first is started.
+func startAll(t *testing.T, ps []*loadProc) {
+	t.Helper()
+	for _, p := range ps {
+		p.start(t)
+	}
+}
+
+// loadResult is what a load measured.
+type loadResult struct {
+	store     string
+	size      loadSize
+	decisions int64
+	wall      time.Duration
+	// turn latencies, each from the previous turn's results (or the
+	// process start) to this turn's.
+	turns []time.Duration
+}
+
+func (l loadResult) String() string {
+	slices.Sort(l.turns)
+	pct := func(q float64) time.Duration {
+		if len(l.turns) == 0 {
+			return 0
+		}
+		return l.turns[min(len(l.turns)-1, int(q*float64(len(l.turns))))]
+	}
+	return fmt.Sprintf("teamload: store=%s size=%s decisions=%d wall=%.2fs rate=%.0f decisions/s turn(%d calls) p50=%.1fms p99=%.1fms",
+		l.store, l.size, l.decisions, l.wall.Seconds(), float64(l.decisions)/l.wall.Seconds(), l.size.calls,
+		float64(pct(0.50).Microseconds())/1000, float64(pct(0.99).Microseconds())/1000)
+}
+
+// turnLatencies are r's turn latencies.
+func (r *loadRun) turnLatencies() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Duration
+	prev := r.started
+	for turn := 0; ; turn++ {
+		at, ok := r.turnDone[turn]
+		if !ok {
+			return out
+		}
+		out = append(out, at.Sub(prev))
+		prev = at
+	}
+}
+
+// runLoad starts size.runs processes at once against store and waits for
+// them: each must complete. It returns the runs and what it measured.
+func runLoad(t *testing.T, name, store string, size loadSize) ([]*loadRun, loadResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	var decided atomic.Int64
+	root := t.TempDir()
+	env := isolated(t)
+	var runs []*loadRun
+	var ps []*loadProc
+	for n := range size.runs {
+		r := newLoadRun(t, root, n, size, &decided)
+		runs = append(runs, r)
+		ps = append(ps, r.command(ctx, t, store, false, env))
+	}
+	normaBin(t) // built before the clock starts
+	begin := time.Now()
+	startAll(t, ps)
+	for _, p := range ps {
+		if code := p.wait(t); code != 0 || p.r.status != "completed" {
+			t.Errorf("run %s: exit %d, status %q (%s)\n%s", p.r.id, code, p.r.status, p.r.reason, p.errb.String())
+		}
+	}
+	res := loadResult{store: name, size: size, decisions: decided.Load(), wall: time.Since(begin)}
+	for _, r := range runs {
+		res.turns = append(res.turns, r.turnLatencies()...)
+	}
+	return runs, res
+}
+
+// storeRecord is what the load tests read of an audit event.
+type storeRecord struct {
+	Type, Tool, Decision string
+	Reason               capability.Reason
+	ToolUseID            string
+}
+
+// storeRecords reads every audit event of run r from store, through the
+// door (`norma audit query --run`).
+func storeRecords(t *testing.T, store string, r *loadRun) []storeRecord {
+	t.Helper()
+	code, out, errs := door(t, "--home", r.home, "--store", store, "audit", "query", "--json", "--run", r.id, "--limit", "10000000")
+	if code != 0 {
+		t.Fatalf("audit query --run %s: exit %d\n%s", r.id, code, errs)
+	}
+	var recs []struct {
+		Event struct {
+			Type, Tool, Decision string
+			Reason               capability.Reason
+			Detail               struct {
+				ToolUseID string `json:"tool_use_id"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("audit query: %v", err)
+	}
+	var evs []storeRecord
+	for _, rec := range recs {
+		e := rec.Event
+		evs = append(evs, storeRecord{Type: e.Type, Tool: e.Tool, Decision: e.Decision, Reason: e.Reason, ToolUseID: e.Detail.ToolUseID})
+	}
+	return evs
+}
+
+// callTally is what the store holds of one tool_use.
+type callTally struct{ denied, started, finished int }
+
+// checkRun asserts that store holds every decision of r exactly once and
+// that nothing ran twice or ran at all when denied. A call the run
+// reported as not decided (TOOL_INTERRUPTED on a resume, STATE_UNAVAILABLE
+// when the store went away) is one that may have been decided before the
+// stop, but at most once, and its edit is in the ledger at most once. It
+// returns the number of such calls.
+func checkRun(t *testing.T, store string, r *loadRun) (undecided int) {
+	t.Helper()
+	tally := map[string]*callTally{}
+	byID := map[string]loadCall{}
+	for _, c := range r.calls {
+		tally[c.id], byID[c.id] = &callTally{}, c
+	}
+	for _, e := range storeRecords(t, store, r) {
+		if e.ToolUseID == "" {
+			continue
+		}
+		c, ok := tally[e.ToolUseID]
+		if !ok {
+			t.Errorf("run %s: the store holds %s of tool_use %q, which the script does not have", r.id, e.Type, e.ToolUseID)
+			continue
+		}
+		want := byID[e.ToolUseID]
+		switch e.Type {
+		case "capability_decision":
+			if e.Decision != "deny" || e.Reason != want.deny {
+				t.Errorf("run %s: %s %s decided %s %s, want deny %s", r.id, e.ToolUseID, want.tool, e.Decision, e.Reason, want.deny)
+			}
+			c.denied++
+		case "tool_call_started":
+			if want.deny != "" {
+				t.Errorf("run %s: %s %s was started, want denied %s", r.id, e.ToolUseID, want.tool, want.deny)
+			}
+			c.started++
+		case "tool_call_finished":
+			c.finished++
+		}
+	}
+	ledger, err := os.ReadFile(filepath.Join(r.ws, ledgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]int{}
+	for l := range strings.Lines(string(ledger)) {
+		lines[strings.TrimSuffix(l, "\n")]++
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.bad) != 0 {
+		t.Errorf("run %s: --json printed %d lines that are not JSON, such as %q", r.id, len(r.bad), r.bad[0])
+	}
+	for _, call := range r.calls {
+		c, got := tally[call.id], r.reported[call.id]
+		decisions := c.denied + c.started
+		switch {
+		case !decidedReason(got):
+			undecided++
+			if decisions > 1 || c.finished > c.started {
+				t.Errorf("run %s: %s (reported %q) is in the store %+v, want at most one decision", r.id, call.id, got, *c)
+			}
+		case call.deny != "":
+			if got != string(call.deny) || c.denied != 1 || c.started != 0 {
+				t.Errorf("run %s: %s %s reported %q, in the store %+v; want denied %s exactly once", r.id, call.id, call.tool, got, *c, call.deny)
+			}
+		default:
+			if got != string(capability.ReasonAllowed) || c.started != 1 || c.finished != 1 || c.denied != 0 {
+				t.Errorf("run %s: %s %s reported %q, in the store %+v; want started and finished exactly once", r.id, call.id, call.tool, got, *c)
+			}
+		}
+		if !call.edit {
+			continue
+		}
+		switch n := lines[call.id]; {
+		case n > 1:
+			t.Errorf("run %s: edit %s ran %d times", r.id, call.id, n)
+		case c.finished == 1 && n != 1, c.started == 0 && n != 0:
+			t.Errorf("run %s: edit %s is in the ledger file %d times, in the store %+v", r.id, call.id, n, *c)
+		}
+	}
+	if left, _ := os.ReadDir(r.outside); len(left) != 0 {
+		t.Errorf("run %s: a denied Write wrote %d files outside the workspace", r.id, len(left))
+	}
+	return undecided
+}
+
+// checkVerify asserts that `norma audit verify` passes on store, from the
+// state directory of each run (each verifies the checkpoints its key
+// signed; the chain is the whole store's).
+func checkVerify(t *testing.T, store string, runs []*loadRun, events int) {
+	t.Helper()
+	for _, r := range runs {
+		code, out, errs := door(t, "--home", r.home, "--store", store, "audit", "verify", "--json")
+		if code != 0 {
+			t.Errorf("audit verify from %s: exit %d\n%s%s", r.id, code, out, errs)
+			continue
+		}
+		var v struct{ Events int }
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Events < events {
+			t.Errorf("audit verify from %s: %d events verified, want at least the load's %d (%v)\n%s", r.id, v.Events, events, err, out)
+		}
+	}
+}
+
+// TestDoorLoadSQLite: the load on one SQLite file that every state
+// directory shares (--store PATH): every run completes, each of its
+// decisions is stored exactly once, no denied call had an effect, no
+// edit ran twice, and the chain verifies.
+func TestDoorLoadSQLite(t *testing.T) {
+	size := loadSizeOf(t)
+	store := filepath.Join(t.TempDir(), "shared.db")
+	runs, res := runLoad(t, "sqlite", store, size)
+	events := 0
+	for _, r := range runs {
+		if n := checkRun(t, store, r); n != 0 {
+			t.Errorf("run %s: %d calls not decided", r.id, n)
+		}
+		events += size.perRun()
+	}
+	if res.decisions != int64(size.runs*size.perRun()) {
+		t.Errorf("%d decisions reported, want %d", res.decisions, size.runs*size.perRun())
+	}
+	checkVerify(t, store, runs, events)
+	t.Log(res)
+}
