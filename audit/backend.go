@@ -61,10 +61,14 @@ type Backend interface {
 	// QueryAudit returns the rows that match f, in sequence order.
 	QueryAudit(ctx context.Context, f Filter) ([]Row, error)
 	// AddAuditCheckpoint takes the log's write lock, calls sign with the
-	// current head and the stored checkpoint of the largest size (nil
-	// when none is stored), and stores the checkpoint sign returns (nil:
-	// none) in the same transaction. sign may read the log (ScanAudit).
-	AddAuditCheckpoint(ctx context.Context, sign func(head Head, latest *StoredCheckpoint) (*StoredCheckpoint, error)) error
-	// AuditCheckpoints returns the stored checkpoints, smallest size first.
+	// current head and the stored checkpoint of origin (the signing key's
+	// log name, see [KeyOrigin]) of the largest size (nil when origin has
+	// none), and stores the checkpoint sign returns (nil: none) in the
+	// same transaction. sign may read the log (ScanAudit). Checkpoints are
+	// keyed by origin and size: several state directories sharing one
+	// store each sign their own.
+	AddAuditCheckpoint(ctx context.Context, origin string, sign func(head Head, latest *StoredCheckpoint) (*StoredCheckpoint, error)) error
+	// AuditCheckpoints returns the stored checkpoints of every origin,
+	// smallest size first.
 	AuditCheckpoints(ctx context.Context) ([]StoredCheckpoint, error)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -171,6 +172,10 @@ func (s *edSigner) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.priv
 
 // StoredCheckpoint is a signed checkpoint as a [Backend] keeps it.
 type StoredCheckpoint struct {
+	// Origin is the log name it was stored under (the signer's, see
+	// [KeyOrigin]); verification reads the name from the signed note
+	// itself, never from here.
+	Origin string
 	Size   int64 // the size it was stored under
 	TimeNS int64
 	Note   []byte
@@ -211,7 +216,7 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, b Backend) (signed []byte
 	if c.Now != nil {
 		now = c.Now
 	}
-	err = b.AddAuditCheckpoint(ctx, func(h Head, latest *StoredCheckpoint) (*StoredCheckpoint, error) {
+	err = b.AddAuditCheckpoint(ctx, c.Origin, func(h Head, latest *StoredCheckpoint) (*StoredCheckpoint, error) {
 		if err := c.extends(ctx, b, h, latest); err != nil {
 			return nil, err
 		}
@@ -229,7 +234,7 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, b Backend) (signed []byte
 			}
 		}
 		stored = true
-		return &StoredCheckpoint{Size: h.Seq, TimeNS: now().UnixNano(), Note: s}, nil
+		return &StoredCheckpoint{Origin: c.Origin, Size: h.Seq, TimeNS: now().UnixNano(), Note: s}, nil
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("audit: checkpoint: %w", err)
@@ -284,17 +289,39 @@ func refusal(r capability.Reason, detail string) error {
 
 // VerifyOptions says which checkpoints [VerifyWith] checks besides the
 // chain.
+//
+// Several state directories may share one store (a SQLite file, a
+// PostgreSQL database); each signs checkpoints of the one chain with its
+// own key, under its own origin. A verifier checks the checkpoints of the
+// keys it trusts: its own (Origin, Verifier) and Trusted. A checkpoint
+// that claims a trusted origin must be signed by that origin's key, or it
+// is invalid. One of another origin, signed by a key the verifier does
+// not hold, cannot be checked: it is counted in [VerifyResult.Unchecked]
+// by origin, never trusted (a key found in the database proves nothing,
+// whoever can write the database can write the key too).
 type VerifyOptions struct {
-	// Origin and Verifier check every checkpoint; a nil Verifier checks
-	// the chain only.
+	// Origin and Verifier are this state directory's key; a nil Verifier
+	// checks the chain only.
 	Origin   string
 	Verifier note.Verifier
+	// Trusted are other keys whose checkpoints are checked too (their
+	// names are their origins, see [KeyOrigin]).
+	Trusted []note.Verifier
 	// External are signed checkpoints kept outside the database: an
 	// exported file, the state directory's copy of the newest one.
 	External []ExternalCheckpoint
 	// RequireCheckpoint fails the log when the backend stores no
-	// checkpoint (the key exists, so one was written).
+	// checkpoint of Origin (the key exists, so one was written).
 	RequireCheckpoint bool
+}
+
+// Unchecked counts the stored checkpoints of one origin that a verifier
+// could not check: it does not hold that origin's key.
+type Unchecked struct {
+	Origin      string `json:"origin"`
+	Checkpoints int    `json:"checkpoints"`
+	// Largest is the most events one of them claims to cover.
+	Largest int64 `json:"largest"`
 }
 
 // ExternalCheckpoint is a signed checkpoint and where it came from (for
@@ -326,7 +353,12 @@ func VerifyWith(ctx context.Context, b Backend, opts *VerifyOptions) (VerifyResu
 	if err != nil || !res.OK() {
 		return res, err
 	}
-	f := checkpointFindings{seen: map[string]bool{}}
+	f := checkpointFindings{seen: map[string]bool{}, keys: map[string]note.Verifier{opts.Origin: opts.Verifier}, own: opts.Origin}
+	for _, v := range opts.Trusted {
+		if _, dup := f.keys[v.Name()]; !dup {
+			f.keys[v.Name()] = v
+		}
+	}
 	for _, s := range stored {
 		if err := f.check(ctx, b, &res, opts, "stored checkpoint", s.Note, s.Size); err != nil {
 			return res, err
@@ -351,13 +383,14 @@ func VerifyWith(ctx context.Context, b Backend, opts *VerifyOptions) (VerifyResu
 	case f.invalid != nil:
 		res.Reason = capability.ReasonAuditCheckpointInvalid
 		res.Problem = f.invalidSource + ": " + f.invalid.Detail
-	case opts.RequireCheckpoint && len(stored) == 0:
+	case opts.RequireCheckpoint && f.ownStored == 0:
 		res.Reason = capability.ReasonAuditCheckpointMissing
-		res.Problem = "the audit key exists but no checkpoint is stored: checkpoints were deleted"
+		res.Problem = "the audit key exists but no checkpoint of it is stored: checkpoints were deleted"
 	}
 	if res.OK() {
 		res.Checkpoints = f.good
 		res.CheckpointSize = f.largest
+		res.Unchecked = f.uncheckedList()
 	}
 	return res, nil
 }
@@ -368,6 +401,10 @@ type sourced struct {
 }
 
 type checkpointFindings struct {
+	keys          map[string]note.Verifier // trusted, by origin
+	own           string
+	ownStored     int // stored checkpoints of own that verified
+	unchecked     map[string]*Unchecked
 	seen          map[string]bool // signed checkpoints already checked
 	good          int
 	largest       int64
@@ -385,7 +422,15 @@ func (f *checkpointFindings) check(ctx context.Context, b Backend, res *VerifyRe
 		return nil // a copy of one already checked
 	}
 	f.seen[string(signed)] = true
-	c, err := OpenCheckpoint(signed, opts.Verifier, opts.Origin)
+	c, err := openTrusted(signed, f.keys, opts.Origin)
+	if u, ok := errors.AsType[*untrusted](err); ok {
+		if storedSize < 0 { // a file the user asked to check: it must verify
+			err = invalid(fmt.Sprintf("not signed by this state directory's audit key %s nor a trusted one: a checkpoint of log %q", opts.Verifier.Name(), u.origin), nil)
+		} else {
+			f.addUnchecked(u.origin, c.Size)
+			return nil
+		}
+	}
 	if err == nil && storedSize >= 0 && c.Size != storedSize {
 		err = invalid(fmt.Sprintf("stored as covering %d events but signed for %d", storedSize, c.Size), nil)
 	}
@@ -417,9 +462,67 @@ func (f *checkpointFindings) check(ctx context.Context, b Backend, res *VerifyRe
 		return nil
 	}
 	f.good++
+	if storedSize >= 0 && c.Origin == f.own {
+		f.ownStored++
+	}
 	f.largest = max(f.largest, c.Size)
 	f.matched = append(f.matched, c.Size)
 	return nil
+}
+
+func (f *checkpointFindings) addUnchecked(origin string, size int64) {
+	if f.unchecked == nil {
+		f.unchecked = map[string]*Unchecked{}
+	}
+	u := f.unchecked[origin]
+	if u == nil {
+		u = &Unchecked{Origin: origin}
+		f.unchecked[origin] = u
+	}
+	u.Checkpoints++
+	u.Largest = max(u.Largest, size)
+}
+
+// uncheckedList returns the unchecked counts by origin, sorted.
+func (f *checkpointFindings) uncheckedList() []Unchecked {
+	var out []Unchecked
+	for _, u := range f.unchecked {
+		out = append(out, *u)
+	}
+	slices.SortFunc(out, func(a, b Unchecked) int { return strings.Compare(a.Origin, b.Origin) })
+	return out
+}
+
+// untrusted: a well-formed checkpoint of a log whose key the verifier
+// does not hold.
+type untrusted struct{ origin string }
+
+func (u *untrusted) Error() string { return "checkpoint of untrusted log " + u.origin }
+
+// openTrusted opens checkpoint msg with the trusted keys (by origin).
+// A checkpoint of a trusted origin must verify with that origin's key
+// (else: the errors of [OpenCheckpoint], own naming the state directory's
+// own origin). A checkpoint of any other origin is returned (unverified,
+// for its claimed size only) with an *untrusted error.
+func openTrusted(msg []byte, keys map[string]note.Verifier, own string) (Checkpoint, error) {
+	if len(msg) > MaxSignedCheckpoint {
+		return OpenCheckpoint(msg, keys[own], own)
+	}
+	// Who signed is not the question yet: which log it claims to be is.
+	_, err := note.Open(msg, note.VerifierList())
+	var unverified *note.UnverifiedNoteError
+	if !errors.As(err, &unverified) {
+		return OpenCheckpoint(msg, keys[own], own) // not a signed note: its refusal
+	}
+	claimed, err := ParseCheckpoint(unverified.Note.Text)
+	if err != nil {
+		return OpenCheckpoint(msg, keys[own], own)
+	}
+	v, ok := keys[claimed.Origin]
+	if !ok {
+		return claimed, &untrusted{claimed.Origin}
+	}
+	return OpenCheckpoint(msg, v, claimed.Origin)
 }
 
 // matchedBelow returns the largest size below n that a checkpoint

@@ -282,7 +282,8 @@ func TestCheckpointRefusesTamperedLog(t *testing.T) {
 				`UPDATE audit_events SET body = CAST(replace(body, '"allow"', '"deny"') AS BLOB) WHERE seq = 18`)
 		}, capability.ReasonAuditChainBroken},
 		{"forged newest", func(t *testing.T, path string) {
-			insertCheckpoint(t, path, 19, []byte("not a note"))
+			// Garbage filed as the newest checkpoint of the log's own origin.
+			insertCheckpointAs(t, path, storedOrigin(t, path), 19, []byte("not a note"))
 		}, capability.ReasonAuditCheckpointInvalid},
 		{"every checkpoint deleted", func(t *testing.T, path string) {
 			truncate(t, path, 12)
@@ -330,14 +331,37 @@ func TestCheckpointRefusesTamperedLog(t *testing.T) {
 	}
 }
 
+// insertCheckpoint files signed under size and the origin it claims (its
+// first line), as an attacker with write access to the database would.
 func insertCheckpoint(t *testing.T, path string, size int64, signed []byte) {
+	t.Helper()
+	origin, _, _ := strings.Cut(string(signed), "\n")
+	insertCheckpointAs(t, path, origin, size, signed)
+}
+
+// storedOrigin is the origin of a checkpoint stored in path.
+func storedOrigin(t *testing.T, path string) string {
 	t.Helper()
 	raw, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	if _, err := raw.Exec("INSERT INTO audit_checkpoints (size, time_ns, note) VALUES (?, 1, ?)", size, signed); err != nil {
+	var o string
+	if err := raw.QueryRow("SELECT origin FROM audit_checkpoints LIMIT 1").Scan(&o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func insertCheckpointAs(t *testing.T, path, origin string, size int64, signed []byte) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec("INSERT INTO audit_checkpoints (origin, size, time_ns, note) VALUES (?, ?, 1, ?)", origin, size, signed); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -74,6 +74,10 @@ type VerifyResult struct {
 	// ([VerifyWith]), CheckpointSize the most events one of them covers.
 	Checkpoints    int   `json:"checkpoints"`
 	CheckpointSize int64 `json:"checkpointSize"`
+	// Unchecked are the stored checkpoints of other state directories
+	// sharing the store, whose keys the verifier does not trust, by
+	// origin ([VerifyOptions]).
+	Unchecked []Unchecked `json:"unchecked,omitempty"`
 }
 
 // OK reports whether the log verified.

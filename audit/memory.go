@@ -63,7 +63,7 @@ func (m *MemoryBackend) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, 
 }
 
 // AddAuditCheckpoint implements [Backend].
-func (m *MemoryBackend) AddAuditCheckpoint(ctx context.Context, sign func(Head, *StoredCheckpoint) (*StoredCheckpoint, error)) error {
+func (m *MemoryBackend) AddAuditCheckpoint(ctx context.Context, origin string, sign func(Head, *StoredCheckpoint) (*StoredCheckpoint, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -75,10 +75,12 @@ func (m *MemoryBackend) AddAuditCheckpoint(ctx context.Context, sign func(Head, 
 		h = Head{Seq: m.rows[n-1].Seq, Hash: m.rows[n-1].Hash}
 	}
 	var latest *StoredCheckpoint
-	if n := len(m.checkpoints); n > 0 {
-		c := m.checkpoints[n-1]
-		c.Note = slices.Clone(c.Note)
-		latest = &c
+	for i := len(m.checkpoints) - 1; i >= 0; i-- {
+		if c := m.checkpoints[i]; c.Origin == origin {
+			c.Note = slices.Clone(c.Note)
+			latest = &c
+			break
+		}
 	}
 	m.mu.Unlock()
 	c, err := sign(h, latest)
@@ -88,6 +90,7 @@ func (m *MemoryBackend) AddAuditCheckpoint(ctx context.Context, sign func(Head, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c.Note = slices.Clone(c.Note)
+	c.Origin = origin
 	m.checkpoints = append(m.checkpoints, *c)
 	slices.SortFunc(m.checkpoints, func(a, b StoredCheckpoint) int { return cmp.Compare(a.Size, b.Size) })
 	return nil

@@ -42,15 +42,15 @@ func (d *DB) AppendAudit(ctx context.Context, link func(audit.Head) ([]audit.Row
 // largest stored checkpoint are read inside the write-locked transaction.
 // sign reads the log through the pool: in WAL mode those reads see what
 // the transaction sees, since it has written nothing yet.
-func (d *DB) AddAuditCheckpoint(ctx context.Context, sign func(audit.Head, *audit.StoredCheckpoint) (*audit.StoredCheckpoint, error)) error {
+func (d *DB) AddAuditCheckpoint(ctx context.Context, origin string, sign func(audit.Head, *audit.StoredCheckpoint) (*audit.StoredCheckpoint, error)) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		h, err := auditHead(ctx, tx)
 		if err != nil {
 			return err
 		}
 		var latest *audit.StoredCheckpoint
-		var l audit.StoredCheckpoint
-		err = tx.QueryRowContext(ctx, "SELECT size, time_ns, note FROM audit_checkpoints ORDER BY size DESC LIMIT 1").Scan(&l.Size, &l.TimeNS, &l.Note)
+		l := audit.StoredCheckpoint{Origin: origin}
+		err = tx.QueryRowContext(ctx, "SELECT size, time_ns, note FROM audit_checkpoints WHERE origin = ? ORDER BY size DESC LIMIT 1", origin).Scan(&l.Size, &l.TimeNS, &l.Note)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -62,14 +62,14 @@ func (d *DB) AddAuditCheckpoint(ctx context.Context, sign func(audit.Head, *audi
 		if err != nil || c == nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "INSERT INTO audit_checkpoints (size, time_ns, note) VALUES (?,?,?)", c.Size, c.TimeNS, c.Note)
+		_, err = tx.ExecContext(ctx, "INSERT INTO audit_checkpoints (origin, size, time_ns, note) VALUES (?,?,?,?)", origin, c.Size, c.TimeNS, c.Note)
 		return err
 	})
 }
 
 // AuditCheckpoints implements [audit.Backend].
 func (d *DB) AuditCheckpoints(ctx context.Context) ([]audit.StoredCheckpoint, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT size, time_ns, note FROM audit_checkpoints ORDER BY size")
+	rows, err := d.db.QueryContext(ctx, "SELECT origin, size, time_ns, note FROM audit_checkpoints ORDER BY size, origin")
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (d *DB) AuditCheckpoints(ctx context.Context) ([]audit.StoredCheckpoint, er
 	var out []audit.StoredCheckpoint
 	for rows.Next() {
 		var c audit.StoredCheckpoint
-		if err := rows.Scan(&c.Size, &c.TimeNS, &c.Note); err != nil {
+		if err := rows.Scan(&c.Origin, &c.Size, &c.TimeNS, &c.Note); err != nil {
 			return nil, err
 		}
 		out = append(out, c)

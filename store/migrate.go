@@ -98,6 +98,26 @@ BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
 CREATE TRIGGER audit_checkpoints_no_delete BEFORE DELETE ON audit_checkpoints
 BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
 `},
+	// State directories sharing one database each sign their own
+	// checkpoints: they are keyed by the signer's origin (the note's
+	// first line) and size.
+	{"audit checkpoints by origin", `
+CREATE TABLE audit_checkpoints_by_origin (
+	origin  TEXT NOT NULL,
+	size    INTEGER NOT NULL,
+	time_ns INTEGER NOT NULL,
+	note    BLOB NOT NULL,
+	PRIMARY KEY (origin, size)
+) STRICT;
+INSERT INTO audit_checkpoints_by_origin (origin, size, time_ns, note)
+	SELECT CAST(substr(note, 1, max(instr(note, x'0a') - 1, 0)) AS TEXT), size, time_ns, note FROM audit_checkpoints;
+DROP TABLE audit_checkpoints;
+ALTER TABLE audit_checkpoints_by_origin RENAME TO audit_checkpoints;
+CREATE TRIGGER audit_checkpoints_no_update BEFORE UPDATE ON audit_checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
+CREATE TRIGGER audit_checkpoints_no_delete BEFORE DELETE ON audit_checkpoints
+BEGIN SELECT RAISE(ABORT, 'audit checkpoints are append-only'); END;
+`},
 }
 
 // migrate brings the schema to version target, one transaction per step.

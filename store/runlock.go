@@ -71,18 +71,47 @@ func procStart(pid int) string {
 	return string(f[19])
 }
 
-type lockRow struct {
-	nonce, host, machine, pidStart string
-	pid                            int
-	acquired, heartbeat            int64
+// LockHolder is the recorded holder of a run lock.
+type LockHolder struct {
+	Host, Machine, PIDStart string
+	PID                     int
+	// Acquired and Heartbeat are when it took the lock and last renewed it.
+	Acquired, Heartbeat time.Time
 }
 
-// stale reports whether the holder of l is gone.
-func (l lockRow) stale(me holder, now time.Time) bool {
-	if me.machine != "" && l.machine == me.machine {
-		return procStart(l.pid) != l.pidStart
+// Self is this process as a lock holder (times zero).
+func Self() LockHolder {
+	me := self()
+	return LockHolder{Host: me.host, Machine: me.machine, PIDStart: me.pidStart, PID: me.pid}
+}
+
+// Stale reports whether holder h is gone, as seen by this process at
+// now (see [LockHeartbeat]). Every store decides a lock's staleness here.
+func (h LockHolder) Stale(now time.Time) bool {
+	me := self()
+	if me.machine != "" && h.Machine == me.machine {
+		return procStart(h.PID) != h.PIDStart
 	}
-	return now.Sub(time.Unix(0, l.heartbeat)) > LockStaleAfter
+	return now.Sub(h.Heartbeat) > LockStaleAfter
+}
+
+// LockedError is the refusal of a lock of runID that live holder h holds.
+func LockedError(runID string, h LockHolder) error {
+	return &capability.Error{
+		Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRunLocked, Layer: capability.LayerAgent, Request: runID},
+		Detail: fmt.Sprintf("run %s is in use by another norma process (pid %d on host %s, since %s); wait for it to end",
+			runID, h.PID, strconv.Quote(h.Host), h.Acquired.UTC().Format(time.RFC3339)),
+	}
+}
+
+// LockNonce returns a fresh random nonce that identifies one holding of a
+// lock: only its holder knows it, so only it renews or removes the row.
+func LockNonce() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // LockRun gives run runID to this process until unlock is called (at the
@@ -95,22 +124,24 @@ func (d *DB) LockRun(ctx context.Context, runID string) (unlock func() error, er
 		return nil, errors.New("store: lock: empty run id")
 	}
 	me := self()
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	nonce, err := LockNonce()
+	if err != nil {
 		return nil, err
 	}
-	nonce := hex.EncodeToString(b[:])
-	var held *lockRow
+	var held *LockHolder
 	err = d.tx(ctx, func(tx *sql.Tx) error {
-		var l lockRow
+		var l LockHolder
+		var held0 string // the holder's nonce, not ours
+		var acquired, heartbeat int64
 		err := tx.QueryRowContext(ctx, `SELECT nonce, host, machine, pid, pid_start, acquired_ns, heartbeat_ns FROM run_locks WHERE run_id = ?`, runID).
-			Scan(&l.nonce, &l.host, &l.machine, &l.pid, &l.pidStart, &l.acquired, &l.heartbeat)
+			Scan(&held0, &l.Host, &l.Machine, &l.PID, &l.PIDStart, &acquired, &heartbeat)
+		l.Acquired, l.Heartbeat = time.Unix(0, acquired), time.Unix(0, heartbeat)
 		now := time.Now()
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return err
-		case !l.stale(me, now):
+		case !l.Stale(now):
 			held = &l
 			return nil
 		}
@@ -123,11 +154,7 @@ func (d *DB) LockRun(ctx context.Context, runID string) (unlock func() error, er
 		return nil, fmt.Errorf("store: lock run %s: %w", runID, err)
 	}
 	if held != nil {
-		return nil, &capability.Error{
-			Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRunLocked, Layer: capability.LayerAgent, Request: runID},
-			Detail: fmt.Sprintf("run %s is in use by another norma process (pid %d on host %s, since %s); wait for it to end",
-				runID, held.pid, strconv.Quote(held.host), time.Unix(0, held.acquired).UTC().Format(time.RFC3339)),
-		}
+		return nil, LockedError(runID, *held)
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})

@@ -162,9 +162,9 @@ func newAuditQueryCmd() *cobra.Command {
 
 func newAuditVerifyCmd() *cobra.Command {
 	var asJSON bool
-	var exported []string
+	var exported, trustKeys []string
 	c := &cobra.Command{
-		Use:   "verify [--checkpoint FILE]",
+		Use:   "verify [--checkpoint FILE] [--trust-key FILE.pub]",
 		Short: "Recompute the hash chain and check it against the signed checkpoints; exit 1 if it does not verify",
 		Long: `Recompute the hash chain and check every signed checkpoint: the ones in
 the database, the newest one's copy in the state directory, and each
@@ -176,7 +176,13 @@ be the signed one.
 Exit status: 0 verified, 1 it does not (the reason code says why:
 AUDIT_CHAIN_BROKEN, AUDIT_EVENTS_MISSING, AUDIT_CHECKPOINT_MISMATCH,
 AUDIT_CHECKPOINT_INVALID, AUDIT_CHECKPOINT_MISSING), 4 state directory or
-store.`,
+store.
+
+State directories that share one store (--store) each sign checkpoints
+of the one chain with their own key. The chain is always verified whole;
+checkpoints are checked for this state directory's key and each
+--trust-key. Those of other keys are listed by log name as not checked:
+a key found in the database proves nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := stateDir(cmd)
@@ -192,6 +198,11 @@ store.`,
 				return exitWith(exitFailed, err)
 			} else if err != nil {
 				return exitWith(exitInternal, err)
+			}
+			if opts != nil {
+				if opts.Trusted, err = readTrustedKeys(trustKeys); err != nil {
+					return exitWith(exitUsage, err)
+				}
 			}
 			db, err := openStore(cmd.Context(), cmd, home)
 			if err != nil {
@@ -213,6 +224,7 @@ store.`,
 			case res.OK():
 				fmt.Fprintf(w, "ok: %d events verified, head %s; %d checkpoints verified, the newest covers %d events\n",
 					res.Events, res.Head, res.Checkpoints, res.CheckpointSize)
+				printUnchecked(w, res.Unchecked)
 			default:
 				// A checkpoint file's origin is quoted into Problem.
 				fmt.Fprintf(w, "FAILED %s: %s (%d events chained)\n", res.Reason, termtext.Escape(res.Problem), res.Events)
@@ -225,6 +237,7 @@ store.`,
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	c.Flags().StringArrayVar(&exported, "checkpoint", nil, "also verify against this exported checkpoint (repeatable)")
+	c.Flags().StringArrayVar(&trustKeys, "trust-key", nil, "also check the checkpoints signed by this audit key (another state directory's keys/audit-checkpoint.pub; repeatable)")
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/internal/atomicfile"
@@ -166,6 +167,33 @@ func auditVerifyOptions(home string, exported []audit.ExternalCheckpoint) (*audi
 	}
 	opts.External = append(opts.External, exported...)
 	return opts, nil
+}
+
+// readTrustedKeys reads the public audit keys of `audit verify
+// --trust-key` (other state directories' keys/audit-checkpoint.pub).
+func readTrustedKeys(files []string) ([]note.Verifier, error) {
+	var out []note.Verifier
+	for _, p := range files {
+		pub, err := plugin.LoadPublicKey(p)
+		if err != nil {
+			return nil, fmt.Errorf("--trust-key: %w", err)
+		}
+		v, err := audit.NewNoteVerifier(audit.KeyOrigin(pub), pub)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// printUnchecked says which stored checkpoints were not checked: those of
+// other state directories sharing the store, by log name.
+func printUnchecked(w io.Writer, u []audit.Unchecked) {
+	for _, x := range u {
+		fmt.Fprintf(w, "not checked: %d checkpoints of log %s (up to %d events), signed by a key this state directory does not trust (--trust-key)\n",
+			x.Checkpoints, termtext.Escape(x.Origin), x.Largest)
+	}
 }
 
 // readExported reads the checkpoint files of `audit verify --checkpoint`.
