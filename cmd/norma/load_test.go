@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/pgtest"
 	"github.com/norma-run/norma/provider/scripted"
 )
 
@@ -135,9 +136,11 @@ type loadRun struct {
 	calls                     []loadCall
 	maxTurns                  int
 
-	mu       sync.Mutex
-	id       string            // the run id, from session_started
-	reported map[string]string // tool_use id -> the reason its tool_call event gave
+	mu sync.Mutex
+	id string // the run id, from session_started
+	// reported is, by tool_use id, the reason its tool_call event gave:
+	// the first that was a decision, else the last.
+	reported map[string]string
 	// turnDone is when the results of each turn arrived, by turn.
 	turnDone map[int]time.Time
 	started  time.Time
@@ -251,7 +254,11 @@ func (r *loadRun) event(line []byte) {
 	case "session_started":
 		r.id = e.RunID
 	case "tool_call":
-		r.reported[e.ID] = e.Reason
+		// What a run reported done stays its report: a resume may answer
+		// the same call again (TOOL_INTERRUPTED), which must not hide it.
+		if prev, ok := r.reported[e.ID]; !ok || !decidedReason(prev) {
+			r.reported[e.ID] = e.Reason
+		}
 		if decidedReason(e.Reason) {
 			r.decided.Add(1)
 		}
@@ -289,15 +296,6 @@ func (p *loadProc) wait(t *testing.T) int {
 		t.Errorf("norma run: the canary leaked on stderr:\n%s", p.errb.String())
 	}
 	return 0
-}
-
-// startAll starts every process as close to at once as it can: each is
-// made before the first is started.
-func startAll(t *testing.T, ps []*loadProc) {
-	t.Helper()
-	for _, p := range ps {
-		p.start(t)
-	}
 }
 
 // loadResult is what a load measured.
@@ -340,35 +338,93 @@ func (r *loadRun) turnLatencies() []time.Duration {
 	}
 }
 
+// load is a load in progress: its runs, the processes of its current
+// round (the first start, or the resumes after a kill), and the number of
+// decisions the runs have reported.
+type load struct {
+	ctx     context.Context
+	store   string
+	size    loadSize
+	env     []string
+	runs    []*loadRun
+	procs   []*loadProc
+	decided atomic.Int64
+	begin   time.Time
+}
+
+// newLoad makes size.runs runs against store, not yet started.
+func newLoad(t *testing.T, store string, size loadSize) *load {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	t.Cleanup(cancel)
+	l := &load{ctx: ctx, store: store, size: size, env: isolated(t)}
+	root := t.TempDir()
+	for n := range size.runs {
+		l.runs = append(l.runs, newLoadRun(t, root, n, size, &l.decided))
+	}
+	normaBin(t) // built before the clock starts
+	return l
+}
+
+// start starts runs (every run of l, or, with resume, norma run --resume
+// of each) as close to at once as it can: every process is made before
+// the first is started.
+func (l *load) start(t *testing.T, runs []*loadRun, resume bool) {
+	t.Helper()
+	l.procs = nil
+	for _, r := range runs {
+		l.procs = append(l.procs, r.command(l.ctx, t, l.store, resume, l.env))
+	}
+	if l.begin.IsZero() {
+		l.begin = time.Now()
+	}
+	for _, p := range l.procs {
+		p.start(t)
+	}
+}
+
+// wait waits for the processes of the current round and returns them
+// with their exit codes.
+func (l *load) wait(t *testing.T) map[*loadProc]int {
+	t.Helper()
+	codes := map[*loadProc]int{}
+	for _, p := range l.procs {
+		codes[p] = p.wait(t)
+	}
+	return codes
+}
+
+// requireCompleted asserts that every process of codes exited 0 with its
+// run completed.
+func requireCompleted(t *testing.T, codes map[*loadProc]int) {
+	t.Helper()
+	for p, code := range codes {
+		if code != 0 || p.r.status != "completed" {
+			t.Errorf("run %s: exit %d, status %q (%s)\n%s", p.r.id, code, p.r.status, p.r.reason, p.errb.String())
+		}
+	}
+}
+
+// result is what l measured, from its first start to now.
+func (l *load) result(name string) loadResult {
+	res := loadResult{store: name, size: l.size, decisions: l.decided.Load(), wall: time.Since(l.begin)}
+	for _, r := range l.runs {
+		res.turns = append(res.turns, r.turnLatencies()...)
+	}
+	return res
+}
+
 // runLoad starts size.runs processes at once against store and waits for
 // them: each must complete. It returns the runs and what it measured.
 func runLoad(t *testing.T, name, store string, size loadSize) ([]*loadRun, loadResult) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	var decided atomic.Int64
-	root := t.TempDir()
-	env := isolated(t)
-	var runs []*loadRun
-	var ps []*loadProc
-	for n := range size.runs {
-		r := newLoadRun(t, root, n, size, &decided)
-		runs = append(runs, r)
-		ps = append(ps, r.command(ctx, t, store, false, env))
+	l := newLoad(t, store, size)
+	l.start(t, l.runs, false)
+	requireCompleted(t, l.wait(t))
+	if t.Failed() {
+		t.FailNow() // the store's records of failed runs would only repeat it
 	}
-	normaBin(t) // built before the clock starts
-	begin := time.Now()
-	startAll(t, ps)
-	for _, p := range ps {
-		if code := p.wait(t); code != 0 || p.r.status != "completed" {
-			t.Errorf("run %s: exit %d, status %q (%s)\n%s", p.r.id, code, p.r.status, p.r.reason, p.errb.String())
-		}
-	}
-	res := loadResult{store: name, size: size, decisions: decided.Load(), wall: time.Since(begin)}
-	for _, r := range runs {
-		res.turns = append(res.turns, r.turnLatencies()...)
-	}
-	return runs, res
+	return l.runs, l.result(name)
 }
 
 // storeRecord is what the load tests read of an audit event.
@@ -495,21 +551,63 @@ func checkRun(t *testing.T, store string, r *loadRun) (undecided int) {
 }
 
 // checkVerify asserts that `norma audit verify` passes on store, from the
-// state directory of each run (each verifies the checkpoints its key
-// signed; the chain is the whole store's).
+// state directory of the first run trusting the audit keys of the others:
+// the whole chain verifies and so does every checkpoint, each run's
+// closing one included, none left unchecked.
 func checkVerify(t *testing.T, store string, runs []*loadRun, events int) {
 	t.Helper()
-	for _, r := range runs {
-		code, out, errs := door(t, "--home", r.home, "--store", store, "audit", "verify", "--json")
-		if code != 0 {
-			t.Errorf("audit verify from %s: exit %d\n%s%s", r.id, code, out, errs)
-			continue
-		}
-		var v struct{ Events int }
-		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Events < events {
-			t.Errorf("audit verify from %s: %d events verified, want at least the load's %d (%v)\n%s", r.id, v.Events, events, err, out)
-		}
+	args := []string{"--home", runs[0].home, "--store", store, "audit", "verify", "--json"}
+	for _, r := range runs[1:] {
+		args = append(args, "--trust-key", filepath.Join(r.home, keyStoreDir, "audit-checkpoint.pub"))
 	}
+	code, out, errs := door(t, args...)
+	var v struct {
+		Events, Checkpoints int
+		Unchecked           []any
+	}
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
+		t.Fatalf("audit verify: exit %d (%v)\n%s%s", code, err, out, errs)
+	}
+	if v.Events < events || v.Checkpoints < len(runs) || len(v.Unchecked) != 0 {
+		t.Errorf("audit verify: %d events and %d checkpoints verified, %d keys unchecked; want at least the load's %d events, a checkpoint of each of the %d runs, none unchecked\n%s",
+			v.Events, v.Checkpoints, len(v.Unchecked), events, len(runs), out)
+	}
+}
+
+// checkLoad asserts checkRun of every run, that at most maxUndecided of
+// each run's calls were not decided (the calls of the turn in flight when
+// the store went away), and that the chain verifies.
+func checkLoad(t *testing.T, store string, runs []*loadRun, size loadSize, maxUndecided int) {
+	t.Helper()
+	events := 0
+	for _, r := range runs {
+		n := checkRun(t, store, r)
+		if n > maxUndecided {
+			t.Errorf("run %s: %d calls not decided, want at most %d", r.id, n, maxUndecided)
+		}
+		events += size.perRun() - n
+	}
+	checkVerify(t, store, runs, events)
+}
+
+// waitDecided waits until the runs of l reported n decisions, and reports
+// whether they did before every process ended.
+func (l *load) waitDecided(n int64) bool {
+	for l.decided.Load() < n {
+		running := false
+		for _, p := range l.procs {
+			select {
+			case <-p.done:
+			default:
+				running = true
+			}
+		}
+		if !running {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
 }
 
 // TestDoorLoadSQLite: the load on one SQLite file that every state
@@ -520,16 +618,64 @@ func TestDoorLoadSQLite(t *testing.T) {
 	size := loadSizeOf(t)
 	store := filepath.Join(t.TempDir(), "shared.db")
 	runs, res := runLoad(t, "sqlite", store, size)
-	events := 0
-	for _, r := range runs {
-		if n := checkRun(t, store, r); n != 0 {
-			t.Errorf("run %s: %d calls not decided", r.id, n)
-		}
-		events += size.perRun()
+	checkLoad(t, store, runs, size, 0)
+	if want := int64(size.runs * size.perRun()); res.decisions != want {
+		t.Errorf("%d decisions reported, want %d", res.decisions, want)
 	}
-	if res.decisions != int64(size.runs*size.perRun()) {
-		t.Errorf("%d decisions reported, want %d", res.decisions, size.runs*size.perRun())
-	}
-	checkVerify(t, store, runs, events)
 	t.Log(res)
+}
+
+// TestDoorLoadPostgres is TestDoorLoadSQLite on one database of a private
+// PostgreSQL server (--store postgres://…).
+func TestDoorLoadPostgres(t *testing.T) {
+	size := loadSizeOf(t)
+	srv := pgtest.Cluster(t)
+	store := srv.Database(t)
+	runs, res := runLoad(t, "postgres", store, size)
+	checkLoad(t, store, runs, size, 0)
+	if want := int64(size.runs * size.perRun()); res.decisions != want {
+		t.Errorf("%d decisions reported, want %d", res.decisions, want)
+	}
+	t.Log(res)
+}
+
+// TestDoorLoadPostgresKill9 kills the PostgreSQL server (postmaster and
+// every backend, SIGKILL) when the runs have reported half the load's
+// decisions. A run fails closed (no decision without its audit record):
+// it stops with STATE_UNAVAILABLE and exit 4. The server restarts on the
+// same data directory (crash recovery) and each stopped run is resumed,
+// all at once. Then every decision a run reported, before the kill or
+// after, is in the store exactly once (nothing committed was lost), a
+// call is undecided only if it was in flight at the kill (at most one
+// turn of each run), no edit ran twice, and the chain verifies.
+func TestDoorLoadPostgresKill9(t *testing.T) {
+	size := loadSizeOf(t)
+	srv := pgtest.Cluster(t)
+	store := srv.Database(t)
+	l := newLoad(t, store, size)
+	l.start(t, l.runs, false)
+	if !l.waitDecided(int64(size.runs*size.perRun()) / 2) {
+		t.Fatalf("the runs ended before half the load was decided")
+	}
+	srv.Kill()
+	before := l.decided.Load()
+	var stopped []*loadRun
+	for p, code := range l.wait(t) {
+		if code == 0 && p.r.status == "completed" {
+			continue // it ended before the kill
+		}
+		if code != exitInternal || p.r.reason != string(capability.ReasonStateUnavailable) {
+			t.Errorf("run %s after the kill: exit %d, status %q, reason %q; want exit %d, %s\n%s",
+				p.r.id, code, p.r.status, p.r.reason, exitInternal, capability.ReasonStateUnavailable, p.errb.String())
+		}
+		stopped = append(stopped, p.r)
+	}
+	if len(stopped) == 0 {
+		t.Fatal("no run was running at the kill")
+	}
+	t.Logf("killed the server at %d decisions reported; %d runs stopped", before, len(stopped))
+	srv.Start()
+	l.start(t, stopped, true)
+	requireCompleted(t, l.wait(t))
+	checkLoad(t, store, l.runs, size, size.calls)
 }
