@@ -109,11 +109,16 @@ type Getter interface {
 
 // Waiter waits for a decision recorded by another process (`norma
 // approvals approve|deny`), polling the store until the request's expiry or
-// ctx's deadline, whichever is first.
+// ctx's deadline, whichever is first. When the store is a [Watcher] it
+// wakes as soon as the store announces a change of the request, and polls
+// only every WatchedPoll in case an announcement was lost.
 type Waiter struct {
 	Store Getter
 	// Poll is the polling interval; zero means 200ms.
 	Poll time.Duration
+	// WatchedPoll is the polling interval while the store announces
+	// changes; zero means 5s.
+	WatchedPoll time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -132,6 +137,18 @@ func (w Waiter) Approve(ctx context.Context, r Record) (Verdict, error) {
 	if now == nil {
 		now = time.Now
 	}
+	var wake <-chan string
+	if wa, ok := w.Store.(Watcher); ok {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// Subscribed before the first read: a decision after it is announced.
+		if ch, err := wa.WatchApprovals(wctx); err == nil {
+			wake, poll = ch, w.WatchedPoll
+			if poll <= 0 {
+				poll = 5 * time.Second
+			}
+		}
+	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
@@ -148,10 +165,43 @@ func (w Waiter) Approve(ctx context.Context, r Record) (Verdict, error) {
 		if !now().Before(cur.Expires) {
 			return Verdict{}, ErrNoDecision
 		}
-		select {
-		case <-ctx.Done():
-			return Verdict{}, fmt.Errorf("%w: %w", ErrNoDecision, ctx.Err())
-		case <-t.C:
+		if err := w.sleep(ctx, t, &wake, r.ID); err != nil {
+			return Verdict{}, err
 		}
 	}
+}
+
+// sleep waits for the next tick or an announcement of id. A closed wake
+// channel (the store stopped announcing) goes back to polling every Poll.
+func (w Waiter) sleep(ctx context.Context, t *time.Ticker, wake *<-chan string, id string) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ErrNoDecision, ctx.Err())
+		case <-t.C:
+			return nil
+		case got, ok := <-*wake:
+			if !ok {
+				*wake = nil
+				poll := w.Poll
+				if poll <= 0 {
+					poll = 200 * time.Millisecond
+				}
+				t.Reset(poll)
+				return nil
+			}
+			if got == id {
+				return nil
+			}
+		}
+	}
+}
+
+// Watcher is implemented by a store that announces changes (PostgreSQL's
+// LISTEN/NOTIFY): the channel receives the id of each approval created or
+// changed, by any process, once the change is durable, and is closed when
+// ctx ends or the store stops announcing. Ids may be missed under load; a
+// [Waiter] re-reads the store on every id and still polls, more slowly.
+type Watcher interface {
+	WatchApprovals(ctx context.Context) (<-chan string, error)
 }

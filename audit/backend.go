@@ -72,3 +72,15 @@ type Backend interface {
 	// smallest size first.
 	AuditCheckpoints(ctx context.Context) ([]StoredCheckpoint, error)
 }
+
+// Follower is implemented by a backend that announces appends
+// (PostgreSQL's LISTEN/NOTIFY), so that a tail or the team server's
+// metrics read new events when there are some instead of polling hard:
+// the channel receives the head's sequence number after each append by
+// any process commits, and is closed when ctx ends or the backend stops
+// announcing. Announcements may be missed or merged under load, so a
+// follower reads every event after the last one it read (QueryAudit with
+// AfterSeq) and keeps a slow poll as well.
+type Follower interface {
+	FollowAudit(ctx context.Context) (<-chan int64, error)
+}

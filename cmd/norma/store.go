@@ -13,6 +13,7 @@ import (
 
 	"github.com/norma-run/norma/settings"
 	"github.com/norma-run/norma/store"
+	"github.com/norma-run/norma/store/postgres"
 )
 
 // storeEnv names the store when --store is not given.
@@ -171,5 +172,5 @@ func openStoreOf(cmd *cobra.Command) (store.Store, error) {
 
 // openPostgres opens a PostgreSQL store (package store/postgres).
 func openPostgres(ctx context.Context, raw string) (store.Store, error) {
-	return nil, errors.New("this norma has no PostgreSQL store yet")
+	return postgres.Open(ctx, raw)
 }

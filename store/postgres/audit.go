@@ -1,0 +1,209 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/norma-run/norma/audit"
+)
+
+// Notification channels. A payload is "TENANT ID": the tenant first, so
+// that a listener keeps its own tenant's.
+const (
+	approvalsChannel = "norma_approvals"
+	auditChannel     = "norma_audit"
+)
+
+// lockHead locks the tenant's chain (its head row, created on first use)
+// until the end of tx and returns the head.
+func (d *DB) lockHead(ctx context.Context, tx pgx.Tx) (audit.Head, error) {
+	var h audit.Head
+	if _, err := tx.Exec(ctx, "INSERT INTO audit_heads (tenant, seq, hash) VALUES ($1, 0, $2) ON CONFLICT (tenant) DO NOTHING",
+		d.tenant, h.Hash[:]); err != nil {
+		return h, err
+	}
+	var hash []byte
+	if err := tx.QueryRow(ctx, "SELECT seq, hash FROM audit_heads WHERE tenant = $1 FOR UPDATE", d.tenant).Scan(&h.Seq, &hash); err != nil {
+		return h, err
+	}
+	if len(hash) != audit.HashSize {
+		return h, fmt.Errorf("store: audit head %d has a %d-byte hash", h.Seq, len(hash))
+	}
+	copy(h.Hash[:], hash)
+	return h, nil
+}
+
+// AppendAudit implements [audit.Backend]: the tenant's head row is locked
+// for the transaction, so appends from every process chain in one order.
+func (d *DB) AppendAudit(ctx context.Context, link func(audit.Head) ([]audit.Row, error)) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		h, err := d.lockHead(ctx, tx)
+		if err != nil {
+			return err
+		}
+		rows, err := link(h)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		for i, r := range rows {
+			if r.Seq != h.Seq+int64(i)+1 {
+				return fmt.Errorf("store: audit row %d does not follow head %d", r.Seq, h.Seq+int64(i))
+			}
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"audit_events"},
+			[]string{"tenant", "seq", "time_ns", "type", "run_id", "plugin", "tool", "decision", "body", "hash"},
+			pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+				r := rows[i]
+				return []any{d.tenant, r.Seq, r.TimeNS, r.Type, r.RunID, r.Plugin, r.Tool, r.Decision, r.Body, r.Hash[:]}, nil
+			}))
+		if err != nil {
+			return err
+		}
+		last := rows[len(rows)-1]
+		if _, err := tx.Exec(ctx, "UPDATE audit_heads SET seq = $2, hash = $3 WHERE tenant = $1", d.tenant, last.Seq, last.Hash[:]); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", auditChannel, d.tenant+" "+strconv.FormatInt(last.Seq, 10))
+		return err
+	})
+}
+
+// AddAuditCheckpoint implements [audit.Backend] under the same lock as
+// AppendAudit. sign reads the log through the pool: with the head locked
+// no append commits meanwhile, so it reads the events up to the head.
+func (d *DB) AddAuditCheckpoint(ctx context.Context, origin string, sign func(audit.Head, *audit.StoredCheckpoint) (*audit.StoredCheckpoint, error)) error {
+	return d.tx(ctx, func(tx pgx.Tx) error {
+		h, err := d.lockHead(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var latest *audit.StoredCheckpoint
+		l := audit.StoredCheckpoint{Origin: origin}
+		err = tx.QueryRow(ctx, "SELECT size, time_ns, note FROM audit_checkpoints WHERE tenant = $1 AND origin = $2 ORDER BY size DESC LIMIT 1",
+			d.tenant, origin).Scan(&l.Size, &l.TimeNS, &l.Note)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			latest = &l
+		}
+		c, err := sign(h, latest)
+		if err != nil || c == nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "INSERT INTO audit_checkpoints (tenant, origin, size, time_ns, note) VALUES ($1, $2, $3, $4, $5)",
+			d.tenant, origin, c.Size, c.TimeNS, c.Note)
+		return err
+	})
+}
+
+// AuditCheckpoints implements [audit.Backend].
+func (d *DB) AuditCheckpoints(ctx context.Context) ([]audit.StoredCheckpoint, error) {
+	rows, err := d.pool.Query(ctx, "SELECT origin, size, time_ns, note FROM audit_checkpoints WHERE tenant = $1 ORDER BY size, origin", d.tenant)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (audit.StoredCheckpoint, error) {
+		var c audit.StoredCheckpoint
+		err := r.Scan(&c.Origin, &c.Size, &c.TimeNS, &c.Note)
+		return c, err
+	})
+}
+
+// ScanAudit implements [audit.Backend].
+func (d *DB) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, fn func(audit.Row) error) error {
+	if lastSeq <= 0 {
+		lastSeq = math.MaxInt64
+	}
+	rows, err := d.pool.Query(ctx, "SELECT seq, body, hash FROM audit_events WHERE tenant = $1 AND seq > $2 AND seq <= $3 ORDER BY seq",
+		d.tenant, afterSeq, lastSeq)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r audit.Row
+		raw := rows.RawValues()
+		if err := rows.Scan(&r.Seq, nil, nil); err != nil {
+			return err
+		}
+		r.Body = raw[1] // valid until the next row, as the interface allows
+		if hash := raw[2]; len(hash) != audit.HashSize {
+			// A mangled hash column cannot match any link.
+			clear(r.Hash[:])
+			r.Hash[0] = ^byte(0)
+		} else {
+			copy(r.Hash[:], hash)
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// QueryAudit implements [audit.Backend].
+func (d *DB) QueryAudit(ctx context.Context, f audit.Filter) ([]audit.Row, error) {
+	where := []string{"tenant = $1", "seq > $2"}
+	args := []any{d.tenant, f.AfterSeq}
+	add := func(col string, v any) {
+		args = append(args, v)
+		where = append(where, col+" $"+strconv.Itoa(len(args)))
+	}
+	if f.Plugin != "" {
+		add("plugin =", f.Plugin)
+	}
+	if f.Tool != "" {
+		add("tool =", f.Tool)
+	}
+	if f.Decision != "" {
+		add("decision =", f.Decision)
+	}
+	if f.Type != "" {
+		add("type =", f.Type)
+	}
+	if f.RunID != "" {
+		add("run_id =", f.RunID)
+	}
+	if !f.Since.IsZero() {
+		add("time_ns >=", f.Since.UnixNano())
+	}
+	order := "ASC"
+	if f.Newest {
+		order = "DESC"
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	args = append(args, limit)
+	q := "SELECT seq, time_ns, type, run_id, plugin, tool, decision, body, hash FROM audit_events WHERE " +
+		strings.Join(where, " AND ") + " ORDER BY seq " + order + " LIMIT $" + strconv.Itoa(len(args))
+	rows, err := d.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (audit.Row, error) {
+		var a audit.Row
+		var hash []byte
+		err := r.Scan(&a.Seq, &a.TimeNS, &a.Type, &a.RunID, &a.Plugin, &a.Tool, &a.Decision, &a.Body, &hash)
+		copy(a.Hash[:], hash)
+		return a, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f.Newest {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out, nil
+}
