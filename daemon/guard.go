@@ -110,7 +110,7 @@ func Guard(tok Token, log func(line string)) func(http.Handler) http.Handler {
 				refuse(http.StatusForbidden, "browser requests are refused")
 				return
 			}
-			if !loopbackHost(r.Host) {
+			if !LoopbackHost(r.Host) {
 				refuse(http.StatusMisdirectedRequest, "the Host header must name a loopback address")
 				return
 			}
@@ -139,10 +139,10 @@ func fromBrowser(r *http.Request) bool {
 	return false
 }
 
-// loopbackHost reports whether host (a Host header, with or without a
+// LoopbackHost reports whether host (a Host header, with or without a
 // port) names a loopback address. A port must be digits: "localhost:@"
 // is userinfo to a URL parser, naming no host at all.
-func loopbackHost(host string) bool {
+func LoopbackHost(host string) bool {
 	if h, port, err := net.SplitHostPort(host); err == nil {
 		if port == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "" {
 			return false

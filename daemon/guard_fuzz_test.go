@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzLoopbackHost checks the Host check against a second reading of the
-// header, net/url's: whatever loopbackHost accepts, url.Parse reads as
+// header, net/url's: whatever LoopbackHost accepts, url.Parse reads as
 // localhost or a loopback address (never a name that merely contains one).
 func FuzzLoopbackHost(f *testing.F) {
 	for _, seed := range []string{
@@ -27,7 +27,7 @@ func FuzzLoopbackHost(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, host string) {
-		if !loopbackHost(host) {
+		if !LoopbackHost(host) {
 			return
 		}
 		u, err := url.Parse("http://" + host + "/")
@@ -39,7 +39,7 @@ func FuzzLoopbackHost(f *testing.F) {
 			return
 		}
 		if a, err := netip.ParseAddr(h); err != nil || !a.Unmap().IsLoopback() {
-			t.Fatalf("loopbackHost(%q) = true, but the URL's host is %q", host, h)
+			t.Fatalf("LoopbackHost(%q) = true, but the URL's host is %q", host, h)
 		}
 	})
 }

@@ -61,12 +61,23 @@ cannot reach, or one answered 401, as a non-blocking error and runs the
 tool, so while the daemon is down an http hook fails open unless it sets
 "onFailure": "block"; the command hook fails closed on its own.
 
+--team ADDR also serves the team server: the JSON API under /api/v1/
+(approvals, audit, runs, plugins) over the store (--store), for bearer
+tokens made with "norma serve token add NAME --role approver|viewer|runner".
+A loopback ADDR (127.0.0.1:8443; port 0: any free port, printed) may be
+plain HTTP; any other (":8443" is every interface) needs --tls-cert and
+--tls-key, and serves TLS only.
+
 SIGTERM or SIGINT stops it after the requests in flight.`,
 		Args: cobra.NoArgs,
 		RunE: runServe,
 	}
 	cmd.Flags().String("socket", "", "Unix socket to listen on (default STATE/serve.sock)")
 	cmd.Flags().String("http", "", "also listen on this loopback address and port, e.g. 127.0.0.1:8787 (port 0: any free port)")
+	cmd.Flags().String("team", "", "also serve the team API on this address, e.g. 127.0.0.1:8443 (off loopback: TLS required)")
+	cmd.Flags().String("tls-cert", "", "TLS certificate (PEM) of the --team listener")
+	cmd.Flags().String("tls-key", "", "TLS private key (PEM) of the --team listener")
+	cmd.AddCommand(newServeTokenCmd())
 	return cmd
 }
 
@@ -104,6 +115,18 @@ func runServe(cmd *cobra.Command, _ []string) error {
 			logf("made a new bearer token in %s", tokPath)
 		}
 	}
+	var ts *teamServer
+	if teamAddr, _ := cmd.Flags().GetString("team"); teamAddr != "" {
+		cert, _ := cmd.Flags().GetString("tls-cert")
+		key, _ := cmd.Flags().GetString("tls-key")
+		var closeTeam func()
+		if ts, closeTeam, err = openTeamServer(cmd, home, teamAddr, cert, key, logf); err != nil {
+			return err
+		}
+		defer closeTeam()
+	} else if cmd.Flags().Changed("tls-cert") || cmd.Flags().Changed("tls-key") {
+		return exitWith(exitUsage, errors.New("--tls-cert and --tls-key are for --team"))
+	}
 	ul, err := daemon.ListenUnix(sock, func(uid int) { logf("refused a connection of uid %d", uid) })
 	if err != nil {
 		if errors.Is(err, daemon.ErrRunning) {
@@ -124,7 +147,7 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	serve := func(ln net.Listener, guard func(http.Handler) http.Handler) {
 		wg.Add(1)
 		go func() {
@@ -140,6 +163,20 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		serve(hl, daemon.Guard(tok, func(line string) { logf("%s", line) }))
 		logf("listening on http://%s (bearer token in %s)", hl.Addr(), filepath.Join(home, serveTokenFile))
 	}
+	if ts != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ts.Srv.Serve(ts.ln); err != nil {
+				errs <- err
+			}
+		}()
+		scheme := "http"
+		if ts.TLS {
+			scheme = "https"
+		}
+		logf("team server listening on %s://%s (tokens: norma serve token add)", scheme, ts.ln.Addr())
+	}
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -150,6 +187,11 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	defer cancel()
 	if err := srv.Shutdown(shut); err != nil {
 		logf("shutdown: %v", err)
+	}
+	if ts != nil {
+		if err := ts.Srv.Shutdown(shut); err != nil {
+			logf("shutdown: %v", err)
+		}
 	}
 	wg.Wait()
 	ul.Close()
