@@ -272,11 +272,11 @@ func (r *loadRun) event(line []byte) {
 
 // decidedReason reports whether a tool_call event's reason is a decision
 // of the policy, as opposed to a call the run could not decide or run
-// (the store went away, or a resume found it started by a process that
-// stopped).
+// (the store went away: STATE_UNAVAILABLE, AUDIT_UNAVAILABLE; or a resume
+// found it started by a process that stopped).
 func decidedReason(r string) bool {
 	switch capability.Reason(r) {
-	case capability.ReasonStateUnavailable, capability.ReasonToolInterrupted, capability.ReasonToolAlreadyRan, "":
+	case capability.ReasonStateUnavailable, capability.ReasonAuditUnavailable, capability.ReasonToolInterrupted, capability.ReasonToolAlreadyRan, "":
 		return false
 	}
 	return true
@@ -579,9 +579,11 @@ func checkVerify(t *testing.T, store string, runs []*loadRun, events int) {
 // the store went away), and that the chain verifies.
 func checkLoad(t *testing.T, store string, runs []*loadRun, size loadSize, maxUndecided int) {
 	t.Helper()
-	events := 0
+	events, undecided := 0, 0
+	defer func() { t.Logf("%d decisions in the store, %d calls undecided", events, undecided) }()
 	for _, r := range runs {
 		n := checkRun(t, store, r)
+		undecided += n
 		if n > maxUndecided {
 			t.Errorf("run %s: %d calls not decided, want at most %d", r.id, n, maxUndecided)
 		}
@@ -657,8 +659,8 @@ func TestDoorLoadPostgresKill9(t *testing.T) {
 	if !l.waitDecided(int64(size.runs*size.perRun()) / 2) {
 		t.Fatalf("the runs ended before half the load was decided")
 	}
-	srv.Kill()
 	before := l.decided.Load()
+	srv.Kill()
 	var stopped []*loadRun
 	for p, code := range l.wait(t) {
 		if code == 0 && p.r.status == "completed" {
