@@ -551,14 +551,18 @@ func checkRun(t *testing.T, store string, r *loadRun) (undecided int) {
 }
 
 // checkVerify asserts that `norma audit verify` passes on store, from the
-// state directory of the first run trusting the audit keys of the others:
-// the whole chain verifies and so does every checkpoint, each run's
-// closing one included, none left unchecked.
-func checkVerify(t *testing.T, store string, runs []*loadRun, events int) {
+// state directory of the first run trusting the audit keys of the others
+// and of the homes in trust (a team server's): the whole chain verifies
+// and so does every checkpoint, each run's closing one included, none
+// left unchecked.
+func checkVerify(t *testing.T, store string, runs []*loadRun, events int, trust ...string) {
 	t.Helper()
 	args := []string{"--home", runs[0].home, "--store", store, "audit", "verify", "--json"}
 	for _, r := range runs[1:] {
-		args = append(args, "--trust-key", filepath.Join(r.home, keyStoreDir, "audit-checkpoint.pub"))
+		trust = append(trust, r.home)
+	}
+	for _, home := range trust {
+		args = append(args, "--trust-key", filepath.Join(home, keyStoreDir, "audit-checkpoint.pub"))
 	}
 	code, out, errs := door(t, args...)
 	var v struct {
@@ -577,7 +581,7 @@ func checkVerify(t *testing.T, store string, runs []*loadRun, events int) {
 // checkLoad asserts checkRun of every run, that at most maxUndecided of
 // each run's calls were not decided (the calls of the turn in flight when
 // the store went away), and that the chain verifies.
-func checkLoad(t *testing.T, store string, runs []*loadRun, size loadSize, maxUndecided int) {
+func checkLoad(t *testing.T, store string, runs []*loadRun, size loadSize, maxUndecided int, trust ...string) {
 	t.Helper()
 	events, undecided := 0, 0
 	defer func() { t.Logf("%d decisions in the store, %d calls undecided", events, undecided) }()
@@ -589,7 +593,7 @@ func checkLoad(t *testing.T, store string, runs []*loadRun, size loadSize, maxUn
 		}
 		events += size.perRun() - n
 	}
-	checkVerify(t, store, runs, events)
+	checkVerify(t, store, runs, events, trust...)
 }
 
 // waitDecided waits until the runs of l reported n decisions, and reports
@@ -680,4 +684,54 @@ func TestDoorLoadPostgresKill9(t *testing.T) {
 	l.start(t, stopped, true)
 	requireCompleted(t, l.wait(t))
 	checkLoad(t, store, l.runs, size, size.calls)
+}
+
+// TestDoorLoadTeamServerKill9 kills `norma serve --team` (SIGKILL) when the
+// runs, which write to PostgreSQL themselves, have reported half the
+// load's decisions. The runs are unaffected: each completes. The server
+// restarts on the same store and its API serves the full counts again:
+// each run's events in /api/v1/runs are the store's, and
+// /api/v1/audit/verify passes.
+func TestDoorLoadTeamServerKill9(t *testing.T) {
+	size := loadSizeOf(t)
+	srv := pgtest.Cluster(t)
+	store := srv.Database(t)
+	serverHome := shortHome(t)
+	var outputs, answers strings.Builder
+	vic := teamToken(t, serverHome, "vic", "viewer", &outputs)
+	server, _ := startTeam(t, serverHome, &answers, "--store", store)
+	l := newLoad(t, store, size)
+	l.start(t, l.runs, false)
+	if !l.waitDecided(int64(size.runs*size.perRun()) / 2) {
+		t.Fatalf("the runs ended before half the load was decided")
+	}
+	if err := server.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-server.done
+	server.done <- err // for its cleanup
+	t.Logf("killed the team server at %d decisions reported (%v)", l.decided.Load(), err)
+	requireCompleted(t, l.wait(t))
+	_, api := startTeam(t, serverHome, &answers, "--store", store)
+	code, m := api.call(t, "GET", "/api/v1/runs", vic, "")
+	if code != 200 {
+		t.Fatalf("GET /api/v1/runs after the restart: %d %v", code, m)
+	}
+	listed := map[string]float64{}
+	for _, x := range m["runs"].([]any) {
+		run := x.(map[string]any)
+		listed[run["id"].(string)], _ = run["events"].(float64)
+	}
+	for _, r := range l.runs {
+		if got, want := listed[r.id], len(storeRecords(t, store, r)); int(got) != want {
+			t.Errorf("GET /api/v1/runs: run %s has %v events, the store %d", r.id, got, want)
+		}
+	}
+	if code, m := api.call(t, "GET", "/api/v1/audit/verify", vic, ""); code != 200 || m["ok"] != true {
+		t.Errorf("GET /api/v1/audit/verify after the restart: %d %v", code, m)
+	}
+	checkLoad(t, store, l.runs, size, 0, serverHome)
+	if strings.Contains(answers.String()+outputs.String(), vic) {
+		t.Error("the viewer token appears in an answer or an output")
+	}
 }
