@@ -148,6 +148,7 @@ type loadRun struct {
 	reason   string // of session_finished
 	decided  *atomic.Int64
 	bad      []string // lines that are not JSON
+	stored   int      // the audit events of the run in the store, by checkRun
 }
 
 // newLoadRun makes run n's state directory and workspace (a docs file,
@@ -478,7 +479,9 @@ func checkRun(t *testing.T, store string, r *loadRun) (undecided int) {
 	for _, c := range r.calls {
 		tally[c.id], byID[c.id] = &callTally{}, c
 	}
-	for _, e := range storeRecords(t, store, r) {
+	recs := storeRecords(t, store, r)
+	r.stored = len(recs)
+	for _, e := range recs {
 		if e.ToolUseID == "" {
 			continue
 		}
@@ -722,15 +725,15 @@ func TestDoorLoadTeamServerKill9(t *testing.T) {
 		run := x.(map[string]any)
 		listed[run["id"].(string)], _ = run["events"].(float64)
 	}
+	checkLoad(t, store, l.runs, size, 0, serverHome)
 	for _, r := range l.runs {
-		if got, want := listed[r.id], len(storeRecords(t, store, r)); int(got) != want {
-			t.Errorf("GET /api/v1/runs: run %s has %v events, the store %d", r.id, got, want)
+		if got := listed[r.id]; int(got) != r.stored {
+			t.Errorf("GET /api/v1/runs: run %s has %v events, the store %d", r.id, got, r.stored)
 		}
 	}
 	if code, m := api.call(t, "GET", "/api/v1/audit/verify", vic, ""); code != 200 || m["ok"] != true {
 		t.Errorf("GET /api/v1/audit/verify after the restart: %d %v", code, m)
 	}
-	checkLoad(t, store, l.runs, size, 0, serverHome)
 	if strings.Contains(answers.String()+outputs.String(), vic) {
 		t.Error("the viewer token appears in an answer or an output")
 	}
