@@ -147,7 +147,7 @@ type loadRun struct {
 	status   string // of session_finished
 	reason   string // of session_finished
 	decided  *atomic.Int64
-	bad      []string // lines that are not JSON
+	bad      []string // lines that are not JSON or show the canary
 	stored   int      // the audit events of the run in the store, by checkRun
 }
 
@@ -247,7 +247,7 @@ func (r *loadRun) event(line []byte) {
 	err := json.Unmarshal(line, &e)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err != nil {
+	if err != nil || bytes.Contains(line, []byte(runCanary)) {
 		r.bad = append(r.bad, string(line))
 		return
 	}
@@ -517,7 +517,7 @@ func checkRun(t *testing.T, store string, r *loadRun) (undecided int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.bad) != 0 {
-		t.Errorf("run %s: --json printed %d lines that are not JSON, such as %q", r.id, len(r.bad), r.bad[0])
+		t.Errorf("run %s: --json printed %d lines that are not JSON or show the canary, such as %.300q", r.id, len(r.bad), r.bad[0])
 	}
 	for _, call := range r.calls {
 		c, got := tally[call.id], r.reported[call.id]
