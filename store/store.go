@@ -113,6 +113,10 @@ func openAt(ctx context.Context, path string, version int, opts *Options) (*DB, 
 // Path returns the absolute path of the database file.
 func (d *DB) Path() string { return d.path }
 
+// Identity names the database: "sqlite:" and its path. Two DBs with one
+// identity are one database.
+func (d *DB) Identity() string { return "sqlite:" + d.path }
+
 // Close closes the database.
 func (d *DB) Close() error { return d.db.Close() }
 

@@ -184,3 +184,30 @@ func TestRedactionCanary(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateCheckpointOrigin: checkpoints stored before they were keyed
+// by origin keep their note and get the origin it names (its first line).
+func TestMigrateCheckpointOrigin(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), store.FileName)
+	old, err := store.OpenAt(ctx, path, store.Migrations-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	note := "github.com/norma-run/norma/audit/0123456789abcdef\n7\nAAAA\n\n— sig\n"
+	raw, _ := sql.Open("sqlite", "file:"+path)
+	if _, err := raw.Exec("INSERT INTO audit_checkpoints (size, time_ns, note) VALUES (7, 1, ?)", []byte(note)); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cps, err := db.AuditCheckpoints(ctx)
+	if err != nil || len(cps) != 1 || cps[0].Origin != "github.com/norma-run/norma/audit/0123456789abcdef" || cps[0].Size != 7 || string(cps[0].Note) != note {
+		t.Fatalf("after migration: %+v, %v", cps, err)
+	}
+}

@@ -76,11 +76,21 @@ func newAuditTailCmd() *cobra.Command {
 			}
 			t := time.NewTicker(poll)
 			defer t.Stop()
+			// A store that announces appends (PostgreSQL) wakes the tail
+			// at once; the ticker stays as the fallback.
+			var heads <-chan int64
+			if f, ok := db.(audit.Follower); ok {
+				heads, _ = f.FollowAudit(ctx)
+			}
 			for {
 				select {
 				case <-ctx.Done():
 					return nil
 				case <-t.C:
+				case _, ok := <-heads:
+					if !ok {
+						heads = nil
+					}
 				}
 				recs, err := audit.QueryBackend(ctx, db, audit.Filter{AfterSeq: last, Limit: 1000})
 				if err != nil {
@@ -189,11 +199,16 @@ a key found in the database proves nothing.`,
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
+			db, err := openStore(cmd.Context(), cmd, home)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
 			files, err := readExported(exported)
 			if err != nil {
 				return exitWith(exitFailed, err)
 			}
-			opts, err := auditVerifyOptions(home, files)
+			opts, err := auditVerifyOptions(home, db, files)
 			if errors.Is(err, errNoAuditKey) {
 				return exitWith(exitFailed, err)
 			} else if err != nil {
@@ -204,11 +219,6 @@ a key found in the database proves nothing.`,
 					return exitWith(exitUsage, err)
 				}
 			}
-			db, err := openStore(cmd.Context(), cmd, home)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
 			res, err := audit.VerifyWith(cmd.Context(), db, opts)
 			if err != nil {
 				return exitWith(exitInternal, err)

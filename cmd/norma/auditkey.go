@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -89,14 +91,39 @@ func auditCheckpointer(ctx context.Context, home string, db store.Store) (*audit
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(home, auditCheckpointFile)
+	file, own := checkpointCopy(home, db)
 	cp := &audit.Checkpointer{Origin: origin, Signer: s, Verifier: v,
 		Publish: func(signed []byte) error { return atomicfile.Write(file, signed, 0o600) }}
-	if created {
+	if created || (!own && !exists(file)) {
+		// A new key, or an old key's first use of another store (--store):
+		// from this checkpoint on, none stored means deleted.
 		_, _, _ = cp.Checkpoint(ctx, db) // a failure is reported by the next use
 	}
 	cp.RequireStored = true
 	return cp, nil
+}
+
+// checkpointCopy is the file in home that holds a copy of the newest
+// checkpoint home's key stored in db: audit.checkpoint for home's own
+// norma.db (own true), audit.checkpoint-HASH for any other store (--store),
+// HASH naming the store (its path, or its server, database and tenant).
+// Its existence says that home's key has stored checkpoints in db, so
+// none there means they were deleted.
+func checkpointCopy(home string, db store.Store) (file string, own bool) {
+	id := fmt.Sprintf("%T", db)
+	if s, ok := db.(interface{ Identity() string }); ok {
+		id = s.Identity()
+	}
+	if id == "sqlite:"+filepath.Join(home, store.FileName) {
+		return filepath.Join(home, auditCheckpointFile), true
+	}
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(home, auditCheckpointFile+"-"+hex.EncodeToString(sum[:8])), false
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // loadOrCreateAuditKey reads the audit key, or creates it when the key
@@ -129,7 +156,7 @@ var errNoAuditKey = errors.New("audit key: the state directory has no audit key"
 // checked, which is an error. The verifier comes from the private key when
 // it is readable (and the public key file must match it), else from the
 // public key file.
-func auditVerifyOptions(home string, exported []audit.ExternalCheckpoint) (*audit.VerifyOptions, error) {
+func auditVerifyOptions(home string, db store.Store, exported []audit.ExternalCheckpoint) (*audit.VerifyOptions, error) {
 	base := auditKeyBase(home)
 	var pub ed25519.PublicKey
 	priv, err := plugin.LoadPrivateKey(base + ".key")
@@ -158,10 +185,13 @@ func auditVerifyOptions(home string, exported []audit.ExternalCheckpoint) (*audi
 	if err != nil {
 		return nil, err
 	}
-	opts := &audit.VerifyOptions{Origin: origin, Verifier: v, RequireCheckpoint: true}
-	switch b, err := readCheckpointFile(filepath.Join(home, auditCheckpointFile)); {
+	// A key that never stored a checkpoint in another store (--store) is
+	// not missing one there.
+	file, own := checkpointCopy(home, db)
+	opts := &audit.VerifyOptions{Origin: origin, Verifier: v, RequireCheckpoint: own || exists(file)}
+	switch b, err := readCheckpointFile(file); {
 	case err == nil:
-		opts.External = append(opts.External, audit.ExternalCheckpoint{Source: "checkpoint in " + auditCheckpointFile, Note: b})
+		opts.External = append(opts.External, audit.ExternalCheckpoint{Source: "checkpoint in " + filepath.Base(file), Note: b})
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/settings"
+	"github.com/norma-run/norma/store"
 	"github.com/norma-run/norma/workspace"
 )
 
@@ -118,6 +119,9 @@ func printSettings(w io.Writer, st *settings.Settings) {
 		fmt.Fprintf(w, "env   %s\n", strconv.Quote(e))
 	}
 	printPluginTimeouts(w, st.Plugins)
+	if st.Store != "" { // a URL may hold a password: never printed
+		fmt.Fprintf(w, "store %s  %s\n", termtext.Escape(store.Redact(st.Store)), st.StoreSource)
+	}
 	for _, s := range st.Ignored {
 		fmt.Fprintf(w, "ignored: %s\n", termtext.Escape(s))
 	}

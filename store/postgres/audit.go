@@ -21,15 +21,13 @@ const (
 )
 
 // lockHead locks the tenant's chain (its head row, created on first use)
-// until the end of tx and returns the head.
+// until the end of tx and returns the head, in one round trip: the upsert
+// either inserts the empty head or row-locks the existing one, unchanged.
 func (d *DB) lockHead(ctx context.Context, tx pgx.Tx) (audit.Head, error) {
 	var h audit.Head
-	if _, err := tx.Exec(ctx, "INSERT INTO audit_heads (tenant, seq, hash) VALUES ($1, 0, $2) ON CONFLICT (tenant) DO NOTHING",
-		d.tenant, h.Hash[:]); err != nil {
-		return h, err
-	}
 	var hash []byte
-	if err := tx.QueryRow(ctx, "SELECT seq, hash FROM audit_heads WHERE tenant = $1 FOR UPDATE", d.tenant).Scan(&h.Seq, &hash); err != nil {
+	if err := tx.QueryRow(ctx, `INSERT INTO audit_heads (tenant, seq, hash) VALUES ($1, 0, $2)
+		ON CONFLICT (tenant) DO UPDATE SET tenant = excluded.tenant RETURNING seq, hash`, d.tenant, h.Hash[:]).Scan(&h.Seq, &hash); err != nil {
 		return h, err
 	}
 	if len(hash) != audit.HashSize {
@@ -56,21 +54,24 @@ func (d *DB) AppendAudit(ctx context.Context, link func(audit.Head) ([]audit.Row
 				return fmt.Errorf("store: audit row %d does not follow head %d", r.Seq, h.Seq+int64(i))
 			}
 		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"audit_events"},
-			[]string{"tenant", "seq", "time_ns", "type", "run_id", "plugin", "tool", "decision", "body", "hash"},
-			pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-				r := rows[i]
-				return []any{d.tenant, r.Seq, r.TimeNS, r.Type, r.RunID, r.Plugin, r.Tool, r.Decision, r.Body, r.Hash[:]}, nil
-			}))
-		if err != nil {
-			return err
+		// The rows (as arrays), the new head and the announcement go in
+		// one round trip.
+		n := len(rows)
+		seq, times := make([]int64, n), make([]int64, n)
+		typ, run, plugin, tool, decision := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		body, hash := make([][]byte, n), make([][]byte, n)
+		for i, r := range rows {
+			seq[i], times[i], typ[i], run[i], plugin[i], tool[i], decision[i], body[i] = r.Seq, r.TimeNS, r.Type, r.RunID, r.Plugin, r.Tool, r.Decision, r.Body
+			hash[i] = r.Hash[:]
 		}
-		last := rows[len(rows)-1]
-		if _, err := tx.Exec(ctx, "UPDATE audit_heads SET seq = $2, hash = $3 WHERE tenant = $1", d.tenant, last.Seq, last.Hash[:]); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", auditChannel, d.tenant+" "+strconv.FormatInt(last.Seq, 10))
-		return err
+		last := rows[n-1]
+		var b pgx.Batch
+		b.Queue(`INSERT INTO audit_events (tenant, seq, time_ns, type, run_id, plugin, tool, decision, body, hash)
+			SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bytea[], $10::bytea[])`,
+			d.tenant, seq, times, typ, run, plugin, tool, decision, body, hash)
+		b.Queue("UPDATE audit_heads SET seq = $2, hash = $3 WHERE tenant = $1", d.tenant, last.Seq, last.Hash[:])
+		b.Queue("SELECT pg_notify($1, $2)", auditChannel, d.tenant+" "+strconv.FormatInt(last.Seq, 10))
+		return tx.SendBatch(ctx, &b).Close()
 	})
 }
 

@@ -47,9 +47,10 @@ var validTenant = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // DB is a PostgreSQL store of one tenant. It is safe for concurrent use.
 type DB struct {
-	pool   *pgxpool.Pool
-	tenant string
-	where  string // the URL, password hidden, for messages
+	pool     *pgxpool.Pool
+	tenant   string
+	where    string // the URL, password hidden, for messages
+	identity string
 }
 
 var (
@@ -75,7 +76,9 @@ func openAt(ctx context.Context, rawURL string, version int) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", where, err)
 	}
-	d := &DB{pool: pool, tenant: tenant, where: where}
+	c := cfg.ConnConfig
+	d := &DB{pool: pool, tenant: tenant, where: where,
+		identity: fmt.Sprintf("postgres://%s@%s:%d/%s?tenant=%s", c.User, c.Host, c.Port, c.Database, tenant)}
 	if err := d.migrate(ctx, version); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: %s: %w", where, err)
@@ -108,6 +111,10 @@ func parseURL(rawURL string) (*pgxpool.Config, string, error) {
 
 // Tenant is the tenant this DB reads and writes.
 func (d *DB) Tenant() string { return d.tenant }
+
+// Identity names the database and tenant (no credential): two DBs with
+// one identity are one chain.
+func (d *DB) Identity() string { return d.identity }
 
 // String is where the database is, password hidden.
 func (d *DB) String() string { return d.where }

@@ -47,3 +47,13 @@ func pgtestURL(t *testing.T) string { return pgtest.URL(t) }
 func TestConformance(t *testing.T) {
 	storetest.Run(t, backend())
 }
+
+func openRaw(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
