@@ -9,12 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/norma-run/norma/internal/loopback"
 )
 
 // tokenPrefix marks a daemon token, so secret scanners and people can tell
@@ -110,7 +110,7 @@ func Guard(tok Token, log func(line string)) func(http.Handler) http.Handler {
 				refuse(http.StatusForbidden, "browser requests are refused")
 				return
 			}
-			if !LoopbackHost(r.Host) {
+			if !loopback.Host(r.Host) {
 				refuse(http.StatusMisdirectedRequest, "the Host header must name a loopback address")
 				return
 			}
@@ -137,22 +137,4 @@ func fromBrowser(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// LoopbackHost reports whether host (a Host header, with or without a
-// port) names a loopback address. A port must be digits: "localhost:@"
-// is userinfo to a URL parser, naming no host at all.
-func LoopbackHost(host string) bool {
-	if h, port, err := net.SplitHostPort(host); err == nil {
-		if port == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "" {
-			return false
-		}
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Unmap().IsLoopback()
 }

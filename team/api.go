@@ -160,48 +160,43 @@ func (s *Server) showApproval(w http.ResponseWriter, r *http.Request) {
 }
 
 // waitApproval returns approval id once it is not pending, or after wait.
-// It wakes on the store's notification (Options.Watch) when there is one,
-// on a decision made through this server, and else every Poll.
+// It wakes on every change of id the server hears of (a decision made
+// through it, the store's notification when there is one) and rereads
+// the record; it also polls, every Poll, or every 10 Poll while the
+// store's watch is live. It listens before it reads, so a change between
+// the read and the wait is never missed.
 func (s *Server) waitApproval(r *http.Request, id string, wait time.Duration) (approval.Record, error) {
-	rec, err := s.getApproval(r, id)
-	if err != nil || wait <= 0 || rec.State != approval.StatePending {
-		return rec, err
+	if wait <= 0 {
+		return s.getApproval(r, id)
 	}
+	s.startWatch()
 	ctx := r.Context()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	var watched <-chan string
-	poll := s.opts.Poll
-	if s.opts.Watch != nil {
-		if ch, err := s.opts.Watch.WatchApprovals(ctx); err == nil {
-			// The notification wakes us; the poll is only a safety net.
-			watched, poll = ch, 10*poll
-		}
-	}
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
 	for {
-		changed := s.changed.wait()
+		changed := s.changed.wait(id)
+		rec, err := s.getApproval(r, id)
+		if err != nil || rec.State != approval.StatePending {
+			return rec, err
+		}
+		poll := s.opts.Poll
+		if s.watching.Load() {
+			poll *= 10
+		}
+		tick := time.NewTimer(poll)
 		select {
 		case <-ctx.Done():
+			tick.Stop()
 			return rec, nil
 		case <-deadline.C:
+			tick.Stop()
 			return rec, nil
 		case <-changed:
-			if s.changed.isClosed() {
-				return rec, nil
-			}
-		case got, ok := <-watched:
-			if !ok {
-				watched = nil
-				tick.Reset(s.opts.Poll)
-			} else if got != id {
-				continue
-			}
 		case <-tick.C:
 		}
-		if rec, err = s.getApproval(r, id); err != nil || rec.State != approval.StatePending {
-			return rec, err
+		tick.Stop()
+		if s.changed.isClosed() {
+			return s.getApproval(r, id)
 		}
 	}
 }

@@ -429,8 +429,8 @@ func (f *fakeWatcher) WatchApprovals(ctx context.Context) (<-chan string, error)
 }
 
 // TestLongPollWatcher: a decision made by another process (straight in
-// the store) wakes the wait through the store's notification, with the
-// poll far away.
+// the store) wakes the waits through the store's notification, with the
+// poll an hour away; the server holds one watch for all of them.
 func TestLongPollWatcher(t *testing.T) {
 	w := &fakeWatcher{ch: make(chan string, 4)}
 	e := newEnv(t, func(o *Options) { o.Poll = time.Hour; o.Watch = w })
@@ -439,26 +439,40 @@ func TestLongPollWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan map[string]any, 1)
-	go func() {
-		_, m := e.do(t, "GET", "/api/v1/approvals/"+id+"?wait=30s", e.tok[RoleViewer], "")
-		done <- m
-	}()
-	for w.watches.Load() == 0 {
+	const waiters = 3
+	done := make(chan map[string]any, waiters)
+	for range waiters {
+		go func() {
+			_, m := e.do(t, "GET", "/api/v1/approvals/"+id+"?wait=30s", e.tok[RoleViewer], "")
+			done <- m
+		}()
+	}
+	for w.watches.Load() == 0 || !e.srv.watching.Load() {
 		time.Sleep(5 * time.Millisecond)
 	}
-	w.ch <- "apr_other" // another approval: keeps waiting
+	time.Sleep(100 * time.Millisecond) // the waiters are waiting
+	w.ch <- "apr_other"                // another approval: they keep waiting
+	select {
+	case m := <-done:
+		t.Fatalf("a wait ended on another approval's change: %v", m)
+	case <-time.After(100 * time.Millisecond):
+	}
 	if _, err := other.Decide(t.Context(), id, true, "cli:bob", ""); err != nil {
 		t.Fatal(err)
 	}
 	w.ch <- id
-	select {
-	case m := <-done:
-		if m["approval"].(map[string]any)["state"] != "granted" {
-			t.Errorf("woken wait: %v", m)
+	for range waiters {
+		select {
+		case m := <-done:
+			if m["approval"].(map[string]any)["state"] != "granted" {
+				t.Errorf("woken wait: %v", m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the notification did not wake the wait")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the notification did not wake the wait")
+	}
+	if n := w.watches.Load(); n != 1 {
+		t.Errorf("WatchApprovals called %d times, want once for all the waits", n)
 	}
 }
 

@@ -140,4 +140,16 @@ func TestLoopbackHost(t *testing.T) {
 			t.Errorf("Host %q: %d, want %d", c.host, res.StatusCode, c.want)
 		}
 	}
+	// The team listener answers no hook: those stay on the daemon's own
+	// listeners and their guard.
+	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/hooks/claude-code", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+e.tok[RoleApprover])
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 404 {
+		t.Errorf("POST /hooks/claude-code on the team listener: %d, want 404", res.StatusCode)
+	}
 }

@@ -12,12 +12,13 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/daemon"
+	"github.com/norma-run/norma/internal/loopback"
 	"github.com/norma-run/norma/internal/snakejson"
 )
 
@@ -43,11 +44,12 @@ type Options struct {
 	Verify func(ctx context.Context) (audit.VerifyResult, error)
 	// Plugins lists the installed plugins (nil: none).
 	Plugins func(ctx context.Context) ([]Plugin, error)
-	// Watch, when the store offers it (approval.Watcher on PostgreSQL),
-	// wakes a long poll on a change made by any process; without it a
-	// long poll wakes at once on a decision made through this server and
-	// polls the store every Poll for the others.
-	Watch Watcher
+	// Watch, when the store offers it (PostgreSQL's LISTEN/NOTIFY), wakes
+	// the long polls on a change made by any process: the server holds
+	// one watch for all of them while it serves. Without it (or while the
+	// watch is down) a long poll wakes at once on a decision made through
+	// this server and polls the store every Poll for the others.
+	Watch approval.Watcher
 	// Poll is the polling interval of a long poll (0: 250ms).
 	Poll time.Duration
 	// MaxWait bounds ?wait= (0: DefaultMaxWait).
@@ -58,13 +60,6 @@ type Options struct {
 	Log func(line string)
 }
 
-// Watcher is a store's change notification for approvals: the channel
-// receives the id of each approval that changed, in any process, until
-// ctx ends. The PostgreSQL store implements it with LISTEN/NOTIFY.
-type Watcher interface {
-	WatchApprovals(ctx context.Context) (<-chan string, error)
-}
-
 // Server is the team server: the JSON API under /api/v1/, and the routes
 // other packages mount on it ([Server.Handle], [Server.HandleFor]). It
 // is safe for concurrent use.
@@ -73,6 +68,12 @@ type Server struct {
 	mux  *http.ServeMux
 
 	changed *broadcast
+	// watching is true while the store's watch is live: long polls then
+	// poll only as a safety net.
+	watching  atomic.Bool
+	watchOnce sync.Once
+	stop      context.CancelFunc
+	stopped   context.Context
 
 	mu   sync.Mutex
 	srvs []*http.Server
@@ -90,6 +91,7 @@ func New(opts Options) (*Server, error) {
 		opts.MaxWait = DefaultMaxWait
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), changed: newBroadcast()}
+	s.stopped, s.stop = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
 }
@@ -168,6 +170,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting, ends the long polls, lets the requests in
 // flight finish until ctx ends, then closes what is left.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stop()
 	s.changed.close()
 	s.mu.Lock()
 	srvs := s.srvs
@@ -181,6 +184,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// startWatch starts relaying the store's change notifications, once,
+// at the first long poll.
+func (s *Server) startWatch() {
+	s.watchOnce.Do(func() {
+		if s.opts.Watch != nil {
+			go s.watch()
+		}
+	})
+}
+
+// watch relays the store's change notifications to the long polls until
+// Shutdown, watching again (after a second) when the watch ends: a lost
+// connection costs the long polls their fast wake-up, never an answer.
+func (s *Server) watch() {
+	for s.stopped.Err() == nil {
+		if ch, err := s.opts.Watch.WatchApprovals(s.stopped); err == nil {
+			s.watching.Store(true)
+			for id := range ch {
+				s.changed.notify(id)
+			}
+			s.watching.Store(false)
+		}
+		select {
+		case <-s.stopped.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	if !ok {
@@ -192,7 +224,7 @@ func isLoopback(a net.Addr) bool {
 
 func loopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !daemon.LoopbackHost(r.Host) {
+		if !loopback.Host(r.Host) {
 			writeError(w, http.StatusMisdirectedRequest, string(capability.ReasonTeamForbidden), "the Host header must name a loopback address")
 			return
 		}
@@ -336,47 +368,68 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, p Principal, err e
 			who = p.ID() + " (" + string(p.Role) + ")"
 		}
 		line := fmt.Sprintf("team: %s %s by %s: %d %s", r.Method, r.URL.Path, who, status, code)
-		if status == http.StatusInternalServerError {
+		if status >= http.StatusInternalServerError {
+			// For the operator: the cause a *capability.Error keeps out
+			// of its public message (never a token; escaped by Log).
 			line += ": " + err.Error()
+			if ce, ok := errors.AsType[*capability.Error](err); ok && ce.Err != nil {
+				line += ": " + ce.Err.Error()
+			}
 		}
 		s.opts.Log(line)
 	}
 	writeError(w, status, string(code), msg)
 }
 
-// broadcast wakes every waiter when any approval changes: waiters then
-// reread the one they wait on. Its zero value is not usable.
+// broadcast wakes the waiters on one approval when it changes. It keeps
+// one channel per approval waited on until that approval changes: at
+// most one per request ever waited on. Its zero value is not usable.
 type broadcast struct {
-	mu     sync.Mutex
-	ch     chan struct{}
-	closed bool
+	mu      sync.Mutex
+	waiting map[string]chan struct{}
+	closed  bool
 }
 
-func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
+func newBroadcast() *broadcast { return &broadcast{waiting: map[string]chan struct{}{}} }
 
-// wait returns a channel closed at the next change.
-func (b *broadcast) wait() <-chan struct{} {
+// wait returns a channel closed at the next change of approval id (or
+// when the server shuts down).
+func (b *broadcast) wait(id string) <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.ch
+	ch := b.waiting[id]
+	if ch == nil {
+		ch = make(chan struct{})
+		if b.closed {
+			close(ch)
+		} else {
+			b.waiting[id] = ch
+		}
+	}
+	return ch
 }
 
-func (b *broadcast) notify(string) {
+// notify wakes the waiters on approval id.
+func (b *broadcast) notify(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ch := b.waiting[id]; ch != nil {
+		close(ch)
+		delete(b.waiting, id)
+	}
+}
+
+// close wakes every waiter, for good.
+func (b *broadcast) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return
 	}
-	close(b.ch)
-	b.ch = make(chan struct{})
-}
-
-func (b *broadcast) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.closed {
-		b.closed = true
-		close(b.ch)
+	b.closed = true
+	for id, ch := range b.waiting {
+		close(ch)
+		delete(b.waiting, id)
 	}
 }
 

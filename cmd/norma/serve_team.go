@@ -86,7 +86,7 @@ func openTeamServer(cmd *cobra.Command, home, addr, certFile, keyFile string, lo
 		Plugins: func(context.Context) ([]team.Plugin, error) { return teamPlugins(home, log) },
 		Log:     func(line string) { logf("%s", line) },
 	}
-	if w, ok := db.(team.Watcher); ok {
+	if w, ok := db.(approval.Watcher); ok {
 		opts.Watch = w
 	}
 	srv, err := team.New(opts)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/norma-run/norma/internal/pgtest"
 	"github.com/norma-run/norma/internal/syncbuf"
 )
 
@@ -82,16 +83,22 @@ func startTeam(t *testing.T, home string, answers *strings.Builder, args ...stri
 	return nil, teamClient{}
 }
 
-// TestDoorTeamApproval: norma serve --team over a SQLite store shared
-// with a headless norma run in another state directory. The run files a
-// request for a Bash line that appends to a file; the API lists it; a
-// runner's approve and a viewer's are 403 and change nothing (the line has
-// not run, the record is pending); the approver's approve lets the waiting
-// run go on, the line runs exactly once, and the audit log names the
-// approver. No token appears in any output, log or answer.
+// TestDoorTeamApproval: norma serve --team over a store shared with a
+// headless norma run in another state directory (a SQLite file; a
+// PostgreSQL database, whose change notification wakes the long poll and
+// the run). The run files a request for a Bash line that appends to a
+// file; the API lists it; a runner's approve and a viewer's are 403 and
+// change nothing (the line has not run, the record is pending); the
+// approver's approve lets the waiting run go on, the line runs exactly
+// once, and the audit log names the approver. No token (and no store
+// password) appears in any output, log or answer.
 func TestDoorTeamApproval(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testDoorTeamApproval(t, "sqlite:"+filepath.Join(t.TempDir(), "team.db")) })
+	t.Run("postgres", func(t *testing.T) { testDoorTeamApproval(t, withPassword(t, pgtest.URL(t))) })
+}
+
+func testDoorTeamApproval(t *testing.T, db string) {
 	serverHome, runHome := shortHome(t), t.TempDir()
-	db := filepath.Join(t.TempDir(), "team.db")
 	var outputs, answers strings.Builder
 	alice := teamToken(t, serverHome, "alice", "approver", &outputs)
 	vic := teamToken(t, serverHome, "vic", "viewer", &outputs)
@@ -188,9 +195,11 @@ func TestDoorTeamApproval(t *testing.T) {
 		if rec := m["approval"].(map[string]any); rec["state"] != "granted" && rec["state"] != "consumed" {
 			t.Errorf("long poll = %v", rec)
 		}
-		if d := time.Since(start); d > 5*time.Second {
+		d := time.Since(start)
+		if d > 5*time.Second {
 			t.Errorf("the long poll woke %v after the decision", d)
 		}
+		t.Logf("the runner's long poll answered %v after the approve was sent", d.Round(time.Millisecond))
 	case <-time.After(40 * time.Second):
 		t.Fatal("the long poll did not wake")
 	}
@@ -200,6 +209,7 @@ func TestDoorTeamApproval(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run: %v\n%s%s", err, runOut, runErr)
 		}
+		t.Logf("the headless run ended %v after the approve was sent", time.Since(start).Round(time.Millisecond))
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the run did not proceed:\n%s\n%s", runOut, runErr)
 	}
@@ -256,9 +266,12 @@ func TestDoorTeamApproval(t *testing.T) {
 	srv.cmd.Process.Signal(os.Interrupt)
 	<-srv.done
 	srv.done <- nil
-	dbBytes, _ := os.ReadFile(db)
-	wal, _ := os.ReadFile(db + "-wal")
-	dbBytes = append(dbBytes, wal...)
+	var dbBytes []byte
+	if path, ok := strings.CutPrefix(db, "sqlite:"); ok {
+		main, _ := os.ReadFile(path)
+		wal, _ := os.ReadFile(path + "-wal")
+		dbBytes = append(main, wal...)
+	}
 	tokFile, _ := os.ReadFile(filepath.Join(serverHome, "team-tokens.json"))
 	for _, where := range []struct{ name, text string }{
 		{"token commands", outputs.String()}, {"API answers", answers.String()}, {"server log", srv.stderr.String()},
@@ -269,6 +282,7 @@ func TestDoorTeamApproval(t *testing.T) {
 				t.Errorf("a token is in the %s", where.name)
 			}
 		}
+		noCanary(t, where.name, where.text)
 	}
 }
 

@@ -81,6 +81,15 @@ var rules = []struct {
 		},
 	},
 	{
+		name: "the team server decides nothing itself",
+		pkgs: []string{"team"},
+		BadDeps: map[string]string{
+			m("gate"):      "the team server answers approvals through approval.Service and reads the audit log; a tool call is decided by the gate of the run that makes it, never by the server",
+			m("policy"):    "the team server evaluates no policy; a second evaluator would be a second answer to one question",
+			m("workspace"): "the team server assembles no run",
+		},
+	},
+	{
 		name: "test doubles stay out of production",
 		pkgs: []string{"..."},
 		BadDeps: map[string]string{

@@ -1,4 +1,4 @@
-package daemon
+package loopback
 
 import (
 	"net/netip"
@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// FuzzLoopbackHost checks the Host check against a second reading of the
-// header, net/url's: whatever LoopbackHost accepts, url.Parse reads as
+// FuzzHost checks the Host check against a second reading of the
+// header, net/url's: whatever Host accepts, url.Parse reads as
 // localhost or a loopback address (never a name that merely contains one).
-func FuzzLoopbackHost(f *testing.F) {
+func FuzzHost(f *testing.F) {
 	for _, seed := range []string{
 		"127.0.0.1:8787",          // the usual
 		"localhost:8787",          // by name
@@ -27,7 +27,7 @@ func FuzzLoopbackHost(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, host string) {
-		if !LoopbackHost(host) {
+		if !Host(host) {
 			return
 		}
 		u, err := url.Parse("http://" + host + "/")
@@ -39,7 +39,7 @@ func FuzzLoopbackHost(f *testing.F) {
 			return
 		}
 		if a, err := netip.ParseAddr(h); err != nil || !a.Unmap().IsLoopback() {
-			t.Fatalf("LoopbackHost(%q) = true, but the URL's host is %q", host, h)
+			t.Fatalf("Host(%q) = true, but the URL's host is %q", host, h)
 		}
 	})
 }
