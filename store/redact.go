@@ -2,8 +2,11 @@ package store
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 )
+
+var passwordParam = regexp.MustCompile(`(?i)(password=)[^&\s]*`)
 
 // Redact returns a store location fit to print: the password of a URL's
 // user info and any password query parameter (password, sslpassword) are replaced by "xxxxx". A
@@ -13,7 +16,9 @@ import (
 // a password.
 func Redact(location string) string {
 	if !strings.Contains(location, "://") {
-		return location // a path: no credential in it
+		// A path, or something typed as one (a keyword/value connection
+		// string): hide what follows any password=.
+		return passwordParam.ReplaceAllString(location, "${1}xxxxx")
 	}
 	u, err := url.Parse(location)
 	if err != nil {

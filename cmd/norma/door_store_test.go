@@ -175,7 +175,7 @@ func TestDoorStoreBadURL(t *testing.T) {
 		code        int
 	}{
 		{"postgres://postgres:" + pgCanary + "@127.0.0.1:" + strconv.Itoa(port) + "/norma?sslmode=disable&connect_timeout=3",
-			"store postgres://postgres:xxxxx@127.0.0.1:" + strconv.Itoa(port) + "/norma", exitInternal},
+			"store: postgres://postgres:xxxxx@127.0.0.1:" + strconv.Itoa(port) + "/norma", exitInternal},
 		{"postgres://postgres:" + pgCanary + "@127.0.0.1:bad/norma", "--store: not a valid postgres:// URL", exitUsage},
 		{"mysql://root:" + pgCanary + "@db/norma", `--store: unknown store scheme "mysql"`, exitUsage},
 		{"postgres://db/norma?tenant=../x&password=" + pgCanary, "tenant", exitInternal},
@@ -268,7 +268,7 @@ func TestDoorStoreApproveElsewhere(t *testing.T) {
 		if len(recs) == 1 && recs[0].Tool == "Write" {
 			id = recs[0].ID
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 	}
 	if _, err := os.Stat(target); err == nil {
 		t.Fatal("the call ran before it was approved")

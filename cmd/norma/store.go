@@ -104,6 +104,10 @@ func sqliteLocation(path string) (storeLocation, error) {
 	if path == "" {
 		return storeLocation{}, errors.New("empty SQLite path")
 	}
+	if strings.Contains(strings.ToLower(path), "password=") {
+		// A keyword/value connection string taken for a path.
+		return storeLocation{}, errors.New("not a path, sqlite:PATH or postgres:// URL (a PostgreSQL store is named by a postgres:// URL)")
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return storeLocation{}, err
@@ -130,10 +134,21 @@ func openStore(ctx context.Context, cmd *cobra.Command, home string) (store.Stor
 	}
 	s, err := openPostgres(ctx, loc.url)
 	if err != nil {
-		return nil, exitWith(exitInternal, fmt.Errorf("store %s: %s", loc.printable(), redactIn(err.Error(), loc.url)))
+		// Its errors name the store with the password hidden already;
+		// should a library have quoted it anyway, it is hidden here too.
+		return nil, exitWith(exitInternal, &redactedError{redactIn(err.Error(), loc.url), err})
 	}
 	return s, nil
 }
+
+// redactedError is err printed as msg, err with the password removed.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // redactIn hides, in msg, the password of URL raw should a library have
 // quoted it.

@@ -27,6 +27,7 @@ func TestParseStoreLocation(t *testing.T) {
 		{in: "postgres:norma", err: "not a valid postgres:// URL"},
 		{in: "postgres://n:s3cret@db:bad/x", err: "not a valid postgres:// URL"},
 		{in: "mysql://n:s3cret@db/x", err: `unknown store scheme "mysql"`},
+		{in: "host=db user=n password=s3cret dbname=x", err: "postgres:// URL"},
 	} {
 		loc, err := parseStoreLocation(c.in)
 		if c.err != "" {

@@ -79,6 +79,10 @@ func openAt(ctx context.Context, rawURL string, version int) (*DB, error) {
 	c := cfg.ConnConfig
 	d := &DB{pool: pool, tenant: tenant, where: where,
 		identity: fmt.Sprintf("postgres://%s@%s:%d/%s?tenant=%s", c.User, c.Host, c.Port, c.Database, tenant)}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: %s: %w", where, err)
+	}
 	if err := d.migrate(ctx, version); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("store: %s: %w", where, err)
