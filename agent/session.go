@@ -604,6 +604,17 @@ func (s *Session) loop(ctx context.Context, c *convo, prompt string, startCtx []
 			}
 		}
 		results, awaiting, err := s.execute(ctx, c, uses)
+		if capability.ReasonOf(err) == capability.ReasonStateUnavailable && c.main {
+			// The store went away: keep the results that were recorded,
+			// so that a resume reuses them and answers the others
+			// TOOL_INTERRUPTED (resumePending).
+			s.mu.Lock()
+			s.st.Pending = &Pending{Results: results, Awaiting: awaiting}
+			s.mu.Unlock()
+			if serr := s.save(ctx); serr != nil {
+				err = serr
+			}
+		}
 		if err != nil {
 			return Outcome{Status: StatusFailed, Reason: string(capability.ReasonOf(err))}, err
 		}
@@ -716,6 +727,7 @@ func (s *Session) execute(ctx context.Context, c *convo, uses []provider.Block) 
 	}
 	results := make(map[string]provider.Block, len(res))
 	awaiting := map[string]string{}
+	lost := 0
 	for i, r := range res {
 		if r.ToolUseID != calls[i].ID {
 			return nil, nil, errorf(capability.ReasonToolResultUnpaired, "result "+strconv.Quote(r.ToolUseID)+" answers "+strconv.Quote(calls[i].ID), nil)
@@ -731,8 +743,21 @@ func (s *Session) execute(ctx context.Context, c *convo, uses []provider.Block) 
 		if r.Reason == capability.ReasonApprovalPending {
 			rec.Decision = capability.ApprovalRequired.String()
 		}
+		bad := unrecorded(r)
+		if bad {
+			// Reported as what it is: not a decision of record.
+			if r.AuditFailed {
+				rec.Decision, rec.Reason = "", string(capability.ReasonAuditUnavailable)
+			}
+			rec.IsError = true
+			rec.Message = "the store is unavailable: this call's record is missing or incomplete; the run stops, and norma run --resume does not run it again"
+			lost++
+		}
 		c.calls = append(c.calls, rec)
 		s.emit(Event{Kind: EventToolCall, Principals: c.chain, Call: &rec})
+		if bad {
+			continue
+		}
 		if id != "" && r.IsError && c.main {
 			awaiting[r.ToolUseID] = id
 			continue
@@ -741,7 +766,20 @@ func (s *Session) execute(ctx context.Context, c *convo, uses []provider.Block) 
 		// the store and the subagent is told so.
 		results[r.ToolUseID] = resultBlock(r.ToolUseID, r.Tool, r.Content, r.IsError, r.Reason, r.Context)
 	}
+	if lost > 0 {
+		return results, awaiting, errorf(capability.ReasonStateUnavailable,
+			fmt.Sprintf("the store is unavailable: %d tool call(s) of this turn have no complete audit record; the run stops (norma run --resume continues it)", lost), nil)
+	}
 	return results, awaiting, nil
+}
+
+// unrecorded reports whether the store refused a record of r: the
+// ledger's claim (STATE_UNAVAILABLE), the audit log's tool_call_started
+// (AUDIT_UNAVAILABLE; the call did not run) or the final event (the
+// decision, or the end of a call that ran). A run goes no further without
+// its records: the audit log is the account of every decision.
+func unrecorded(r gate.Result) bool {
+	return r.AuditFailed || r.Reason == capability.ReasonAuditUnavailable || r.Reason == capability.ReasonStateUnavailable
 }
 
 // resultBlock frames a tool result as data: a header line naming the tool,

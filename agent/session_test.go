@@ -524,3 +524,50 @@ func TestCallRecordResultBounded(t *testing.T) {
 		t.Errorf("result = %d bytes, valid UTF-8 %v, suffix %q", len(r), utf8.ValidString(r), r[max(0, len(r)-8):])
 	}
 }
+
+// TestStoreGoneStopsRun: the audit log refuses every event from the
+// second turn on (the store went away). The run does not go on without
+// its records: it stops with STATE_UNAVAILABLE, the refused call did not
+// run, the turn before it stays recorded, and a resume answers the
+// refused call TOOL_INTERRUPTED (never running it) and completes.
+func TestStoreGoneStopsRun(t *testing.T) {
+	dir := t.TempDir()
+	ts := newTools(t)
+	sink := &gatetest.MemorySink{}
+	p1 := script(t, "turns:\n  - tool_calls:\n      - {id: a1, name: Echo, input: {msg: one}}\n"+
+		"  - tool_calls:\n      - {id: a2, name: Echo, input: {msg: two}}\n  - text: done\n")
+	var reported []agent.CallRecord
+	s1, err := agent.NewSession(t.Context(), agent.WithProvider(p1, "m"), agent.WithTools(ts.all...), agent.WithAudit(sink),
+		agent.WithStateDir(dir), agent.WithRunID("r1"), agent.WithObserver(func(e agent.Event) {
+			if e.Kind == agent.EventToolCall {
+				reported = append(reported, *e.Call)
+				sink.Fail(errors.New("the store is gone"))
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s1.Run(t.Context(), "go")
+	if capability.ReasonOf(err) != capability.ReasonStateUnavailable || out.Status != agent.StatusFailed {
+		t.Fatalf("Run = %+v, %v; want failed, STATE_UNAVAILABLE", out, err)
+	}
+	if n := ts.count("Echo"); n != 1 {
+		t.Fatalf("Echo ran %d times, want once (a1; a2 was refused)", n)
+	}
+	if len(reported) != 2 || reported[0].Reason != string(capability.ReasonAllowed) || reported[1].Reason != string(capability.ReasonAuditUnavailable) || !reported[1].IsError {
+		t.Fatalf("reported = %+v; want a1 ALLOWED, a2 AUDIT_UNAVAILABLE", reported)
+	}
+	p2 := script(t, "turns:\n  - text: recovered\n")
+	s2, err := agent.NewSession(t.Context(), agent.WithProvider(p2, "m"), agent.WithTools(ts.all...), agent.WithAudit(&gatetest.MemorySink{}),
+		agent.WithStateDir(dir), agent.WithResume("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = s2.Run(t.Context(), "")
+	if err != nil || out.Status != agent.StatusCompleted || len(out.Calls) != 1 || out.Calls[0].ID != "a2" || out.Calls[0].Reason != string(capability.ReasonToolInterrupted) {
+		t.Fatalf("resume = %+v, %v; want a2 TOOL_INTERRUPTED, completed", out, err)
+	}
+	if n := ts.count("Echo"); n != 1 {
+		t.Errorf("Echo ran %d times after the resume, want once", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -439,16 +440,22 @@ func (s *Server) checkpoints(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	runs := map[string]*Run{}
 	err := s.opts.Audit.ScanAudit(r.Context(), 0, 0, func(row audit.Row) error {
-		if row.RunID == "" {
+		// A scan fills only Seq, Body and Hash (audit.Backend): the run,
+		// the time and the type come from the hashed body.
+		var e audit.Event
+		if err := json.Unmarshal(row.Body, &e); err != nil {
+			return fmt.Errorf("audit: decode event %d: %w", row.Seq, err)
+		}
+		if e.RunID == "" {
 			return nil
 		}
-		t := time.Unix(0, row.TimeNS).UTC()
-		run := runs[row.RunID]
+		t := e.Time.UTC()
+		run := runs[e.RunID]
 		if run == nil {
-			run = &Run{ID: row.RunID, First: t}
-			runs[row.RunID] = run
+			run = &Run{ID: e.RunID, First: t}
+			runs[e.RunID] = run
 		}
-		run.Last, run.LastEvent = t, row.Type
+		run.Last, run.LastEvent = t, e.Type
 		run.Events++
 		return nil
 	})
