@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ var teamLine = regexp.MustCompile(`team server listening on (http://127\.0\.0\.1
 type teamClient struct {
 	base    string
 	answers *strings.Builder
+	mu      *sync.Mutex // guards answers: a long poll runs beside other calls
 }
 
 func (c teamClient) call(t *testing.T, method, path, tok, body string) (int, map[string]any) {
@@ -45,7 +47,9 @@ func (c teamClient) call(t *testing.T, method, path, tok, body string) (int, map
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	c.mu.Lock()
 	c.answers.Write(b)
+	c.mu.Unlock()
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("%s %s: not JSON: %s", method, path, b)
@@ -76,7 +80,7 @@ func startTeam(t *testing.T, home string, answers *strings.Builder, args ...stri
 	srv := startServe(t, home, isolated(t), append(args, "--team", "127.0.0.1:0")...)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if m := teamLine.FindStringSubmatch(srv.stderr.String()); m != nil {
-			return srv, teamClient{base: m[1], answers: answers}
+			return srv, teamClient{base: m[1], answers: answers, mu: new(sync.Mutex)}
 		}
 	}
 	t.Fatalf("no team listener:\n%s", srv.stderr.String())
