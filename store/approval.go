@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/norma-run/norma/approval"
@@ -79,24 +78,8 @@ func (d *DB) GetApproval(ctx context.Context, id string) (approval.Record, error
 
 // ListApprovals implements [approval.Backend].
 func (d *DB) ListApprovals(ctx context.Context, f approval.ListFilter) ([]approval.Record, error) {
-	where := []string{"1"}
-	var args []any
-	if f.State != "" {
-		where, args = append(where, "state = ?"), append(args, string(f.State))
-	}
-	if f.RunID != "" {
-		where, args = append(where, "run_id = ?"), append(args, f.RunID)
-	}
-	if f.ActionHash != "" {
-		where, args = append(where, "action_hash = ?"), append(args, f.ActionHash)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	args = append(args, limit)
-	rows, err := d.db.QueryContext(ctx, "SELECT "+approvalCols+" FROM approvals WHERE "+
-		strings.Join(where, " AND ")+" ORDER BY created_ns DESC, id DESC LIMIT ?", args...)
+	clause, args := ApprovalSelect(f).SQL(nil, nil, sqlitePlaceholder)
+	rows, err := d.db.QueryContext(ctx, "SELECT "+approvalCols+" FROM approvals"+clause, args...)
 	if err != nil {
 		return nil, err
 	}

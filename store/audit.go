@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/norma-run/norma/audit"
 )
@@ -135,39 +134,8 @@ func (d *DB) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, fn func(aud
 
 // QueryAudit implements [audit.Backend].
 func (d *DB) QueryAudit(ctx context.Context, f audit.Filter) ([]audit.Row, error) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) { where = append(where, cond); args = append(args, v) }
-	add("seq > ?", f.AfterSeq)
-	if f.Plugin != "" {
-		add("plugin = ?", f.Plugin)
-	}
-	if f.Tool != "" {
-		add("tool = ?", f.Tool)
-	}
-	if f.Decision != "" {
-		add("decision = ?", f.Decision)
-	}
-	if f.Type != "" {
-		add("type = ?", f.Type)
-	}
-	if f.RunID != "" {
-		add("run_id = ?", f.RunID)
-	}
-	if !f.Since.IsZero() {
-		add("time_ns >= ?", f.Since.UnixNano())
-	}
-	order := "ASC"
-	if f.Newest {
-		order = "DESC"
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	q := "SELECT seq, time_ns, type, run_id, plugin, tool, decision, body, hash FROM audit_events WHERE " +
-		strings.Join(where, " AND ") + " ORDER BY seq " + order + " LIMIT ?"
-	args = append(args, limit)
+	clause, args := AuditSelect(f).SQL(nil, nil, sqlitePlaceholder)
+	q := "SELECT seq, time_ns, type, run_id, plugin, tool, decision, body, hash FROM audit_events" + clause
 	rows, err := d.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

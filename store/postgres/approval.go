@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/store"
 )
 
 func nsTime(ns int64) time.Time {
@@ -89,28 +88,8 @@ func (d *DB) GetApproval(ctx context.Context, id string) (approval.Record, error
 
 // ListApprovals implements [approval.Backend].
 func (d *DB) ListApprovals(ctx context.Context, f approval.ListFilter) ([]approval.Record, error) {
-	where := []string{"tenant = $1"}
-	args := []any{d.tenant}
-	add := func(col string, v any) {
-		args = append(args, v)
-		where = append(where, col+" = $"+strconv.Itoa(len(args)))
-	}
-	if f.State != "" {
-		add("state", string(f.State))
-	}
-	if f.RunID != "" {
-		add("run_id", f.RunID)
-	}
-	if f.ActionHash != "" {
-		add("action_hash", f.ActionHash)
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	args = append(args, limit)
-	rows, err := d.pool.Query(ctx, "SELECT "+approvalCols+" FROM approvals WHERE "+strings.Join(where, " AND ")+
-		" ORDER BY created_ns DESC, id DESC LIMIT $"+strconv.Itoa(len(args)), args...)
+	clause, args := store.ApprovalSelect(f).SQL([]string{"tenant = $1"}, []any{d.tenant}, placeholder)
+	rows, err := d.pool.Query(ctx, "SELECT "+approvalCols+" FROM approvals"+clause, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/store"
 )
 
 // Notification channels. A payload is "TENANT ID": the tenant first, so
@@ -152,41 +152,8 @@ func (d *DB) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, fn func(aud
 
 // QueryAudit implements [audit.Backend].
 func (d *DB) QueryAudit(ctx context.Context, f audit.Filter) ([]audit.Row, error) {
-	where := []string{"tenant = $1", "seq > $2"}
-	args := []any{d.tenant, f.AfterSeq}
-	add := func(col string, v any) {
-		args = append(args, v)
-		where = append(where, col+" $"+strconv.Itoa(len(args)))
-	}
-	if f.Plugin != "" {
-		add("plugin =", f.Plugin)
-	}
-	if f.Tool != "" {
-		add("tool =", f.Tool)
-	}
-	if f.Decision != "" {
-		add("decision =", f.Decision)
-	}
-	if f.Type != "" {
-		add("type =", f.Type)
-	}
-	if f.RunID != "" {
-		add("run_id =", f.RunID)
-	}
-	if !f.Since.IsZero() {
-		add("time_ns >=", f.Since.UnixNano())
-	}
-	order := "ASC"
-	if f.Newest {
-		order = "DESC"
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 1000
-	}
-	args = append(args, limit)
-	q := "SELECT seq, time_ns, type, run_id, plugin, tool, decision, body, hash FROM audit_events WHERE " +
-		strings.Join(where, " AND ") + " ORDER BY seq " + order + " LIMIT $" + strconv.Itoa(len(args))
+	clause, args := store.AuditSelect(f).SQL([]string{"tenant = $1"}, []any{d.tenant}, placeholder)
+	q := "SELECT seq, time_ns, type, run_id, plugin, tool, decision, body, hash FROM audit_events" + clause
 	rows, err := d.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err

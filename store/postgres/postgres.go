@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -134,3 +135,6 @@ func (d *DB) Close() error {
 func (d *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, d.pool, fn)
 }
+
+// placeholder is PostgreSQL's: argument n is "$n".
+func placeholder(n int) string { return "$" + strconv.Itoa(n) }

@@ -48,6 +48,7 @@ func Run(t *testing.T, b Backend) {
 		{"Ledger", testLedger},
 		{"RunLocks", testRunLocks},
 		{"AuditConcurrent", testAuditConcurrent},
+		{"AuditQuery", testAuditQuery},
 		{"Checkpoints", testCheckpoints},
 		{"MigrateTwice", testMigrateTwice},
 		{"TooNew", testTooNew},
@@ -340,6 +341,74 @@ func testAuditConcurrent(t *testing.T, b Backend) {
 	}
 	if got, _ := audit.QueryBackend(ctx, s1, audit.Filter{Limit: 5, Newest: true}); len(got) != 5 || got[4].Seq != res.Events {
 		t.Errorf("newest 5: %d events", len(got))
+	}
+}
+
+// testAuditQuery: every field of an audit.Filter selects the same rows
+// on every store (store.AuditSelect is the one reading of a filter).
+func testAuditQuery(t *testing.T, b Backend) {
+	ctx := t.Context()
+	s := open(t, b, b.New(t))
+	l, err := audit.Open(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i, e := range []audit.Event{
+		{Type: audit.TypePluginInstalled, Plugin: "p1", RunID: "r1"},
+		{Type: audit.TypeCapabilityDecision, Plugin: "p1", Tool: "t1", Decision: "deny", RunID: "r1"},
+		{Type: audit.TypeCapabilityDecision, Plugin: "p2", Tool: "t2", Decision: "allow", RunID: "r2"},
+		{Type: audit.TypeToolCallStarted, Plugin: "p2", Tool: "t2", RunID: "r2"},
+		{Type: audit.TypePluginRemoved, Plugin: "p'; DROP TABLE audit_events; --", RunID: "r3"},
+	} {
+		e.Detail = map[string]string{"i": fmt.Sprint(i + 1)}
+		if err := l.Record(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var all []int64
+	if got, err := audit.QueryBackend(ctx, s, audit.Filter{}); err == nil {
+		for _, r := range got {
+			all = append(all, r.Seq)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		f    audit.Filter
+		want []string // Detail["i"] of the matches, in order
+	}{
+		{"plugin", audit.Filter{Plugin: "p1"}, []string{"1", "2"}},
+		{"tool", audit.Filter{Tool: "t2"}, []string{"3", "4"}},
+		{"decision", audit.Filter{Decision: "deny"}, []string{"2"}},
+		{"type", audit.Filter{Type: audit.TypeCapabilityDecision}, []string{"2", "3"}},
+		{"run", audit.Filter{RunID: "r2"}, []string{"3", "4"}},
+		{"two fields", audit.Filter{Plugin: "p2", Type: audit.TypeToolCallStarted}, []string{"4"}},
+		{"quote in a value", audit.Filter{Plugin: "p'; DROP TABLE audit_events; --"}, []string{"5"}},
+		{"since", audit.Filter{Since: start.Add(-time.Minute), RunID: "r1"}, []string{"1", "2"}},
+		{"since later", audit.Filter{Since: time.Now().Add(time.Hour)}, nil},
+		{"limit", audit.Filter{Plugin: "p2", Limit: 1}, []string{"3"}},
+		{"newest", audit.Filter{Plugin: "p2", Limit: 1, Newest: true}, []string{"4"}},
+	} {
+		got, err := audit.QueryBackend(ctx, s, c.f)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var is []string
+		for _, r := range got {
+			is = append(is, r.Event.Detail["i"])
+		}
+		if fmt.Sprint(is) != fmt.Sprint(c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, is, c.want)
+		}
+	}
+	if len(all) < 5 {
+		t.Fatalf("the log holds %v", all)
+	}
+	if got, _ := audit.QueryBackend(ctx, s, audit.Filter{AfterSeq: all[len(all)-2]}); len(got) != 1 || got[0].Seq != all[len(all)-1] {
+		t.Errorf("after seq: %d rows", len(got))
 	}
 }
 
