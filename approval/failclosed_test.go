@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -257,5 +258,70 @@ func TestWaiterSeesDecisionFromElsewhere(t *testing.T) {
 				t.Errorf("record = %+v", rec)
 			}
 		})
+	}
+}
+
+// refusingSink is an audit sink that refuses the events of one type (a
+// full disk, a database refusing the write) and records the others.
+type refusingSink struct {
+	audit.Sink
+	refuse string
+}
+
+func (s refusingSink) Record(ctx context.Context, e audit.Event) error {
+	if e.Type == s.refuse {
+		return errors.New("audit: disk full")
+	}
+	return s.Sink.Record(ctx, e)
+}
+
+// TestUnauditedDecisionIsNotMade: a decision whose audit event cannot be
+// written is refused with APPROVAL_STORE_UNAVAILABLE and leaves the
+// request pending and undecided, so no grant (or denial) is in force
+// without its record: a later redeem finds it pending, and nothing was
+// audited as granted or consumed.
+func TestUnauditedDecisionIsNotMade(t *testing.T) {
+	for name, b := range backends(t) {
+		for _, approve := range []bool{true, false} {
+			t.Run(fmt.Sprint(name, "/approve=", approve), func(t *testing.T) {
+				ctx := t.Context()
+				c := newClock()
+				log := audit.NewMemory()
+				t.Cleanup(func() { log.Close() })
+				refused := audit.TypeApprovalDenied
+				if approve {
+					refused = audit.TypeApprovalGranted
+				}
+				s, err := approval.NewService(b, &approval.Options{Sink: refusingSink{log, refused}, Now: c.Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				run := "run-unaudited-" + fmt.Sprint(approve)
+				req := request(t, run, `{"n":1}`, approval.ScopeOnce)
+				_, err = s.Authorize(ctx, req)
+				wantReason(t, "file", err, capability.ReasonApprovalRequired)
+				recs, _ := s.List(ctx, approval.ListFilter{RunID: run})
+				if len(recs) != 1 {
+					t.Fatalf("records = %v", recs)
+				}
+				_, err = s.Decide(ctx, recs[0].ID, approve, "team:alice", "ok")
+				wantReason(t, "unaudited decide", err, capability.ReasonApprovalStoreUnavailable)
+				rec, err := s.Get(ctx, recs[0].ID)
+				if err != nil || rec.State != approval.StatePending || rec.DecidedBy != "" || rec.Why != "" || !rec.Decided.IsZero() {
+					t.Errorf("after the unaudited decision: %+v, %v; want it pending and undecided", rec, err)
+				}
+				_, err = s.Redeem(ctx, rec.ID, run, req.ActionHash)
+				wantReason(t, "redeem", err, capability.ReasonApprovalRequired)
+				evs, err := log.Query(ctx, audit.Filter{RunID: run})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range evs {
+					if e.Event.Type != audit.TypeApprovalRequested {
+						t.Errorf("audited %s after the unaudited decision", e.Event.Type)
+					}
+				}
+			})
+		}
 	}
 }

@@ -261,9 +261,33 @@ func (s *Service) decide(ctx context.Context, id string, v Verdict) (rec Record,
 		typ = audit.TypeApprovalGranted
 	}
 	if err := s.emit(ctx, typ, rec, nil); err != nil {
-		return rec, true, err
+		if !expired {
+			// Not audited, so not decided: every answer is in the audit
+			// log, and a grant without its record must not be redeemed.
+			rec = s.undecide(ctx, rec)
+		}
+		return rec, false, err
 	}
 	return rec, true, nil
+}
+
+// undecide puts a decision whose audit event could not be written back
+// to pending, unless the record moved on meanwhile (a use that redeemed
+// it in between was audited itself, naming the approver). It returns the
+// record as it now stands; a failure leaves it as decided (the caller has
+// the audit error to report).
+func (s *Service) undecide(ctx context.Context, d Record) Record {
+	rec, err := s.b.UpdateApproval(context.WithoutCancel(ctx), d.ID, func(r *Record) (*Use, error) {
+		if r.State != d.State || r.Uses != d.Uses || r.DecidedBy != d.DecidedBy {
+			return nil, errUnchanged
+		}
+		r.State, r.DecidedBy, r.Why, r.Decided = StatePending, "", "", time.Time{}
+		return nil, nil
+	})
+	if err != nil {
+		return d
+	}
+	return rec
 }
 
 // Decide records a human decision on a pending approval, for `norma
