@@ -325,3 +325,33 @@ func TestUnauditedDecisionIsNotMade(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantIsForWhoAsked: a grant is redeemed only by a request of the
+// principal chain that asked for it; the same action asked by another
+// chain (another runner's token, another agent) is a new pending request,
+// and the grant stays unused for the chain it was given to.
+func TestGrantIsForWhoAsked(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			s, _ := newService(t, b, nil, newClock())
+			req := request(t, "run-who-"+name, `{"n":1}`, approval.ScopeRun)
+			_, err := s.Authorize(ctx, req)
+			wantReason(t, "file", err, capability.ReasonApprovalRequired)
+			recs, _ := s.List(ctx, approval.ListFilter{RunID: req.RunID})
+			if _, err := s.Decide(ctx, recs[0].ID, true, "team:alice", "ok"); err != nil {
+				t.Fatal(err)
+			}
+			other := req
+			other.Principals = []string{"user:alice", "team:runner-2"}
+			_, err = s.Authorize(ctx, other)
+			wantReason(t, "another chain", err, capability.ReasonApprovalRequired)
+			if rec, _ := s.Get(ctx, recs[0].ID); rec.Uses != 0 {
+				t.Errorf("another chain used the grant: %d uses", rec.Uses)
+			}
+			if tk, err := s.Authorize(ctx, req); err != nil || tk.ApprovalID != recs[0].ID {
+				t.Errorf("the asking chain redeems: %v, %v", tk, err)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,7 +155,9 @@ func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
 	// The stored form of the preview, compared with the stored requests:
 	// an approval was given for what its preview showed, so a request
 	// whose preview differs (the file an Edit changes has changed since)
-	// neither reuses nor waits on it.
+	// neither reuses nor waits on it. It was given to whoever asked (the
+	// principal chain, ending in the team token that filed it), so a
+	// request by anyone else neither redeems nor waits on it either.
 	req.Target = s.clean(req.Target, audit.MaxFieldLen)
 	req.Preview = s.cleanPreview(req.Preview)
 	prior, err := s.b.ListApprovals(ctx, ListFilter{RunID: req.RunID, ActionHash: req.ActionHash, Limit: 100})
@@ -163,7 +166,7 @@ func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
 	}
 	var rec *Record
 	for i, r := range prior {
-		if !now.Before(r.Expires) || r.Preview != req.Preview {
+		if !now.Before(r.Expires) || r.Preview != req.Preview || !slices.Equal(r.Principals, req.Principals) {
 			continue
 		}
 		switch {

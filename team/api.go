@@ -325,7 +325,7 @@ type finished struct {
 // runner that redeemed a ticket (POST /api/v1/approvals) reports its
 // execution done, as the gate does in process (approval.Service.Finish),
 // so crash recovery does not offer it again. The key must be one of the
-// approval's uses.
+// approval's uses, and the approval must have been filed by this token.
 func (s *Server) finish(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
 	var f finished
@@ -336,6 +336,13 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request) {
 	rec, err := s.getApproval(r, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, p, err)
+		return
+	}
+	if len(rec.Principals) == 0 || rec.Principals[len(rec.Principals)-1] != p.ID() {
+		// Only the runner that filed a request (its chain ends in the
+		// token) reports its uses: another could close a use that a crash
+		// interrupted before it ran, so recovery would skip it.
+		s.fail(w, r, p, refusal(capability.ReasonTeamForbidden, "the approval was filed by another principal"))
 		return
 	}
 	use := 0
