@@ -355,3 +355,40 @@ func TestGrantIsForWhoAsked(t *testing.T) {
 		})
 	}
 }
+
+// TestUnauditedRequestIsWithdrawn: a request whose approval_requested
+// event (with its preview) cannot be written is refused with
+// APPROVAL_STORE_UNAVAILABLE and is not left pending for anyone to
+// approve: deciding it fails, and the same request asked again (the run
+// retried once the audit log works) is a new request, audited, that
+// waits for its own decision.
+func TestUnauditedRequestIsWithdrawn(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			c := newClock()
+			log := audit.NewMemory()
+			t.Cleanup(func() { log.Close() })
+			broken, err := approval.NewService(b, &approval.Options{Sink: refusingSink{log, audit.TypeApprovalRequested}, Now: c.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request(t, "run-unasked-"+name, `{"n":1}`, approval.ScopeOnce)
+			_, err = broken.Authorize(ctx, req)
+			wantReason(t, "unaudited request", err, capability.ReasonApprovalStoreUnavailable)
+			recs, _ := broken.List(ctx, approval.ListFilter{RunID: req.RunID})
+			if len(recs) != 1 || recs[0].State == approval.StatePending {
+				t.Fatalf("after the unaudited request: %+v, want it withdrawn", recs)
+			}
+			if _, err := broken.Decide(ctx, recs[0].ID, true, "team:alice", "ok"); err == nil {
+				t.Error("the unaudited request was approved")
+			}
+			s, _ := newService(t, b, nil, c)
+			_, err = s.Authorize(ctx, req)
+			wantReason(t, "asked again", err, capability.ReasonApprovalRequired)
+			if got, _ := s.List(ctx, approval.ListFilter{RunID: req.RunID, State: approval.StatePending}); len(got) != 1 || got[0].ID == recs[0].ID {
+				t.Errorf("pending after asking again = %+v, want one new request", got)
+			}
+		})
+	}
+}

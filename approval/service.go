@@ -191,6 +191,9 @@ func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
 			return Ticket{}, storeErr("create", err)
 		}
 		if err := s.emit(ctx, audit.TypeApprovalRequested, r, nil); err != nil {
+			// Not audited, so not asked: a request whose preview is not in
+			// the log must not be offered to anyone to approve.
+			s.withdraw(ctx, id)
 			return Ticket{}, err
 		}
 		rec = &r
@@ -272,6 +275,20 @@ func (s *Service) decide(ctx context.Context, id string, v Verdict) (rec Record,
 		return rec, false, err
 	}
 	return rec, true, nil
+}
+
+// withdraw marks a pending request whose approval_requested event could
+// not be written expired, without an event (there is none to follow): it
+// can no longer be decided or redeemed. A failure leaves it pending; it
+// then expires at its time.
+func (s *Service) withdraw(ctx context.Context, id string) {
+	_, _ = s.b.UpdateApproval(context.WithoutCancel(ctx), id, func(r *Record) (*Use, error) {
+		if r.State != StatePending {
+			return nil, errUnchanged
+		}
+		r.State = StateExpired
+		return nil, nil
+	})
 }
 
 // undecide puts a decision whose audit event could not be written back
