@@ -173,9 +173,10 @@ func (s *Server) waitApproval(r *http.Request, id string, wait time.Duration) (a
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		changed := s.changed.wait(id)
+		changed, release := s.changed.wait(id)
 		rec, err := s.getApproval(r, id)
 		if err != nil || rec.State != approval.StatePending {
+			release()
 			return rec, err
 		}
 		poll := s.opts.Poll
@@ -186,14 +187,17 @@ func (s *Server) waitApproval(r *http.Request, id string, wait time.Duration) (a
 		select {
 		case <-ctx.Done():
 			tick.Stop()
+			release()
 			return rec, nil
 		case <-deadline.C:
 			tick.Stop()
+			release()
 			return rec, nil
 		case <-changed:
 		case <-tick.C:
 		}
 		tick.Stop()
+		release()
 		if s.changed.isClosed() {
 			return s.getApproval(r, id)
 		}

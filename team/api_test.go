@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -553,5 +554,28 @@ func TestRunnerCannotRedeemAnothersGrant(t *testing.T) {
 	}
 	if u, _ := e.svc.Unfinished(t.Context(), "run_s"); len(u) != 1 {
 		t.Errorf("unfinished after the other runner's finish = %v, want the one use still open", u)
+	}
+}
+
+// TestLongPollsLeaveNothingBehind: a runner long-polls ids that do not
+// exist and a request nobody decides, over and over (each poll would
+// otherwise leave a waiter behind for good: memory without bound). The
+// answers are 404 and the pending record, and once they are all answered
+// the server holds no waiter.
+func TestLongPollsLeaveNothingBehind(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.pending(t, "run_lp")
+	for i := range 200 {
+		if code, m := e.do(t, "GET", "/api/v1/approvals/apr_none"+strconv.Itoa(i)+"?wait=1s", e.tok[RoleRunner], ""); code != 404 {
+			t.Fatalf("unknown id: %d %v", code, m)
+		}
+	}
+	for range 5 {
+		if code, m := e.do(t, "GET", "/api/v1/approvals/"+id+"?wait=30ms", e.tok[RoleRunner], ""); code != 200 || m["approval"].(map[string]any)["state"] != "pending" {
+			t.Fatalf("pending: %d %v", code, m)
+		}
+	}
+	if n := e.srv.changed.size(); n != 0 {
+		t.Errorf("%d approvals still waited on after every poll was answered", n)
 	}
 }
