@@ -510,6 +510,11 @@ func (s *Service) emit(ctx context.Context, typ string, r Record, u *Use) error 
 	if r.DecidedBy != "" {
 		e.Detail["by"] = r.DecidedBy
 	}
+	if r.Why != "" && (typ == audit.TypeApprovalGranted || typ == audit.TypeApprovalDenied) {
+		// The reason is part of the answer: the chain keeps it, so a
+		// rewrite of the stored record cannot change why it was given.
+		e.Detail["why"] = r.Why
+	}
 	if u != nil {
 		e.Detail["use"] = strconv.Itoa(u.N)
 		e.Detail["idempotencyKey"] = u.IdempotencyKey

@@ -256,7 +256,8 @@ func (e *env) eventsOf(t *testing.T, run string) []audit.Record {
 }
 
 // TestApproveRecordsWho: the approver's decision goes through
-// Service.Decide, names the token and is audited; a second decision is a
+// Service.Decide, names the token and is audited with its reason (the
+// chain, not only the mutable record, says why); a second decision is a
 // 409 and changes nothing.
 func TestApproveRecordsWho(t *testing.T) {
 	e := newEnv(t, nil)
@@ -271,7 +272,7 @@ func TestApproveRecordsWho(t *testing.T) {
 	}
 	evs := e.eventsOf(t, "run_1")
 	last := evs[len(evs)-1].Event
-	if last.Type != audit.TypeApprovalGranted || last.Detail["by"] != "team:approver-1" || last.ApprovalID != id {
+	if last.Type != audit.TypeApprovalGranted || last.Detail["by"] != "team:approver-1" || last.Detail["why"] != "looks fine" || last.ApprovalID != id {
 		t.Errorf("audit event = %+v", last)
 	}
 	code, body = e.do(t, "POST", "/api/v1/approvals/"+id+"/deny", e.tok[RoleApprover], `{"reason":"changed my mind"}`)
