@@ -127,9 +127,9 @@ func validHash(h string) bool {
 // Authorize returns a ticket for exactly one execution of the action
 // req.ActionHash in run req.RunID. It reuses a granted approval for the same
 // action, run, preview and principal chain when its scope allows, waits on
-// a pending one, or stores
-// req as a new request (committed before the approver is asked), asks the
-// approver, records the decision and consumes it. Any failure denies with
+// a pending one, or stores req as a new request (committed before the
+// approver is asked), asks the approver, records the decision and consumes
+// it. Any failure denies with
 // an *capability.Error. Authorize implements [Authorizer]; a nil Service
 // denies with APPROVAL_REQUIRED.
 func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
