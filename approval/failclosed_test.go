@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -255,6 +256,138 @@ func TestWaiterSeesDecisionFromElsewhere(t *testing.T) {
 			rec, _ := cli.Get(ctx, id)
 			if rec.State != approval.StateConsumed || rec.DecidedBy != "cli:bob" {
 				t.Errorf("record = %+v", rec)
+			}
+		})
+	}
+}
+
+// refusingSink is an audit sink that refuses the events of one type (a
+// full disk, a database refusing the write) and records the others.
+type refusingSink struct {
+	audit.Sink
+	refuse string
+}
+
+func (s refusingSink) Record(ctx context.Context, e audit.Event) error {
+	if e.Type == s.refuse {
+		return errors.New("audit: disk full")
+	}
+	return s.Sink.Record(ctx, e)
+}
+
+// TestUnauditedDecisionIsNotMade: a decision whose audit event cannot be
+// written is refused with APPROVAL_STORE_UNAVAILABLE and leaves the
+// request pending and undecided, so no grant (or denial) is in force
+// without its record: a later redeem finds it pending, and nothing was
+// audited as granted or consumed.
+func TestUnauditedDecisionIsNotMade(t *testing.T) {
+	for name, b := range backends(t) {
+		for _, approve := range []bool{true, false} {
+			t.Run(fmt.Sprint(name, "/approve=", approve), func(t *testing.T) {
+				ctx := t.Context()
+				c := newClock()
+				log := audit.NewMemory()
+				t.Cleanup(func() { log.Close() })
+				refused := audit.TypeApprovalDenied
+				if approve {
+					refused = audit.TypeApprovalGranted
+				}
+				s, err := approval.NewService(b, &approval.Options{Sink: refusingSink{log, refused}, Now: c.Now})
+				if err != nil {
+					t.Fatal(err)
+				}
+				run := "run-unaudited-" + fmt.Sprint(approve)
+				req := request(t, run, `{"n":1}`, approval.ScopeOnce)
+				_, err = s.Authorize(ctx, req)
+				wantReason(t, "file", err, capability.ReasonApprovalRequired)
+				recs, _ := s.List(ctx, approval.ListFilter{RunID: run})
+				if len(recs) != 1 {
+					t.Fatalf("records = %v", recs)
+				}
+				_, err = s.Decide(ctx, recs[0].ID, approve, "team:alice", "ok")
+				wantReason(t, "unaudited decide", err, capability.ReasonApprovalStoreUnavailable)
+				rec, err := s.Get(ctx, recs[0].ID)
+				if err != nil || rec.State != approval.StatePending || rec.DecidedBy != "" || rec.Why != "" || !rec.Decided.IsZero() {
+					t.Errorf("after the unaudited decision: %+v, %v; want it pending and undecided", rec, err)
+				}
+				_, err = s.Redeem(ctx, rec.ID, run, req.ActionHash)
+				wantReason(t, "redeem", err, capability.ReasonApprovalRequired)
+				evs, err := log.Query(ctx, audit.Filter{RunID: run})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range evs {
+					if e.Event.Type != audit.TypeApprovalRequested {
+						t.Errorf("audited %s after the unaudited decision", e.Event.Type)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestGrantIsForWhoAsked: a grant is redeemed only by a request of the
+// principal chain that asked for it; the same action asked by another
+// chain (another runner's token, another agent) is a new pending request,
+// and the grant stays unused for the chain it was given to.
+func TestGrantIsForWhoAsked(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			s, _ := newService(t, b, nil, newClock())
+			req := request(t, "run-who-"+name, `{"n":1}`, approval.ScopeRun)
+			_, err := s.Authorize(ctx, req)
+			wantReason(t, "file", err, capability.ReasonApprovalRequired)
+			recs, _ := s.List(ctx, approval.ListFilter{RunID: req.RunID})
+			if _, err := s.Decide(ctx, recs[0].ID, true, "team:alice", "ok"); err != nil {
+				t.Fatal(err)
+			}
+			other := req
+			other.Principals = []string{"user:alice", "team:runner-2"}
+			_, err = s.Authorize(ctx, other)
+			wantReason(t, "another chain", err, capability.ReasonApprovalRequired)
+			if rec, _ := s.Get(ctx, recs[0].ID); rec.Uses != 0 {
+				t.Errorf("another chain used the grant: %d uses", rec.Uses)
+			}
+			if tk, err := s.Authorize(ctx, req); err != nil || tk.ApprovalID != recs[0].ID {
+				t.Errorf("the asking chain redeems: %v, %v", tk, err)
+			}
+		})
+	}
+}
+
+// TestUnauditedRequestIsWithdrawn: a request whose approval_requested
+// event (with its preview) cannot be written is refused with
+// APPROVAL_STORE_UNAVAILABLE and is not left pending for anyone to
+// approve: deciding it fails, and the same request asked again (the run
+// retried once the audit log works) is a new request, audited, that
+// waits for its own decision.
+func TestUnauditedRequestIsWithdrawn(t *testing.T) {
+	for name, b := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			c := newClock()
+			log := audit.NewMemory()
+			t.Cleanup(func() { log.Close() })
+			broken, err := approval.NewService(b, &approval.Options{Sink: refusingSink{log, audit.TypeApprovalRequested}, Now: c.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request(t, "run-unasked-"+name, `{"n":1}`, approval.ScopeOnce)
+			_, err = broken.Authorize(ctx, req)
+			wantReason(t, "unaudited request", err, capability.ReasonApprovalStoreUnavailable)
+			recs, _ := broken.List(ctx, approval.ListFilter{RunID: req.RunID})
+			if len(recs) != 1 || recs[0].State == approval.StatePending {
+				t.Fatalf("after the unaudited request: %+v, want it withdrawn", recs)
+			}
+			if _, err := broken.Decide(ctx, recs[0].ID, true, "team:alice", "ok"); err == nil {
+				t.Error("the unaudited request was approved")
+			}
+			s, _ := newService(t, b, nil, c)
+			_, err = s.Authorize(ctx, req)
+			wantReason(t, "asked again", err, capability.ReasonApprovalRequired)
+			if got, _ := s.List(ctx, approval.ListFilter{RunID: req.RunID, State: approval.StatePending}); len(got) != 1 || got[0].ID == recs[0].ID {
+				t.Errorf("pending after asking again = %+v, want one new request", got)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,9 +126,10 @@ func validHash(h string) bool {
 
 // Authorize returns a ticket for exactly one execution of the action
 // req.ActionHash in run req.RunID. It reuses a granted approval for the same
-// action and run when its scope allows, waits on a pending one, or stores
-// req as a new request (committed before the approver is asked), asks the
-// approver, records the decision and consumes it. Any failure denies with
+// action, run, preview and principal chain when its scope allows, waits on
+// a pending one, or stores req as a new request (committed before the
+// approver is asked), asks the approver, records the decision and consumes
+// it. Any failure denies with
 // an *capability.Error. Authorize implements [Authorizer]; a nil Service
 // denies with APPROVAL_REQUIRED.
 func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
@@ -154,7 +156,9 @@ func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
 	// The stored form of the preview, compared with the stored requests:
 	// an approval was given for what its preview showed, so a request
 	// whose preview differs (the file an Edit changes has changed since)
-	// neither reuses nor waits on it.
+	// neither reuses nor waits on it. It was given to whoever asked (the
+	// principal chain, ending in the team token that filed it), so a
+	// request by anyone else neither redeems nor waits on it either.
 	req.Target = s.clean(req.Target, audit.MaxFieldLen)
 	req.Preview = s.cleanPreview(req.Preview)
 	prior, err := s.b.ListApprovals(ctx, ListFilter{RunID: req.RunID, ActionHash: req.ActionHash, Limit: 100})
@@ -163,7 +167,7 @@ func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
 	}
 	var rec *Record
 	for i, r := range prior {
-		if !now.Before(r.Expires) || r.Preview != req.Preview {
+		if !now.Before(r.Expires) || r.Preview != req.Preview || !slices.Equal(r.Principals, req.Principals) {
 			continue
 		}
 		switch {
@@ -188,6 +192,9 @@ func (s *Service) Authorize(ctx context.Context, req Request) (Ticket, error) {
 			return Ticket{}, storeErr("create", err)
 		}
 		if err := s.emit(ctx, audit.TypeApprovalRequested, r, nil); err != nil {
+			// Not audited, so not asked: a request whose preview is not in
+			// the log must not be offered to anyone to approve.
+			s.withdraw(ctx, id)
 			return Ticket{}, err
 		}
 		rec = &r
@@ -261,9 +268,47 @@ func (s *Service) decide(ctx context.Context, id string, v Verdict) (rec Record,
 		typ = audit.TypeApprovalGranted
 	}
 	if err := s.emit(ctx, typ, rec, nil); err != nil {
-		return rec, true, err
+		if !expired {
+			// Not audited, so not decided: every answer is in the audit
+			// log, and a grant without its record must not be redeemed.
+			rec = s.undecide(ctx, rec)
+		}
+		return rec, false, err
 	}
 	return rec, true, nil
+}
+
+// withdraw marks a pending request whose approval_requested event could
+// not be written expired, without an event (there is none to follow): it
+// can no longer be decided or redeemed. A failure leaves it pending; it
+// then expires at its time.
+func (s *Service) withdraw(ctx context.Context, id string) {
+	_, _ = s.b.UpdateApproval(context.WithoutCancel(ctx), id, func(r *Record) (*Use, error) {
+		if r.State != StatePending {
+			return nil, errUnchanged
+		}
+		r.State = StateExpired
+		return nil, nil
+	})
+}
+
+// undecide puts a decision whose audit event could not be written back
+// to pending, unless the record moved on meanwhile (a use that redeemed
+// it in between was audited itself, naming the approver). It returns the
+// record as it now stands; a failure leaves it as decided (the caller has
+// the audit error to report).
+func (s *Service) undecide(ctx context.Context, d Record) Record {
+	rec, err := s.b.UpdateApproval(context.WithoutCancel(ctx), d.ID, func(r *Record) (*Use, error) {
+		if r.State != d.State || r.Uses != d.Uses || r.DecidedBy != d.DecidedBy {
+			return nil, errUnchanged
+		}
+		r.State, r.DecidedBy, r.Why, r.Decided = StatePending, "", "", time.Time{}
+		return nil, nil
+	})
+	if err != nil {
+		return d
+	}
+	return rec
 }
 
 // Decide records a human decision on a pending approval, for `norma
@@ -465,6 +510,11 @@ func (s *Service) emit(ctx context.Context, typ string, r Record, u *Use) error 
 	}
 	if r.DecidedBy != "" {
 		e.Detail["by"] = r.DecidedBy
+	}
+	if r.Why != "" && (typ == audit.TypeApprovalGranted || typ == audit.TypeApprovalDenied) {
+		// The reason is part of the answer: the chain keeps it, so a
+		// rewrite of the stored record cannot change why it was given.
+		e.Detail["why"] = r.Why
 	}
 	if u != nil {
 		e.Detail["use"] = strconv.Itoa(u.N)

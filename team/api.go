@@ -174,9 +174,10 @@ func (s *Server) waitApproval(r *http.Request, id string, wait time.Duration) (a
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		changed := s.changed.wait(id)
+		changed, release := s.changed.wait(id)
 		rec, err := s.getApproval(r, id)
 		if err != nil || rec.State != approval.StatePending {
+			release()
 			return rec, err
 		}
 		poll := s.opts.Poll
@@ -187,14 +188,17 @@ func (s *Server) waitApproval(r *http.Request, id string, wait time.Duration) (a
 		select {
 		case <-ctx.Done():
 			tick.Stop()
+			release()
 			return rec, nil
 		case <-deadline.C:
 			tick.Stop()
+			release()
 			return rec, nil
 		case <-changed:
 		case <-tick.C:
 		}
 		tick.Stop()
+		release()
 		if s.changed.isClosed() {
 			return s.getApproval(r, id)
 		}
@@ -326,7 +330,7 @@ type finished struct {
 // runner that redeemed a ticket (POST /api/v1/approvals) reports its
 // execution done, as the gate does in process (approval.Service.Finish),
 // so crash recovery does not offer it again. The key must be one of the
-// approval's uses.
+// approval's uses, and the approval must have been filed by this token.
 func (s *Server) finish(w http.ResponseWriter, r *http.Request) {
 	p := principal(r)
 	var f finished
@@ -337,6 +341,13 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request) {
 	rec, err := s.getApproval(r, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, p, err)
+		return
+	}
+	if len(rec.Principals) == 0 || rec.Principals[len(rec.Principals)-1] != p.ID() {
+		// Only the runner that filed a request (its chain ends in the
+		// token) reports its uses: another could close a use that a crash
+		// interrupted before it ran, so recovery would skip it.
+		s.fail(w, r, p, refusal(capability.ReasonTeamForbidden, "the approval was filed by another principal"))
 		return
 	}
 	use := 0

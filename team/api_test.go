@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,7 +172,8 @@ func TestRoutesByRole(t *testing.T) {
 		{"POST", "/api/v1/approvals/{id}/approve", `{"reason":"ok"}`, want{200, 403, 403}, true},
 		{"POST", "/api/v1/approvals/{id}/deny", `{"reason":"no"}`, want{200, 403, 403}, true},
 		{"POST", "/api/v1/approvals", file, want{403, 403, 202}, false},
-		{"POST", "/api/v1/approvals/{id}/finish", `{"idempotency_key":"nik_x"}`, want{403, 403, 400}, false},
+		// {id} was filed by a local run, not the runner: 403.
+		{"POST", "/api/v1/approvals/{id}/finish", `{"idempotency_key":"nik_x"}`, want{403, 403, 403}, false},
 		{"GET", "/api/v1/audit?type=approval_requested", "", want{200, 200, 403}, false},
 		{"GET", "/api/v1/audit/verify", "", want{200, 200, 403}, false},
 		{"GET", "/api/v1/audit/checkpoints", "", want{200, 200, 403}, false},
@@ -253,7 +256,8 @@ func (e *env) eventsOf(t *testing.T, run string) []audit.Record {
 }
 
 // TestApproveRecordsWho: the approver's decision goes through
-// Service.Decide, names the token and is audited; a second decision is a
+// Service.Decide, names the token and is audited with its reason (the
+// chain, not only the mutable record, says why); a second decision is a
 // 409 and changes nothing.
 func TestApproveRecordsWho(t *testing.T) {
 	e := newEnv(t, nil)
@@ -268,7 +272,7 @@ func TestApproveRecordsWho(t *testing.T) {
 	}
 	evs := e.eventsOf(t, "run_1")
 	last := evs[len(evs)-1].Event
-	if last.Type != audit.TypeApprovalGranted || last.Detail["by"] != "team:approver-1" || last.ApprovalID != id {
+	if last.Type != audit.TypeApprovalGranted || last.Detail["by"] != "team:approver-1" || last.Detail["why"] != "looks fine" || last.ApprovalID != id {
 		t.Errorf("audit event = %+v", last)
 	}
 	code, body = e.do(t, "POST", "/api/v1/approvals/"+id+"/deny", e.tok[RoleApprover], `{"reason":"changed my mind"}`)
@@ -503,5 +507,76 @@ func TestRunsAndAudit(t *testing.T) {
 	_, m = e.do(t, "GET", "/api/v1/plugins", e.tok[RoleViewer], "")
 	if p := m["plugins"].([]any)[0].(map[string]any); p["id"] != "acme.notes" || p["version"] != "1.2.0" {
 		t.Errorf("plugins = %v", m)
+	}
+}
+
+// TestRunnerCannotRedeemAnothersGrant: a second runner token (another CI
+// job) reads a request the first runner filed and the approver granted,
+// and files it again field for field to take the grant, then reports the
+// first runner's use finished with its (computable) idempotency key. The
+// copy gets a new pending request of its own, no ticket; the grant stays
+// unused for the runner it was given to, which redeems it once; the
+// finish is 403 TEAM_FORBIDDEN and the use stays open for recovery.
+func TestRunnerCannotRedeemAnothersGrant(t *testing.T) {
+	e := newEnv(t, nil)
+	sec, _, err := e.srv.Tokens().Add("runner-2", RoleRunner, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief := sec.Reveal()
+	const body = `{"run_id":"run_s","tool":"Bash","target":"make deploy","preview":"$ make deploy","action_hash":"sha256:` +
+		"a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1" + `"}`
+	code, m := e.do(t, "POST", "/api/v1/approvals", e.tok[RoleRunner], body)
+	if code != 202 {
+		t.Fatalf("file: %d %v", code, m)
+	}
+	id := m["approval"].(map[string]any)["id"].(string)
+	if code, m := e.do(t, "POST", "/api/v1/approvals/"+id+"/approve", e.tok[RoleApprover], `{}`); code != 200 {
+		t.Fatalf("approve: %d %v", code, m)
+	}
+	code, m = e.do(t, "POST", "/api/v1/approvals", thief, body)
+	if code != 202 || m["ticket"] != nil || m["approval"].(map[string]any)["id"] == id {
+		t.Errorf("another runner files the granted request again: %d %v, want 202 with a request of its own", code, m)
+	}
+	if rec, _ := e.svc.Get(t.Context(), id); rec.State != approval.StateGranted || rec.Uses != 0 {
+		t.Errorf("the grant after the copy: %s, %d uses; want it granted and unused", rec.State, rec.Uses)
+	}
+	if got := e.eventsOf(t, "run_s"); slices.ContainsFunc(got, func(r audit.Record) bool { return r.Event.Type == audit.TypeApprovalConsumed }) {
+		t.Error("the copy consumed the grant")
+	}
+
+	code, m = e.do(t, "POST", "/api/v1/approvals", e.tok[RoleRunner], body)
+	if code != 200 || m["ticket"].(map[string]any)["approval_id"] != id {
+		t.Fatalf("the filer redeems: %d %v", code, m)
+	}
+	key := m["ticket"].(map[string]any)["idempotency_key"].(string)
+	if code, m := e.do(t, "POST", "/api/v1/approvals/"+id+"/finish", thief, `{"idempotency_key":"`+key+`"}`); code != 403 || errCode(m) != "TEAM_FORBIDDEN" {
+		t.Errorf("another runner finishes the use: %d %v, want 403 TEAM_FORBIDDEN", code, m)
+	}
+	if u, _ := e.svc.Unfinished(t.Context(), "run_s"); len(u) != 1 {
+		t.Errorf("unfinished after the other runner's finish = %v, want the one use still open", u)
+	}
+}
+
+// TestLongPollsLeaveNothingBehind: a runner long-polls ids that do not
+// exist and a request nobody decides, over and over (each poll would
+// otherwise leave a waiter behind for good: memory without bound). The
+// answers are 404 and the pending record, and once they are all answered
+// the server holds no waiter.
+func TestLongPollsLeaveNothingBehind(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.pending(t, "run_lp")
+	for i := range 200 {
+		if code, m := e.do(t, "GET", "/api/v1/approvals/apr_none"+strconv.Itoa(i)+"?wait=1s", e.tok[RoleRunner], ""); code != 404 {
+			t.Fatalf("unknown id: %d %v", code, m)
+		}
+	}
+	for range 5 {
+		if code, m := e.do(t, "GET", "/api/v1/approvals/"+id+"?wait=30ms", e.tok[RoleRunner], ""); code != 200 || m["approval"].(map[string]any)["state"] != "pending" {
+			t.Fatalf("pending: %d %v", code, m)
+		}
+	}
+	if n := e.srv.changed.size(); n != 0 {
+		t.Errorf("%d approvals still waited on after every poll was answered", n)
 	}
 }

@@ -20,7 +20,7 @@
 //	GET  /api/v1/whoami                        any role
 //	GET  /api/v1/approvals?state=&run=&limit=   any role
 //	GET  /api/v1/approvals/{id}?wait=30s        any role (long poll)
-//	POST /api/v1/approvals, …/{id}/finish       runner
+//	POST /api/v1/approvals, …/{id}/finish       runner (a grant and its uses are the filer's)
 //	POST /api/v1/approvals/{id}/approve|deny    approver {"reason": "…"}
 //	GET  /api/v1/audit?type=&run=&plugin=&tool=&decision=&since=&after=&limit=&newest=
 //	GET  /api/v1/audit/verify, /api/v1/audit/checkpoints

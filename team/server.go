@@ -382,39 +382,56 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, p Principal, err e
 }
 
 // broadcast wakes the waiters on one approval when it changes. It keeps
-// one channel per approval waited on until that approval changes: at
-// most one per request ever waited on. Its zero value is not usable.
+// one channel per approval while someone waits on it: a waiter releases
+// its channel when it stops waiting, so waits on ids that never change
+// (an unknown id, a request nobody decides) leave nothing behind. Its
+// zero value is not usable.
 type broadcast struct {
 	mu      sync.Mutex
-	waiting map[string]chan struct{}
+	waiting map[string]*waiters
 	closed  bool
 }
 
-func newBroadcast() *broadcast { return &broadcast{waiting: map[string]chan struct{}{}} }
+// waiters is the channel of one approval and how many wait on it.
+type waiters struct {
+	ch chan struct{}
+	n  int
+}
+
+func newBroadcast() *broadcast { return &broadcast{waiting: map[string]*waiters{}} }
 
 // wait returns a channel closed at the next change of approval id (or
-// when the server shuts down).
-func (b *broadcast) wait(id string) <-chan struct{} {
+// when the server shuts down), and the release to call when the caller
+// stops waiting on it.
+func (b *broadcast) wait(id string) (<-chan struct{}, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ch := b.waiting[id]
-	if ch == nil {
-		ch = make(chan struct{})
-		if b.closed {
-			close(ch)
-		} else {
-			b.waiting[id] = ch
+	if b.closed {
+		ch := make(chan struct{})
+		close(ch)
+		return ch, func() {}
+	}
+	w := b.waiting[id]
+	if w == nil {
+		w = &waiters{ch: make(chan struct{})}
+		b.waiting[id] = w
+	}
+	w.n++
+	return w.ch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if w.n--; w.n == 0 && b.waiting[id] == w {
+			delete(b.waiting, id)
 		}
 	}
-	return ch
 }
 
 // notify wakes the waiters on approval id.
 func (b *broadcast) notify(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if ch := b.waiting[id]; ch != nil {
-		close(ch)
+	if w := b.waiting[id]; w != nil {
+		close(w.ch)
 		delete(b.waiting, id)
 	}
 }
@@ -427,10 +444,17 @@ func (b *broadcast) close() {
 		return
 	}
 	b.closed = true
-	for id, ch := range b.waiting {
-		close(ch)
+	for id, w := range b.waiting {
+		close(w.ch)
 		delete(b.waiting, id)
 	}
+}
+
+// size is the number of approvals waited on.
+func (b *broadcast) size() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiting)
 }
 
 func (b *broadcast) isClosed() bool {

@@ -10,13 +10,17 @@ package termtext
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Escape returns s as one line safe for a terminal: every control
 // character (newline and tab included), DEL, C1 control, bidirectional
 // control and line or paragraph separator is written as an escape, and so
-// is every byte of invalid UTF-8. Printable text, spaces included, is kept.
+// is every byte of invalid UTF-8, and every rune that draws nothing but
+// could carry hidden text (format characters such as the zero-width space
+// and the tag characters, Hangul fillers, variation selectors but a single
+// presentation selector). Printable text, spaces included, is kept.
 func Escape(s string) string { return escape(s, false) }
 
 // EscapeText is [Escape] for multi-line text that is printed as it comes
@@ -31,9 +35,14 @@ func escape(s string, keepLines bool) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s) + 8)
+	prev := rune(-1)
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
+		case hiddenRune(r, prev) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		case hiddenRune(r, prev):
+			fmt.Fprintf(&b, `\u%04x`, r)
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case keepLines && (r == '\n' || r == '\t'):
@@ -51,6 +60,7 @@ func escape(s string, keepLines bool) string {
 		default:
 			b.WriteString(s[i : i+n])
 		}
+		prev = r
 		i += n
 	}
 	return b.String()
@@ -76,7 +86,12 @@ func clean(s string, keepLines bool) bool {
 }
 
 func cleanSlow(s string, keepLines bool) bool {
+	prev := rune(-1)
 	for _, r := range s {
+		if hiddenRune(r, prev) {
+			return false
+		}
+		prev = r
 		switch {
 		case r == utf8.RuneError:
 			return false // may be a real U+FFFD; escape decides byte by byte
@@ -200,4 +215,33 @@ func CutBytes(s string, max int) string {
 		i--
 	}
 	return s[:i] + "…"
+}
+
+// hiddenRune reports the runes that draw nothing, after prev (-1 at the
+// start), so that text can hide in them where a person reads it (a
+// terminal, the inbox's page): every format character (zero-width space
+// and joiners, the word joiner, the soft hyphen, the byte order mark, the
+// tag characters U+E0000–U+E007F that spell invisible ASCII), the Hangul
+// fillers (letters that render blank, so an identifier made of them is an
+// invisible variable in code), and the variation selectors, which can
+// carry any bytes after one visible character. Only a single emoji or
+// text presentation selector (U+FE0F, U+FE0E) right after a rune that is
+// not itself a selector is kept: it carries one choice, not a message.
+func hiddenRune(r, prev rune) bool {
+	switch {
+	case r < 0xad:
+		return false
+	case r == 0xfe0e || r == 0xfe0f:
+		return prev < 0 || isSelector(prev) || unicode.Is(unicode.Cf, prev)
+	case isSelector(r):
+		return true
+	case r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0:
+		return true
+	}
+	return unicode.Is(unicode.Cf, r)
+}
+
+// isSelector reports a variation selector (VS1–VS256).
+func isSelector(r rune) bool {
+	return (r >= 0xfe00 && r <= 0xfe0f) || (r >= 0xe0100 && r <= 0xe01ef) || (r >= 0x180b && r <= 0x180d) || r == 0x180f
 }

@@ -47,6 +47,19 @@ func TestEscape(t *testing.T) {
 		{"\u2067\u2068", `\u2067\u2068`, `\u2067\u2068`},
 		// Line and paragraph separators start a new line on some terminals.
 		{"a\u2028b\u2029", `a\u2028b\u2029`, `a\u2028b\u2029`},
+		// Runes that draw nothing and so hide text where a person reads
+		// it: zero-width space, joiner, word joiner, soft hyphen, BOM.
+		{"rm\u200b \u200d\u2060\u00ad\ufeffx", `rm\u200b \u200d\u2060\u00ad\ufeffx`, `rm\u200b \u200d\u2060\u00ad\ufeffx`},
+		// Tag characters spell invisible ASCII ("hi"): ASCII smuggling.
+		{"ok\U000e0068\U000e0069", `ok\U000e0068\U000e0069`, `ok\U000e0068\U000e0069`},
+		// A Hangul filler is a letter that renders blank: an invisible
+		// identifier in code ("exec(ㅤ)").
+		{"exec(\u3164)", `exec(\u3164)`, `exec(\u3164)`},
+		// Variation selectors carry bytes after one visible rune; a
+		// single emoji presentation selector is kept.
+		{"a\ufe00\ufe01\U000e0100", `a\ufe00\ufe01\U000e0100`, `a\ufe00\ufe01\U000e0100`},
+		{"ok \u2714\ufe0f", "ok \u2714\ufe0f", "ok \u2714\ufe0f"},
+		{"\u2714\ufe0f\ufe0f\ufe0e", "\u2714\ufe0f" + `\ufe0f\ufe0e`, "\u2714\ufe0f" + `\ufe0f\ufe0e`},
 		// A truncated sequence at the end.
 		{"x\xe2\x80", `x\xe2\x80`, `x\xe2\x80`},
 	}
@@ -64,12 +77,14 @@ func TestEscape(t *testing.T) {
 // contains a byte or rune a terminal acts on, and it is valid UTF-8.
 func FuzzEscape(f *testing.F) {
 	for _, s := range []string{
-		"\x1b[2J",         // CSI clear screen
-		"\x1b]52;c;x\x07", // OSC 52 clipboard write
-		"\u009b",          // C1 CSI
-		"\u202e",          // RLO
-		"\xff\xc3",        // invalid and truncated UTF-8
-		"a\r\nb",          // CRLF
+		"\x1b[2J",            // CSI clear screen
+		"\x1b]52;c;x\x07",    // OSC 52 clipboard write
+		"\u009b",             // C1 CSI
+		"\u202e",             // RLO
+		"\xff\xc3",           // invalid and truncated UTF-8
+		"a\r\nb",             // CRLF
+		"x\U000e0041\u200b",  // a tag character, a zero-width space
+		"\u2714\ufe0f\ufe0f", // a presentation selector, then one too many
 	} {
 		f.Add(s)
 	}
@@ -78,10 +93,12 @@ func FuzzEscape(f *testing.F) {
 			if !utf8.ValidString(got) {
 				t.Fatalf("escape(%q) = %q: invalid UTF-8", s, got)
 			}
+			prev := rune(-1)
 			for _, r := range got {
-				if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || unsafeRune(r) {
+				if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || unsafeRune(r) || hiddenRune(r, prev) {
 					t.Fatalf("escape(%q) = %q keeps %U", s, got, r)
 				}
+				prev = r
 			}
 		}
 		if strings.ContainsAny(Escape(s), "\n\t") {
