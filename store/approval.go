@@ -11,20 +11,6 @@ import (
 	"github.com/norma-run/norma/approval"
 )
 
-func nsTime(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns).UTC()
-}
-
-func timeNS(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
 // CreateApproval implements [approval.Backend].
 func (d *DB) CreateApproval(ctx context.Context, r approval.Record) error {
 	req, err := json.Marshal(r.Request)
@@ -35,8 +21,8 @@ func (d *DB) CreateApproval(ctx context.Context, r approval.Record) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO approvals
 			(id, run_id, action_hash, created_ns, expires_ns, request, state, decided_by, decided_ns, why, uses)
 			VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-			r.ID, r.RunID, r.ActionHash, timeNS(r.Created), timeNS(r.Expires), req,
-			string(r.State), r.DecidedBy, timeNS(r.Decided), r.Why, r.Uses)
+			r.ID, r.RunID, r.ActionHash, TimeNS(r.Created), TimeNS(r.Expires), req,
+			string(r.State), r.DecidedBy, TimeNS(r.Decided), r.Why, r.Uses)
 		return err
 	})
 }
@@ -57,7 +43,7 @@ func scanApproval(s scanner) (approval.Record, error) {
 		return r, fmt.Errorf("store: decode approval: %w", err)
 	}
 	r.State = approval.State(state)
-	r.Decided = nsTime(decided)
+	r.Decided = NSTime(decided)
 	return r, nil
 }
 
@@ -110,13 +96,13 @@ func (d *DB) UpdateApproval(ctx context.Context, id string, fn func(*approval.Re
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET state = ?, decided_by = ?, decided_ns = ?, why = ?, uses = ? WHERE id = ?`,
-			string(r.State), r.DecidedBy, timeNS(r.Decided), r.Why, r.Uses, id); err != nil {
+			string(r.State), r.DecidedBy, TimeNS(r.Decided), r.Why, r.Uses, id); err != nil {
 			return err
 		}
 		if u != nil {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO approval_uses
 				(idempotency_key, approval_id, n, run_id, action_hash, consumed_ns) VALUES (?,?,?,?,?,?)`,
-				u.IdempotencyKey, u.ApprovalID, u.N, u.RunID, u.ActionHash, timeNS(u.Consumed)); err != nil {
+				u.IdempotencyKey, u.ApprovalID, u.N, u.RunID, u.ActionHash, TimeNS(u.Consumed)); err != nil {
 				return err
 			}
 		}
@@ -129,7 +115,7 @@ func (d *DB) UpdateApproval(ctx context.Context, id string, fn func(*approval.Re
 // FinishUse implements [approval.Backend].
 func (d *DB) FinishUse(ctx context.Context, key string, at time.Time) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE approval_uses SET finished_ns = ? WHERE idempotency_key = ? AND finished_ns = 0`, timeNS(at), key)
+		res, err := tx.ExecContext(ctx, `UPDATE approval_uses SET finished_ns = ? WHERE idempotency_key = ? AND finished_ns = 0`, TimeNS(at), key)
 		if err != nil {
 			return err
 		}
@@ -161,7 +147,7 @@ func (d *DB) UnfinishedUses(ctx context.Context, runID string) ([]approval.Use, 
 		if err := rows.Scan(&u.IdempotencyKey, &u.ApprovalID, &u.N, &u.RunID, &u.ActionHash, &consumed); err != nil {
 			return nil, err
 		}
-		u.Consumed = nsTime(consumed)
+		u.Consumed = NSTime(consumed)
 		out = append(out, u)
 	}
 	return out, rows.Err()

@@ -96,7 +96,7 @@ func auditHead(ctx context.Context, tx *sql.Tx) (audit.Head, error) {
 	case len(hash) != audit.HashSize:
 		return h, fmt.Errorf("store: audit head %d has a %d-byte hash", h.Seq, len(hash))
 	default:
-		copy(h.Hash[:], hash)
+		h.Hash = ChainHash(hash)
 	}
 	return h, nil
 }
@@ -118,13 +118,7 @@ func (d *DB) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, fn func(aud
 			return err
 		}
 		r.Body = body
-		if len(hash) != audit.HashSize {
-			// A mangled hash column cannot match any link.
-			clear(r.Hash[:])
-			r.Hash[0] = ^byte(0)
-		} else {
-			copy(r.Hash[:], hash)
-		}
+		r.Hash = ChainHash(hash)
 		if err := fn(r); err != nil {
 			return err
 		}
@@ -148,7 +142,7 @@ func (d *DB) QueryAudit(ctx context.Context, f audit.Filter) ([]audit.Row, error
 		if err := rows.Scan(&r.Seq, &r.TimeNS, &r.Type, &r.RunID, &r.Plugin, &r.Tool, &r.Decision, &r.Body, &hash); err != nil {
 			return nil, err
 		}
-		copy(r.Hash[:], hash)
+		r.Hash = ChainHash(hash)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -24,7 +24,7 @@ func (d *DB) RecordConsent(ctx context.Context, r plugin.ConsentRecord) error {
 			(plugin, version, manifest_digest, permission_digest, grant_digest, generation, action, granted, who, host, time_ns)
 			VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 			r.Plugin, r.Version, r.ManifestDigest, r.PermissionDigest, r.GrantDigest, int64(r.Generation),
-			string(r.Action), granted, r.Who, r.Host, timeNS(r.Time))
+			string(r.Action), granted, r.Who, r.Host, TimeNS(r.Time))
 		return err
 	})
 }
@@ -65,7 +65,7 @@ func (d *DB) Consents(ctx context.Context, f plugin.ConsentFilter) ([]plugin.Con
 		if err := json.Unmarshal(granted, &r.Granted); err != nil {
 			return nil, fmt.Errorf("store: consent %d: %w", r.Seq, err)
 		}
-		r.Generation, r.Action, r.Time = uint64(gen), plugin.ConsentAction(action), nsTime(ns)
+		r.Generation, r.Action, r.Time = uint64(gen), plugin.ConsentAction(action), NSTime(ns)
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -30,7 +30,7 @@ func (d *DB) BeginExecution(ctx context.Context, e approval.Execution) (approval
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO tool_executions (run_id, tool_use_id, principals, tool, started_ns)
-			VALUES (?,?,?,?,?)`, e.RunID, e.ToolUseID, e.Principals, e.Tool, timeNS(e.Started))
+			VALUES (?,?,?,?,?)`, e.RunID, e.ToolUseID, e.Principals, e.Tool, TimeNS(e.Started))
 		fresh = err == nil
 		return err
 	})
@@ -46,7 +46,7 @@ func (d *DB) FinishExecution(ctx context.Context, e approval.Execution) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tool_executions SET finished_ns = ?, is_error = ?, reason = ?, result_digest = ?
 			WHERE run_id = ? AND tool_use_id = ? AND finished_ns = 0`,
-			timeNS(e.Finished), e.IsError, e.Reason, e.ResultDigest, e.RunID, e.ToolUseID)
+			TimeNS(e.Finished), e.IsError, e.Reason, e.ResultDigest, e.RunID, e.ToolUseID)
 		if err != nil {
 			return fmt.Errorf("store: finish execution: %w", err)
 		}
@@ -81,7 +81,7 @@ func scanExecution(s scanner) (approval.Execution, error) {
 	var e approval.Execution
 	var started, finished int64
 	err := s.Scan(&e.RunID, &e.ToolUseID, &e.Principals, &e.Tool, &started, &finished, &e.IsError, &e.Reason, &e.ResultDigest)
-	e.Started, e.Finished = nsTime(started), nsTime(finished)
+	e.Started, e.Finished = NSTime(started), NSTime(finished)
 	return e, err
 }
 

@@ -13,20 +13,6 @@ import (
 	"github.com/norma-run/norma/store"
 )
 
-func nsTime(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns).UTC()
-}
-
-func timeNS(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
 // notifyApproval announces, in tx, that approval id changed.
 func (d *DB) notifyApproval(ctx context.Context, tx pgx.Tx, id string) error {
 	_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", approvalsChannel, d.tenant+" "+id)
@@ -43,8 +29,8 @@ func (d *DB) CreateApproval(ctx context.Context, r approval.Record) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO approvals
 			(tenant, id, run_id, action_hash, created_ns, expires_ns, request, state, decided_by, decided_ns, why, uses)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			d.tenant, r.ID, r.RunID, r.ActionHash, timeNS(r.Created), timeNS(r.Expires), req,
-			string(r.State), r.DecidedBy, timeNS(r.Decided), r.Why, r.Uses); err != nil {
+			d.tenant, r.ID, r.RunID, r.ActionHash, store.TimeNS(r.Created), store.TimeNS(r.Expires), req,
+			string(r.State), r.DecidedBy, store.TimeNS(r.Decided), r.Why, r.Uses); err != nil {
 			return fmt.Errorf("store: create approval %s: %w", r.ID, err)
 		}
 		return d.notifyApproval(ctx, tx, r.ID)
@@ -65,7 +51,7 @@ func scanApproval(s pgx.Row) (approval.Record, error) {
 		return r, fmt.Errorf("store: decode approval: %w", err)
 	}
 	r.State = approval.State(state)
-	r.Decided = nsTime(decided)
+	r.Decided = store.NSTime(decided)
 	return r, nil
 }
 
@@ -112,13 +98,13 @@ func (d *DB) UpdateApproval(ctx context.Context, id string, fn func(*approval.Re
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE approvals SET state = $3, decided_by = $4, decided_ns = $5, why = $6, uses = $7
-			WHERE tenant = $1 AND id = $2`, d.tenant, id, string(r.State), r.DecidedBy, timeNS(r.Decided), r.Why, r.Uses); err != nil {
+			WHERE tenant = $1 AND id = $2`, d.tenant, id, string(r.State), r.DecidedBy, store.TimeNS(r.Decided), r.Why, r.Uses); err != nil {
 			return err
 		}
 		if u != nil {
 			if _, err := tx.Exec(ctx, `INSERT INTO approval_uses
 				(tenant, idempotency_key, approval_id, n, run_id, action_hash, consumed_ns) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-				d.tenant, u.IdempotencyKey, u.ApprovalID, u.N, u.RunID, u.ActionHash, timeNS(u.Consumed)); err != nil {
+				d.tenant, u.IdempotencyKey, u.ApprovalID, u.N, u.RunID, u.ActionHash, store.TimeNS(u.Consumed)); err != nil {
 				return err
 			}
 		}
@@ -132,7 +118,7 @@ func (d *DB) UpdateApproval(ctx context.Context, id string, fn func(*approval.Re
 func (d *DB) FinishUse(ctx context.Context, key string, at time.Time) error {
 	return d.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE approval_uses SET finished_ns = $3 WHERE tenant = $1 AND idempotency_key = $2 AND finished_ns = 0`,
-			d.tenant, key, timeNS(at))
+			d.tenant, key, store.TimeNS(at))
 		if err != nil || tag.RowsAffected() > 0 {
 			return err
 		}
@@ -156,7 +142,7 @@ func (d *DB) UnfinishedUses(ctx context.Context, runID string) ([]approval.Use, 
 		var u approval.Use
 		var consumed int64
 		err := r.Scan(&u.IdempotencyKey, &u.ApprovalID, &u.N, &u.RunID, &u.ActionHash, &consumed)
-		u.Consumed = nsTime(consumed)
+		u.Consumed = store.NSTime(consumed)
 		return u, err
 	})
 }

@@ -33,7 +33,7 @@ func (d *DB) lockHead(ctx context.Context, tx pgx.Tx) (audit.Head, error) {
 	if len(hash) != audit.HashSize {
 		return h, fmt.Errorf("store: audit head %d has a %d-byte hash", h.Seq, len(hash))
 	}
-	copy(h.Hash[:], hash)
+	h.Hash = store.ChainHash(hash)
 	return h, nil
 }
 
@@ -136,13 +136,7 @@ func (d *DB) ScanAudit(ctx context.Context, afterSeq, lastSeq int64, fn func(aud
 			return err
 		}
 		r.Body = raw[1] // valid until the next row, as the interface allows
-		if hash := raw[2]; len(hash) != audit.HashSize {
-			// A mangled hash column cannot match any link.
-			clear(r.Hash[:])
-			r.Hash[0] = ^byte(0)
-		} else {
-			copy(r.Hash[:], hash)
-		}
+		r.Hash = store.ChainHash(raw[2])
 		if err := fn(r); err != nil {
 			return err
 		}
@@ -162,7 +156,7 @@ func (d *DB) QueryAudit(ctx context.Context, f audit.Filter) ([]audit.Row, error
 		var a audit.Row
 		var hash []byte
 		err := r.Scan(&a.Seq, &a.TimeNS, &a.Type, &a.RunID, &a.Plugin, &a.Tool, &a.Decision, &a.Body, &hash)
-		copy(a.Hash[:], hash)
+		a.Hash = store.ChainHash(hash)
 		return a, err
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/plugin"
+	"github.com/norma-run/norma/store"
 )
 
 // RecordConsent implements [plugin.ConsentBackend].
@@ -23,7 +24,7 @@ func (d *DB) RecordConsent(ctx context.Context, r plugin.ConsentRecord) error {
 		(tenant, plugin, version, manifest_digest, permission_digest, grant_digest, generation, action, granted, who, host, time_ns)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		d.tenant, r.Plugin, r.Version, r.ManifestDigest, r.PermissionDigest, r.GrantDigest, int64(r.Generation),
-		string(r.Action), string(granted), r.Who, r.Host, timeNS(r.Time))
+		string(r.Action), string(granted), r.Who, r.Host, store.TimeNS(r.Time))
 	if err != nil {
 		return fmt.Errorf("store: record consent: %w", err)
 	}
@@ -65,7 +66,7 @@ func (d *DB) Consents(ctx context.Context, f plugin.ConsentFilter) ([]plugin.Con
 		if err := json.Unmarshal([]byte(granted), &r.Granted); err != nil {
 			return nil, fmt.Errorf("store: consent %d: %w", r.Seq, err)
 		}
-		r.Generation, r.Action, r.Time = uint64(gen), plugin.ConsentAction(action), nsTime(ns)
+		r.Generation, r.Action, r.Time = uint64(gen), plugin.ConsentAction(action), store.NSTime(ns)
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/store"
 )
 
 const executionCols = "run_id, tool_use_id, principals, tool, started_ns, finished_ns, is_error, reason, result_digest"
@@ -16,7 +17,7 @@ func scanExecution(s pgx.Row) (approval.Execution, error) {
 	var e approval.Execution
 	var started, finished int64
 	err := s.Scan(&e.RunID, &e.ToolUseID, &e.Principals, &e.Tool, &started, &finished, &e.IsError, &e.Reason, &e.ResultDigest)
-	e.Started, e.Finished = nsTime(started), nsTime(finished)
+	e.Started, e.Finished = store.NSTime(started), store.NSTime(finished)
 	return e, err
 }
 
@@ -33,7 +34,7 @@ func (d *DB) BeginExecution(ctx context.Context, e approval.Execution) (approval
 	err := d.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO tool_executions (tenant, run_id, tool_use_id, principals, tool, started_ns)
 			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, run_id, tool_use_id) DO NOTHING`,
-			d.tenant, e.RunID, e.ToolUseID, e.Principals, e.Tool, timeNS(e.Started))
+			d.tenant, e.RunID, e.ToolUseID, e.Principals, e.Tool, store.TimeNS(e.Started))
 		if err != nil {
 			return err
 		}
@@ -56,7 +57,7 @@ func (d *DB) BeginExecution(ctx context.Context, e approval.Execution) (approval
 func (d *DB) FinishExecution(ctx context.Context, e approval.Execution) error {
 	tag, err := d.pool.Exec(ctx, `UPDATE tool_executions SET finished_ns = $4, is_error = $5, reason = $6, result_digest = $7
 		WHERE tenant = $1 AND run_id = $2 AND tool_use_id = $3 AND finished_ns = 0`,
-		d.tenant, e.RunID, e.ToolUseID, timeNS(e.Finished), e.IsError, e.Reason, e.ResultDigest)
+		d.tenant, e.RunID, e.ToolUseID, store.TimeNS(e.Finished), e.IsError, e.Reason, e.ResultDigest)
 	if err != nil {
 		return fmt.Errorf("store: finish execution: %w", err)
 	}
