@@ -11,10 +11,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/norma-run/norma/agenthook"
+	"github.com/norma-run/norma/internal/httpserve"
 )
 
 // Answer is one answer to an agent's hook: what a command hook writes to
@@ -84,8 +84,7 @@ type Server struct {
 	mux    *http.ServeMux
 	agents map[agenthook.Agent]bool
 
-	mu   sync.Mutex
-	srvs []*http.Server
+	servers httpserve.Group
 }
 
 // New returns a server with the hook and health routes.
@@ -130,28 +129,13 @@ func (s *Server) Serve(ln net.Listener, guard func(http.Handler) http.Handler) e
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          nil,
 	}
-	s.mu.Lock()
-	s.srvs = append(s.srvs, srv)
-	s.mu.Unlock()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return s.servers.Serve(ln, srv)
 }
 
 // Shutdown stops accepting, lets the requests in flight finish until ctx
 // ends, then closes what is left.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	srvs := s.srvs
-	s.mu.Unlock()
-	var errs []error
-	for _, srv := range srvs {
-		if err := srv.Shutdown(ctx); err != nil {
-			errs = append(errs, err, srv.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return s.servers.Shutdown(ctx)
 }
 
 // hook answers POST /hooks/{agent}. Every answer to a served agent is a

@@ -18,6 +18,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/httpserve"
 	"github.com/norma-run/norma/internal/loopback"
 	"github.com/norma-run/norma/internal/snakejson"
 )
@@ -75,8 +76,7 @@ type Server struct {
 	stop      context.CancelFunc
 	stopped   context.Context
 
-	mu   sync.Mutex
-	srvs []*http.Server
+	servers httpserve.Group
 }
 
 // New returns a server with the API routes.
@@ -158,13 +158,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		// the server's log, escaped there like every line.
 		srv.ErrorLog = log.New(logWriter(s.opts.Log), "team: ", 0)
 	}
-	s.mu.Lock()
-	s.srvs = append(s.srvs, srv)
-	s.mu.Unlock()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return s.servers.Serve(ln, srv)
 }
 
 // Shutdown stops accepting, ends the long polls, lets the requests in
@@ -172,16 +166,7 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stop()
 	s.changed.close()
-	s.mu.Lock()
-	srvs := s.srvs
-	s.mu.Unlock()
-	var errs []error
-	for _, srv := range srvs {
-		if err := srv.Shutdown(ctx); err != nil {
-			errs = append(errs, err, srv.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return s.servers.Shutdown(ctx)
 }
 
 // startWatch starts relaying the store's change notifications, once,
