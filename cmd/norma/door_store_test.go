@@ -224,6 +224,23 @@ func TestDoorStoreKeywordValue(t *testing.T) {
 			}
 		}
 	}
+	// In the user's settings: `settings show` hides its password too.
+	cfg := t.TempDir()
+	os.MkdirAll(filepath.Join(cfg, "norma"), 0o700)
+	kv := "host=db user=postgres password = '" + pgCanary + " x' dbname=norma"
+	if err := os.WriteFile(filepath.Join(cfg, "norma", "settings.yaml"), []byte("store: \""+kv+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"settings", "show", "--workspace", e.ws}, {"settings", "show", "--json", "--workspace", e.ws}, {"audit", "tail"}} {
+		cmd := exec.Command(normaBin(t), append([]string{"--home", e.home}, args...)...)
+		cmd.Dir = cwd
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "NORMA_STORE=")
+		code, out, errs := doorCmd(t, cmd)
+		noCanary(t, strings.Join(args, " "), out+errs)
+		if args[0] == "settings" && code != 0 || args[0] == "audit" && code != exitUsage {
+			t.Errorf("%s with a keyword/value store in the user's settings: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
 	if ents, err := os.ReadDir(cwd); err != nil || len(ents) != 0 {
 		t.Errorf("a keyword/value store created files in the working directory: %v %v", ents, err)
 	}
