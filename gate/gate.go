@@ -404,6 +404,10 @@ func (x *exec) lookup(ctx context.Context) bool {
 		x.fail(capability.ReasonInvalidRequest, "the call has no tool_use id, run id or principal")
 		return false
 	}
+	if !ValidCallID(c.ID) {
+		x.fail(capability.ReasonInvalidRequest, "the call's tool_use id is not 1 to 256 letters, digits, '_', '-', '.' or ':'")
+		return false
+	}
 	v, err := g.reg.View(c.RunID, c.Principals)
 	if err == nil {
 		x.view = v

@@ -52,7 +52,7 @@ func (x *exec) endSpan(span trace.Span, stage Step) {
 	attrs := []attribute.KeyValue{
 		attribute.String(AttrOperation, "execute_tool"),
 		attribute.String(AttrToolName, name),
-		attribute.String(AttrToolCallID, x.c.ID),
+		attribute.String(AttrToolCallID, spanCallID(x.c.ID)),
 		attribute.String(AttrRunID, x.c.RunID),
 		attribute.String(AttrDecision, decisionOf(x)),
 		attribute.String(AttrReason, string(x.res.Reason)),
@@ -87,4 +87,35 @@ func decisionOf(x *exec) string {
 		return "deny" // refused before the policy step
 	}
 	return x.dec.Mode.String()
+}
+
+// maxCallIDLen bounds a tool_use id: providers use a few dozen bytes; an
+// extra call's is its caller's with ".extra".
+const maxCallIDLen = 256
+
+// ValidCallID reports whether id may be a call's tool_use id: the model
+// (or the provider's endpoint) chooses it, and it becomes a span
+// attribute, a ledger key and an approval's key, so it is a short token
+// of letters, digits, '_', '-', '.' and ':'. The gate refuses a call
+// with another id before its lookup.
+func ValidCallID(id string) bool {
+	if id == "" || len(id) > maxCallIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// spanCallID is id as a span attribute: "invalid" for an id the gate
+// refused, whose text the model chose.
+func spanCallID(id string) string {
+	if ValidCallID(id) {
+		return id
+	}
+	return "invalid"
 }

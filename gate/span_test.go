@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 )
 
@@ -79,4 +80,50 @@ func hasPrefix(kvs []attribute.KeyValue, k, p string) bool {
 		}
 	}
 	return false
+}
+
+// TestSpanHostileCallID: a tool_use id is the model's text; one that is
+// long, holds control characters or a canary is refused before lookup
+// (INVALID_REQUEST), the tool never runs, and the span names it
+// "invalid": nothing of it reaches an attribute.
+func TestSpanHostileCallID(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	f := newFixture(t, func(o *gate.Options, _ *fixture) { o.Tracer = tp.Tracer("test") })
+	ids := []string{
+		"toolu_" + spanCanary + strings.Repeat("x", 300),
+		"toolu_\x1b]8;;https://evil.invalid\x07" + spanCanary,
+		"toolu " + spanCanary,
+		"toolu_" + spanCanary + "\n",
+	}
+	for _, id := range ids {
+		c := call("Read", `{"path":"docs/a.md"}`)
+		c.ID = id
+		if r := f.g.Execute(context.Background(), c); r.Reason != capability.ReasonInvalidRequest || !r.IsError {
+			t.Errorf("id %q: reason %s, want INVALID_REQUEST", id, r.Reason)
+		}
+	}
+	if n := f.calls.Load(); n != 0 {
+		t.Errorf("the tool ran %d times for calls with hostile ids", n)
+	}
+	spans := rec.Ended()
+	if len(spans) != len(ids) {
+		t.Fatalf("%d spans, want %d", len(spans), len(ids))
+	}
+	for i, s := range spans {
+		for _, kv := range s.Attributes() {
+			if strings.Contains(kv.Value.Emit(), spanCanary) || len(kv.Value.Emit()) > 256 {
+				t.Errorf("id %d: attribute %s carries the model's id: %q", i, kv.Key, kv.Value.Emit())
+			}
+			if kv.Key == gate.AttrToolCallID && kv.Value.AsString() != "invalid" {
+				t.Errorf("id %d: %s = %q, want invalid", i, kv.Key, kv.Value.AsString())
+			}
+		}
+	}
+	// A provider's ordinary ids pass.
+	for _, id := range []string{"toolu_01A09q90qw90lq917835lq9", "call_norma_0a1b", "chatcmpl-tool-9f.extra", "relay_1", "w"} {
+		if !gate.ValidCallID(id) {
+			t.Errorf("ValidCallID(%q) = false", id)
+		}
+	}
 }

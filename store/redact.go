@@ -6,7 +6,10 @@ import (
 	"strings"
 )
 
-var passwordParam = regexp.MustCompile(`(?i)(password=)[^&\s]*`)
+// passwordParam finds a password in what is not a URL: a keyword/value
+// connection string, where libpq allows spaces around "=" and quotes a
+// value with spaces ('…', \' inside).
+var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*)`)
 
 // Redact returns a store location fit to print: the password of a URL's
 // user info and any password query parameter (password, sslpassword) are replaced by "xxxxx". A

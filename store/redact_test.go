@@ -15,6 +15,14 @@ func TestRedact(t *testing.T) {
 		{"postgres://db/norma?user=n&password=s3cret", "postgres://db/norma?password=xxxxx&user=n"},
 		{"postgresql://db/norma?sslpassword=s3cret", "postgresql://db/norma?sslpassword=xxxxx"},
 		{"postgres://norma:s3cret@db:bad port/x", "postgres://(unparsable URL hidden)"},
+		// Keyword/value strings, as libpq reads them.
+		{"host=db password=s3cret dbname=n", "host=db password=xxxxx dbname=n"},
+		{"host=db password = s3cret dbname=n", "host=db password = xxxxx dbname=n"},
+		{"host=db PASSWORD=\ts3cret", "host=db PASSWORD=\txxxxx"},
+		{"host=db password='s3cret with spaces' dbname=n", "host=db password=xxxxx dbname=n"},
+		{`host=db password='it\'s s3cret' dbname=n`, "host=db password=xxxxx dbname=n"},
+		{"host=db password='s3cret unterminated", "host=db password=xxxxx"},
+		{"host=db sslpassword = s3cret", "host=db sslpassword = xxxxx"},
 	} {
 		got := store.Redact(c.in)
 		if got != c.want {

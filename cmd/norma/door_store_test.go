@@ -195,6 +195,63 @@ func TestDoorStoreBadURL(t *testing.T) {
 	}
 }
 
+// TestDoorStoreKeywordValue: a PostgreSQL keyword/value connection
+// string given as the store (a colon after its password once made it a
+// "scheme" quoted in the error; spaces around "=" once made it a SQLite
+// path, a file named with the password) is refused as a usage error that
+// does not print the password; no file is created and nothing runs.
+func TestDoorStoreKeywordValue(t *testing.T) {
+	e := newRunEnv(t)
+	marker := filepath.Join(e.ws, "written.txt")
+	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: w, name: Write, input: {path: written.txt, content: x}}\n  - text: done\n")
+	cwd := t.TempDir()
+	for _, kv := range []string{
+		"host=db user=postgres password=" + pgCanary + ":x dbname=norma",
+		"host=db password=" + pgCanary + " options=-csearch_path=a:b",
+		"host=db user=postgres password = " + pgCanary + " dbname=norma",
+	} {
+		for _, args := range [][]string{
+			{"--home", e.home, "--store", kv, "run", "--workspace", e.ws, "--provider", "scripted", "--script", script, "--mode", "dontAsk", "--json", "go"},
+			{"--home", e.home, "audit", "tail"},
+		} {
+			cmd := exec.Command(normaBin(t), args...)
+			cmd.Dir = cwd
+			cmd.Env = append(os.Environ(), "NORMA_STORE="+kv)
+			code, out, errs := doorCmd(t, cmd)
+			noCanary(t, args[len(args)-1], out+errs)
+			if code != exitUsage || !strings.Contains(errs, "postgres:// URL") {
+				t.Errorf("store %q, %s: exit %d, want %d and a usage message\n%s%s", kv, args[len(args)-1], code, exitUsage, out, errs)
+			}
+		}
+	}
+	// In the user's settings: `settings show` hides its password too.
+	cfg := t.TempDir()
+	os.MkdirAll(filepath.Join(cfg, "norma"), 0o700)
+	kv := "host=db user=postgres password = '" + pgCanary + " x' dbname=norma"
+	if err := os.WriteFile(filepath.Join(cfg, "norma", "settings.yaml"), []byte("store: \""+kv+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"settings", "show", "--workspace", e.ws}, {"settings", "show", "--json", "--workspace", e.ws}, {"audit", "tail"}} {
+		cmd := exec.Command(normaBin(t), append([]string{"--home", e.home}, args...)...)
+		cmd.Dir = cwd
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cfg, "NORMA_STORE=")
+		code, out, errs := doorCmd(t, cmd)
+		noCanary(t, strings.Join(args, " "), out+errs)
+		if args[0] == "settings" && code != 0 || args[0] == "audit" && code != exitUsage {
+			t.Errorf("%s with a keyword/value store in the user's settings: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
+	if ents, err := os.ReadDir(cwd); err != nil || len(ents) != 0 {
+		t.Errorf("a keyword/value store created files in the working directory: %v %v", ents, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a run with a keyword/value store ran its tool call")
+	}
+	if _, err := os.Stat(filepath.Join(e.home, "norma.db")); err == nil {
+		t.Error("a run with a keyword/value store fell back to the default SQLite file")
+	}
+}
+
 // TestDoorStoreNotFromWorkspace: a workspace's settings cannot redirect
 // the store: the run refuses the file, and the database it names is
 // never contacted.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -75,8 +76,10 @@ func resolveStore(cmd *cobra.Command, home string) (storeLocation, error) {
 // quote raw, which may hold a password.
 func parseStoreLocation(raw string) (storeLocation, error) {
 	scheme, rest, hasScheme := strings.Cut(raw, ":")
-	if !hasScheme || strings.ContainsAny(scheme, `/\.`) || len(scheme) < 2 {
-		// A path (a one-letter "scheme" would be a drive letter).
+	if !hasScheme || !urlScheme(scheme) || len(scheme) < 2 {
+		// A path (a one-letter "scheme" would be a drive letter), or
+		// something typed as one: never quoted, it may hold a password
+		// ("host=db password=pw:x" has no scheme).
 		return sqliteLocation(raw)
 	}
 	switch strings.ToLower(scheme) {
@@ -100,11 +103,27 @@ func parseStoreLocation(raw string) (storeLocation, error) {
 	}
 }
 
+// urlScheme reports whether s may be a URL's scheme (RFC 3986 without
+// "."): only then is it quoted in an error.
+func urlScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// kvPassword finds the password of a keyword/value connection string, as
+// libpq reads it: spaces may surround the "=".
+var kvPassword = regexp.MustCompile(`(?i)password\s*=`)
+
 func sqliteLocation(path string) (storeLocation, error) {
 	if path == "" {
 		return storeLocation{}, errors.New("empty SQLite path")
 	}
-	if strings.Contains(strings.ToLower(path), "password=") {
+	if kvPassword.MatchString(path) {
 		// A keyword/value connection string taken for a path.
 		return storeLocation{}, errors.New("not a path, sqlite:PATH or postgres:// URL (a PostgreSQL store is named by a postgres:// URL)")
 	}

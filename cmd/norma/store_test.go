@@ -28,6 +28,14 @@ func TestParseStoreLocation(t *testing.T) {
 		{in: "postgres://n:s3cret@db:bad/x", err: "not a valid postgres:// URL"},
 		{in: "mysql://n:s3cret@db/x", err: `unknown store scheme "mysql"`},
 		{in: "host=db user=n password=s3cret dbname=x", err: "postgres:// URL"},
+		// A keyword/value string with a colon after the password is no
+		// scheme: not quoted as one.
+		{in: "host=db user=n password=s3cret:x dbname=x", err: "postgres:// URL"},
+		{in: "host=db password=s3cret options=-csearch_path=a:b", err: "postgres:// URL"},
+		// libpq allows spaces around "=": not a SQLite path.
+		{in: "host=db user=n password = s3cret dbname=x", err: "postgres:// URL"},
+		{in: "host=db PASSWORD\t=s3cret", err: "postgres:// URL"},
+		{in: "pg+ssl://n:s3cret@db/x", err: `unknown store scheme "pg+ssl"`},
 	} {
 		loc, err := parseStoreLocation(c.in)
 		if c.err != "" {
