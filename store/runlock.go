@@ -34,21 +34,16 @@ const (
 	LockStaleAfter = 2 * time.Minute
 )
 
-// holder identifies this process as a lock holder.
-type holder struct {
-	host, machine, pidStart string
-	pid                     int
-}
-
-var self = sync.OnceValue(func() holder {
-	h := holder{pid: os.Getpid()}
-	h.host, _ = os.Hostname()
+// self is this process as a lock holder, read once.
+var self = sync.OnceValue(func() LockHolder {
+	h := LockHolder{PID: os.Getpid()}
+	h.Host, _ = os.Hostname()
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	if b := bytes.TrimSpace(boot); len(b) > 0 && ns != "" {
-		h.machine = string(b) + "/" + ns
+		h.Machine = string(b) + "/" + ns
 	}
-	h.pidStart = procStart(h.pid)
+	h.PIDStart = procStart(h.PID)
 	return h
 })
 
@@ -80,16 +75,13 @@ type LockHolder struct {
 }
 
 // Self is this process as a lock holder (times zero).
-func Self() LockHolder {
-	me := self()
-	return LockHolder{Host: me.host, Machine: me.machine, PIDStart: me.pidStart, PID: me.pid}
-}
+func Self() LockHolder { return self() }
 
 // Stale reports whether holder h is gone, as seen by this process at
 // now (see [LockHeartbeat]). Every store decides a lock's staleness here.
 func (h LockHolder) Stale(now time.Time) bool {
 	me := self()
-	if me.machine != "" && h.Machine == me.machine {
+	if me.Machine != "" && h.Machine == me.Machine {
 		return procStart(h.PID) != h.PIDStart
 	}
 	return now.Sub(h.Heartbeat) > LockStaleAfter
@@ -131,10 +123,9 @@ func (d *DB) LockRun(ctx context.Context, runID string) (unlock func() error, er
 	var held *LockHolder
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		var l LockHolder
-		var held0 string // the holder's nonce, not ours
 		var acquired, heartbeat int64
-		err := tx.QueryRowContext(ctx, `SELECT nonce, host, machine, pid, pid_start, acquired_ns, heartbeat_ns FROM run_locks WHERE run_id = ?`, runID).
-			Scan(&held0, &l.Host, &l.Machine, &l.PID, &l.PIDStart, &acquired, &heartbeat)
+		err := tx.QueryRowContext(ctx, `SELECT host, machine, pid, pid_start, acquired_ns, heartbeat_ns FROM run_locks WHERE run_id = ?`, runID).
+			Scan(&l.Host, &l.Machine, &l.PID, &l.PIDStart, &acquired, &heartbeat)
 		l.Acquired, l.Heartbeat = time.Unix(0, acquired), time.Unix(0, heartbeat)
 		now := time.Now()
 		switch {
@@ -147,7 +138,7 @@ func (d *DB) LockRun(ctx context.Context, runID string) (unlock func() error, er
 		}
 		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO run_locks
 			(run_id, nonce, host, machine, pid, pid_start, acquired_ns, heartbeat_ns) VALUES (?,?,?,?,?,?,?,?)`,
-			runID, nonce, me.host, me.machine, me.pid, me.pidStart, now.UnixNano(), now.UnixNano())
+			runID, nonce, me.Host, me.Machine, me.PID, me.PIDStart, now.UnixNano(), now.UnixNano())
 		return err
 	})
 	if err != nil {
