@@ -12,10 +12,7 @@ import (
 
 // RecordConsent implements [plugin.ConsentBackend].
 func (d *DB) RecordConsent(ctx context.Context, r plugin.ConsentRecord) error {
-	if r.Plugin == "" || r.Action == "" {
-		return fmt.Errorf("store: consent record without plugin or action")
-	}
-	granted, err := json.Marshal(r.Granted)
+	granted, err := ConsentGranted(r)
 	if err != nil {
 		return err
 	}
@@ -42,8 +39,7 @@ func (d *DB) Consents(ctx context.Context, f plugin.ConsentFilter) ([]plugin.Con
 	if f.Latest {
 		where = append(where, "seq IN (SELECT max(seq) FROM plugin_consents GROUP BY plugin, host)")
 	}
-	q := `SELECT seq, plugin, version, manifest_digest, permission_digest, grant_digest, generation, action, granted, who, host, time_ns
-		FROM plugin_consents`
+	q := "SELECT " + ConsentColumns("granted") + " FROM plugin_consents"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -54,19 +50,44 @@ func (d *DB) Consents(ctx context.Context, f plugin.ConsentFilter) ([]plugin.Con
 	defer rows.Close()
 	var out []plugin.ConsentRecord
 	for rows.Next() {
-		var r plugin.ConsentRecord
-		var gen, ns int64
-		var action string
-		var granted []byte
-		if err := rows.Scan(&r.Seq, &r.Plugin, &r.Version, &r.ManifestDigest, &r.PermissionDigest, &r.GrantDigest,
-			&gen, &action, &granted, &r.Who, &r.Host, &ns); err != nil {
-			return nil, fmt.Errorf("store: consents: %w", err)
+		r, err := ScanConsent(rows.Scan)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(granted, &r.Granted); err != nil {
-			return nil, fmt.Errorf("store: consent %d: %w", r.Seq, err)
-		}
-		r.Generation, r.Action, r.Time = uint64(gen), plugin.ConsentAction(action), NSTime(ns)
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// ConsentColumns lists the columns [ScanConsent] reads, in its order;
+// granted is how the backend selects the granted JSON as text.
+func ConsentColumns(granted string) string {
+	return "seq, plugin, version, manifest_digest, permission_digest, grant_digest, generation, action, " +
+		granted + ", who, host, time_ns"
+}
+
+// ScanConsent reads one row of [ConsentColumns] with scan (a row's Scan),
+// the one decoding of a stored consent for every backend.
+func ScanConsent(scan func(...any) error) (plugin.ConsentRecord, error) {
+	var r plugin.ConsentRecord
+	var gen, ns int64
+	var action, granted string
+	if err := scan(&r.Seq, &r.Plugin, &r.Version, &r.ManifestDigest, &r.PermissionDigest, &r.GrantDigest,
+		&gen, &action, &granted, &r.Who, &r.Host, &ns); err != nil {
+		return r, fmt.Errorf("store: consents: %w", err)
+	}
+	if err := json.Unmarshal([]byte(granted), &r.Granted); err != nil {
+		return r, fmt.Errorf("store: consent %d: %w", r.Seq, err)
+	}
+	r.Generation, r.Action, r.Time = uint64(gen), plugin.ConsentAction(action), NSTime(ns)
+	return r, nil
+}
+
+// ConsentGranted checks a consent record before it is stored and returns
+// its granted items as the JSON every backend stores.
+func ConsentGranted(r plugin.ConsentRecord) ([]byte, error) {
+	if r.Plugin == "" || r.Action == "" {
+		return nil, fmt.Errorf("store: consent record without plugin or action")
+	}
+	return json.Marshal(r.Granted)
 }

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -13,10 +11,7 @@ import (
 
 // RecordConsent implements [plugin.ConsentBackend].
 func (d *DB) RecordConsent(ctx context.Context, r plugin.ConsentRecord) error {
-	if r.Plugin == "" || r.Action == "" {
-		return errors.New("store: consent record without plugin or action")
-	}
-	granted, err := json.Marshal(r.Granted)
+	granted, err := store.ConsentGranted(r)
 	if err != nil {
 		return err
 	}
@@ -48,25 +43,17 @@ func (d *DB) Consents(ctx context.Context, f plugin.ConsentFilter) ([]plugin.Con
 	if f.Latest {
 		where = append(where, "seq IN (SELECT max(seq) FROM plugin_consents WHERE tenant = $1 GROUP BY plugin, host)")
 	}
-	rows, err := d.pool.Query(ctx, `SELECT seq, plugin, version, manifest_digest, permission_digest, grant_digest, generation,
-		action, granted::text, who, host, time_ns FROM plugin_consents WHERE `+strings.Join(where, " AND ")+" ORDER BY seq", args...)
+	rows, err := d.pool.Query(ctx, "SELECT "+store.ConsentColumns("granted::text")+" FROM plugin_consents WHERE "+strings.Join(where, " AND ")+" ORDER BY seq", args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: consents: %w", err)
 	}
 	defer rows.Close()
 	var out []plugin.ConsentRecord
 	for rows.Next() {
-		var r plugin.ConsentRecord
-		var gen, ns int64
-		var action, granted string
-		if err := rows.Scan(&r.Seq, &r.Plugin, &r.Version, &r.ManifestDigest, &r.PermissionDigest, &r.GrantDigest,
-			&gen, &action, &granted, &r.Who, &r.Host, &ns); err != nil {
-			return nil, fmt.Errorf("store: consents: %w", err)
+		r, err := store.ScanConsent(rows.Scan)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal([]byte(granted), &r.Granted); err != nil {
-			return nil, fmt.Errorf("store: consent %d: %w", r.Seq, err)
-		}
-		r.Generation, r.Action, r.Time = uint64(gen), plugin.ConsentAction(action), store.NSTime(ns)
 		out = append(out, r)
 	}
 	return out, rows.Err()
