@@ -87,7 +87,7 @@ func openAt(ctx context.Context, path string, version int, opts *Options) (*DB, 
 	// Create the file ourselves so that it is never world-readable.
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", abs, err)
+		return nil, fmt.Errorf("store: %w", err) // a *PathError: "open PATH: cause"
 	}
 	f.Close()
 	q := url.Values{}

@@ -61,9 +61,14 @@ cannot reach, or one answered 401, as a non-blocking error and runs the
 tool, so while the daemon is down an http hook fails open unless it sets
 "onFailure": "block"; the command hook fails closed on its own.
 
---team ADDR also serves the team server: the JSON API under /api/v1/
-(approvals, audit, runs, plugins) over the store (--store), for bearer
-tokens made with "norma serve token add NAME --role approver|viewer|runner".
+--team ADDR also serves the team server over the store (--store), for
+bearer tokens made with "norma serve token add NAME --role
+approver|viewer|runner":
+
+  /api/v1/    the JSON API (approvals, audit, runs, plugins, whoami)
+  /inbox/     the approval inbox, a web page (sign in with a token)
+  /metrics    Prometheus's text format (viewer or approver)
+
 A loopback ADDR (127.0.0.1:8443; port 0: any free port, printed) may be
 plain HTTP; any other (":8443" is every interface) needs --tls-cert and
 --tls-key, and serves TLS only.

@@ -391,8 +391,9 @@ func (in *Inbox) signin(w http.ResponseWriter, r *http.Request) {
 	token := strings.TrimSpace(r.PostForm.Get("token"))
 	p, err := in.opts.Tokens.Lookup(token)
 	if err != nil || token == "" {
-		in.logf("refused a sign-in: the token is not valid")
-		in.signinPage(w, r, http.StatusUnauthorized, "That token is not valid.")
+		in.logf("refused a sign-in: %d %s, the token is unknown or revoked", http.StatusUnauthorized, capability.ReasonTeamUnauthenticated)
+		w.Header().Set(ReasonHeader, string(capability.ReasonTeamUnauthenticated))
+		in.signinPage(w, r, http.StatusUnauthorized, "Refused ("+string(capability.ReasonTeamUnauthenticated)+"): that token is unknown or revoked.")
 		return
 	}
 	if old := cookie(r, sessionCookieName(r)); old != "" {

@@ -282,15 +282,16 @@ func TestSignInCookie(t *testing.T) {
 func TestSignInRefused(t *testing.T) {
 	f := newFixture(t, false)
 	for _, tc := range []struct {
-		name  string
-		token string
-		csrf  func(form string) string
-		want  int
+		name   string
+		token  string
+		csrf   func(form string) string
+		want   int
+		reason capability.Reason
 	}{
-		{"unknown token", "tok_wrong", func(form string) string { return csrf(t, form) }, 401},
-		{"empty token", "", func(form string) string { return csrf(t, form) }, 401},
-		{"no csrf", approverToken, func(string) string { return "" }, 403},
-		{"wrong csrf", approverToken, func(string) string { return "forged" }, 403},
+		{"unknown token", "tok_wrong", func(form string) string { return csrf(t, form) }, 401, capability.ReasonTeamUnauthenticated},
+		{"empty token", "", func(form string) string { return csrf(t, form) }, 401, capability.ReasonTeamUnauthenticated},
+		{"no csrf", approverToken, func(string) string { return "" }, 403, capability.ReasonInboxCSRF},
+		{"wrong csrf", approverToken, func(string) string { return "forged" }, 403, capability.ReasonInboxCSRF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := f.browser()
@@ -298,6 +299,9 @@ func TestSignInRefused(t *testing.T) {
 			resp, _ := b.do("POST", Prefix+"/signin", url.Values{"csrf": {tc.csrf(form)}, "token": {tc.token}})
 			if resp.StatusCode != tc.want {
 				t.Fatalf("status %s, want %d", resp.Status, tc.want)
+			}
+			if got := resp.Header.Get(ReasonHeader); got != string(tc.reason) {
+				t.Errorf("%s = %q, want %q", ReasonHeader, got, tc.reason)
 			}
 			if resp, _ := b.do("GET", Prefix+"/", nil); resp.StatusCode != http.StatusSeeOther {
 				t.Fatalf("the list after a refused sign-in: %s, want a redirect to sign in", resp.Status)
