@@ -208,7 +208,7 @@ a key found in the database proves nothing.`,
 			if err != nil {
 				return exitWith(exitFailed, err)
 			}
-			opts, err := auditVerifyOptions(home, db, files)
+			opts, err := auditVerifyOptions(cmd.Context(), home, db, files)
 			if errors.Is(err, errNoAuditKey) {
 				return exitWith(exitFailed, err)
 			} else if err != nil {

@@ -94,9 +94,9 @@ func auditCheckpointer(ctx context.Context, home string, db store.Store) (*audit
 	file, own := checkpointCopy(home, db)
 	cp := &audit.Checkpointer{Origin: origin, Signer: s, Verifier: v,
 		Publish: func(signed []byte) error { return atomicfile.Write(file, signed, 0o600) }}
-	if created || (!own && !exists(file)) {
-		// A new key, or an old key's first use of another store (--store):
-		// from this checkpoint on, none stored means deleted.
+	if created || firstUse(ctx, db, file, own) {
+		// A new key, or an old key's first use of a store: from this
+		// checkpoint on, none stored means deleted.
 		_, _, _ = cp.Checkpoint(ctx, db) // a failure is reported by the next use
 	}
 	cp.RequireStored = true
@@ -119,6 +119,23 @@ func checkpointCopy(home string, db store.Store) (file string, own bool) {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return filepath.Join(home, auditCheckpointFile+"-"+hex.EncodeToString(sum[:8])), false
+}
+
+// firstUse reports whether home's key has never stored a checkpoint in
+// db, so that none there is not a deletion: no copy of one (file) in
+// home, and, for home's own norma.db, whose first checkpoint older
+// Norma took when it made the key, an empty log too (the key was made
+// with another store, --store, and norma.db is new). A log that cannot
+// be read is not a first use: the checkpoint stays required.
+func firstUse(ctx context.Context, db store.Store, file string, own bool) bool {
+	if exists(file) {
+		return false
+	}
+	if !own {
+		return true
+	}
+	rows, err := db.QueryAudit(ctx, audit.Filter{Limit: 1})
+	return err == nil && len(rows) == 0
 }
 
 func exists(p string) bool {
@@ -156,7 +173,7 @@ var errNoAuditKey = errors.New("audit key: the state directory has no audit key"
 // checked, which is an error. The verifier comes from the private key when
 // it is readable (and the public key file must match it), else from the
 // public key file.
-func auditVerifyOptions(home string, db store.Store, exported []audit.ExternalCheckpoint) (*audit.VerifyOptions, error) {
+func auditVerifyOptions(ctx context.Context, home string, db store.Store, exported []audit.ExternalCheckpoint) (*audit.VerifyOptions, error) {
 	base := auditKeyBase(home)
 	var pub ed25519.PublicKey
 	priv, err := plugin.LoadPrivateKey(base + ".key")
@@ -188,7 +205,7 @@ func auditVerifyOptions(home string, db store.Store, exported []audit.ExternalCh
 	// A key that never stored a checkpoint in another store (--store) is
 	// not missing one there.
 	file, own := checkpointCopy(home, db)
-	opts := &audit.VerifyOptions{Origin: origin, Verifier: v, RequireCheckpoint: own || exists(file)}
+	opts := &audit.VerifyOptions{Origin: origin, Verifier: v, RequireCheckpoint: !firstUse(ctx, db, file, own)}
 	switch b, err := readCheckpointFile(file); {
 	case err == nil:
 		opts.External = append(opts.External, audit.ExternalCheckpoint{Source: "checkpoint in " + filepath.Base(file), Note: b})

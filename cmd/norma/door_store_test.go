@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"net"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/norma-run/norma/internal/pgtest"
+	"github.com/norma-run/norma/store"
 )
 
 // pgConnect connects to dsn as the database's administrator would,
@@ -454,5 +456,42 @@ func TestDoorStoreFromSettings(t *testing.T) {
 	noCanary(t, "settings show", out+errs)
 	if code != 0 || !strings.Contains(out, "store postgres://postgres:xxxxx@") {
 		t.Fatalf("settings show: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestDoorStoreOwnAfterOther: a state directory whose key was made with
+// another store (--store) and that then uses its own norma.db is not
+// taken for one whose checkpoints were deleted; deleting them afterwards
+// is still caught.
+func TestDoorStoreOwnAfterOther(t *testing.T) {
+	home := t.TempDir()
+	other := "sqlite:" + filepath.Join(t.TempDir(), "other.db")
+	sharedRuns(t, other, home)
+	e := newRunEnv(t)
+	e.home = home
+	script := e.script(t, "turns:\n  - tool_calls:\n      - {id: r, name: Read, input: {path: docs/intro.md}}\n  - text: done\n")
+	code, out, errs := door(t, "--home", home, "run", "--workspace", e.ws, "--provider", "scripted",
+		"--script", script, "--mode", "dontAsk", "--json", "go")
+	if code != 0 || strings.Contains(errs, "CHECKPOINT") {
+		t.Fatalf("run on the own store after another: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = door(t, "--home", home, "audit", "verify")
+	if code != 0 || strings.Contains(out+errs, "AUDIT_CHECKPOINT_MISSING") {
+		t.Fatalf("audit verify of the own store: exit %d\n%s%s", code, out, errs)
+	}
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(home, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As someone with the file would: past the append-only trigger.
+	for _, q := range []string{"DROP TRIGGER audit_checkpoints_no_delete", "DELETE FROM audit_checkpoints"} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	code, out, errs = door(t, "--home", home, "audit", "verify")
+	if code == 0 || !strings.Contains(out+errs, "AUDIT_CHECKPOINT_MISSING") {
+		t.Fatalf("deleted checkpoints of the own store: exit %d, want AUDIT_CHECKPOINT_MISSING\n%s%s", code, out, errs)
 	}
 }

@@ -108,7 +108,7 @@ func openTeamServer(cmd *cobra.Command, home, addr, certFile, keyFile string, lo
 // /api/v1/audit/verify answers it: the chain and the checkpoints home's
 // audit key can check.
 func verifyStore(ctx context.Context, home string, db store.Store) (audit.VerifyResult, error) {
-	opts, err := auditVerifyOptions(home, db, nil)
+	opts, err := auditVerifyOptions(ctx, home, db, nil)
 	if err != nil {
 		return audit.VerifyResult{}, err
 	}
