@@ -1,3 +1,5 @@
+//go:build !norma_front
+
 package main
 
 import (
@@ -13,8 +15,8 @@ import (
 func newDemoCmd() *cobra.Command {
 	var yes, keep, asJSON bool
 	c := &cobra.Command{
-		Use:   "demo [--yes] [--keep] [--json]",
-		Short: "The offline end-to-end showcase (run from the repository root)",
+		Use:   demoCmdName.use,
+		Short: demoCmdName.short,
 		Long: "Build and sign the example plugins, serve a local TLS issue API, install issue-helper with a\n" +
 			"narrowed grant, run a scripted agent session (allowed calls, an approved comment, denials with\n" +
 			"their reasons, the hostile mallory plugin), update issue-helper to a version that asks for more\n" +

@@ -35,10 +35,15 @@ func normaBin(t *testing.T) string {
 			built.err = err
 			return
 		}
+		// As installed (scripts/build): the front build as norma, the
+		// full one beside it as norma-full, so every door test of run,
+		// serve, mcp, plugin and demo also passes through the front.
 		built.path = filepath.Join(dir, "norma")
-		out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+		build := exec.Command("scripts/build", dir)
+		build.Dir = "../.."
+		out, err := build.CombinedOutput()
 		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+			built.err = fmt.Errorf("scripts/build: %v\n%s", err, out)
 		}
 	})
 	if built.err != nil {

@@ -357,12 +357,9 @@ func hookCommand(cmd *cobra.Command, a agenthook.Agent) (string, error) {
 // runs it: its absolute path (symbolic links resolved), and --home when
 // the state directory was chosen (flag or NORMA_HOME).
 func selfArgv(cmd *cobra.Command) ([]string, error) {
-	exe, err := os.Executable()
+	exe, err := selfExe()
 	if err != nil {
-		return nil, fmt.Errorf("the path of this norma binary: %w", err)
-	}
-	if r, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = r
+		return nil, err
 	}
 	argv := []string{exe}
 	flag, _ := cmd.Flags().GetString("home")

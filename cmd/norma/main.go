@@ -91,12 +91,20 @@ func run(args []string) int { return runWith(args, os.Stdin, os.Stdout, os.Stder
 
 // runWith is run with explicit streams; tests call it.
 func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cliArgs = args
+	if completesInFull(args) {
+		return exitCode(stderr, execFull())
+	}
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	return exitCode(stderr, root.Execute())
+}
+
+// exitCode prints err, when it says something, and returns its exit code.
+func exitCode(stderr io.Writer, err error) int {
 	if err == nil {
 		return exitOK
 	}

@@ -1,3 +1,5 @@
+//go:build !norma_front
+
 package main
 
 import (
@@ -20,8 +22,8 @@ import (
 
 func newMCPCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "mcp",
-		Short: "Add, list, show, remove and import MCP servers (npx, uvx, python -m, node, a program), confined",
+		Use:   mcpCmdName.use,
+		Short: mcpCmdName.short,
 	}
 	c.AddCommand(newMCPAddCmd(), newMCPListCmd(), newMCPGetCmd(), newMCPRemoveCmd(), newMCPImportCmd(), newMCPProxyCmd())
 	return c

@@ -1,3 +1,5 @@
+//go:build !norma_front
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+//go:build !norma_front
+
 package main
 
 import (
@@ -27,11 +29,8 @@ func rewriteConfig(cmd *cobra.Command, file string, names []string, yes bool) er
 		fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s: no server to rewrite\n", termtext.Escape(file))
 		return nil
 	}
-	self, err := os.Executable()
+	self, err := selfExe()
 	if err != nil {
-		return exitWith(exitInternal, err)
-	}
-	if self, err = filepath.EvalSymlinks(self); err != nil {
 		return exitWith(exitInternal, err)
 	}
 	home, err := proxyHome(cmd)

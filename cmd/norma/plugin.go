@@ -1,3 +1,5 @@
+//go:build !norma_front
+
 package main
 
 import (
@@ -22,8 +24,8 @@ import (
 
 func newPluginCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "plugin",
-		Short: "Sign, verify, trust, install, update and remove plugin packages",
+		Use:   pluginCmdName.use,
+		Short: pluginCmdName.short,
 	}
 	c.AddCommand(newPluginWrapCmd(), newPluginKeygenCmd(), newPluginPackCmd(), newPluginSignCmd(), newPluginVerifyCmd(),
 		newPluginTrustCmd(), newPluginInstallCmd(false), newPluginInstallCmd(true), newPluginConsentCmd(),

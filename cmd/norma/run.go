@@ -1,3 +1,5 @@
+//go:build !norma_front
+
 package main
 
 import (
@@ -13,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/approval"
@@ -43,8 +44,8 @@ type runFlags struct {
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	c := &cobra.Command{
-		Use:   "run [flags] PROMPT",
-		Short: "Run an agent session: every tool call goes through the gate",
+		Use:   runCmdName.use,
+		Short: runCmdName.short,
 		Long: `Run an agent session with the built-in tools and the installed plugins.
 
 Assistant text is streamed, with one status line per tool call (tool, target,
@@ -445,17 +446,6 @@ func runRedactor(cmd *cobra.Command, home string) (*secret.Redactor, error) {
 		}
 	}
 	return red, nil
-}
-
-// stdinIsTerminal reports whether r is a terminal (a TCGETS ioctl
-// succeeds; /dev/null is a character device but not a terminal).
-func stdinIsTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // runPrinter renders session events as text lines or JSON lines. Every

@@ -1,3 +1,5 @@
+//go:build !norma_front
+
 package main
 
 import (
@@ -33,16 +35,13 @@ func serveAgents() []agenthook.Agent {
 	return as
 }
 
-// Files of the daemon in the state directory.
-const (
-	serveSocketFile = "serve.sock"
-	serveTokenFile  = "serve.token"
-)
+// serveTokenFile is the daemon's bearer token in the state directory.
+const serveTokenFile = "serve.token"
 
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Answer agents' hooks from one long-lived daemon (Unix socket, optional loopback HTTP)",
+		Use:   serveCmdName.use,
+		Short: serveCmdName.short,
 		Long: `Serve answers agents' hooks with one shared decision engine, so that a
 decision costs one request instead of one process start:
 

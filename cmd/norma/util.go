@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/norma-run/norma/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // sandboxAvailable reports whether this host can build the OS sandbox; the
@@ -28,4 +30,15 @@ func workspaceDir(cmd, dir string) (string, error) {
 		return "", exitWith(exitUsage, fmt.Errorf("%s: --workspace %s is not a directory", cmd, dir))
 	}
 	return ws, nil
+}
+
+// stdinIsTerminal reports whether r is a terminal (a TCGETS ioctl
+// succeeds; /dev/null is a character device but not a terminal).
+func stdinIsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+// fullExe is the name, beside the front build of norma, of the full build
+// that the front executes for the commands it does not link.
+const fullExe = "norma-full"
+
+// heavyCmd names a command that links the model SDKs, the terminal UI, the
+// MCP SDK, the team server or the tracing SDK. The full build's command
+// takes its Use and Short from here, the front build's stand-in too, so
+// `norma --help` reads the same from both (TestFrontStandInsMatch).
+type heavyCmd struct{ use, short string }
+
+var (
+	runCmdName = heavyCmd{"run [flags] PROMPT",
+		"Run an agent session: every tool call goes through the gate"}
+	pluginCmdName = heavyCmd{"plugin",
+		"Sign, verify, trust, install, update and remove plugin packages"}
+	demoCmdName = heavyCmd{"demo [--yes] [--keep] [--json]",
+		"The offline end-to-end showcase (run from the repository root)"}
+	mcpCmdName = heavyCmd{"mcp",
+		"Add, list, show, remove and import MCP servers (npx, uvx, python -m, node, a program), confined"}
+	serveCmdName = heavyCmd{"serve",
+		"Answer agents' hooks from one long-lived daemon (Unix socket, optional loopback HTTP)"}
+)
+
+// cliArgs are the arguments this process was started with; a stand-in
+// hands them to the full build unchanged (root flags before the command
+// included).
+var cliArgs []string
+
+// standIn is the front build's command for h: it parses nothing and
+// executes the full build with the process's own arguments, so flags,
+// --help and `norma help NAME` are answered by the command itself.
+func standIn(h heavyCmd) *cobra.Command {
+	c := &cobra.Command{
+		Use:                h.use,
+		Short:              h.short,
+		DisableFlagParsing: true,
+		RunE:               func(*cobra.Command, []string) error { return execFull() },
+	}
+	c.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		if err := execFull(); err != nil {
+			fmt.Fprintln(c.ErrOrStderr(), "norma:", errText(err))
+			os.Exit(exitInternal)
+		}
+	})
+	return c
+}
+
+// execFull replaces this process by the full build beside it, with the
+// same arguments, environment and file descriptors. It returns only when
+// that build cannot be executed.
+func execFull() error {
+	exe, err := selfExe()
+	if err != nil {
+		return exitWith(exitInternal, err)
+	}
+	full := filepath.Join(filepath.Dir(exe), fullExe)
+	fi, err := os.Stat(full)
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", full)
+	}
+	if err == nil {
+		err = unix.Exec(full, append([]string{os.Args[0]}, cliArgs...), os.Environ())
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("this norma is the front build; the command needs %s beside it (go build -o %s ./cmd/norma)", full, full)
+	}
+	return exitWith(exitInternal, err)
+}
+
+// selfExe is the absolute path of this norma binary, symbolic links
+// resolved: what other processes are told to run.
+func selfExe() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("the path of this norma binary: %w", err)
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	return exe, nil
+}
