@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/norma-run/norma/capability"
 )
@@ -237,14 +238,15 @@ func geminiCalls(cwd, tool string, input json.RawMessage) ([]Call, error) {
 // (every http:// or https:// run up to whitespace). It matches the scheme
 // in any case, more than Gemini fetches: a URL Norma decides and Gemini
 // skips costs nothing, the other way round would be a fetch unseen.
-var urlInPrompt = regexp.MustCompile(`(?i)https?://[^\s]+`)
+// urlInPrompt is compiled on first use (start-up cost of every hook).
+var urlInPrompt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)https?://[^\s]+`) })
 
 // promptURLs lists the URLs of a web_fetch prompt: each run as it stands
 // and, when a sentence's punctuation ends it, also without that
 // punctuation, so that whichever of the two Gemini fetches is decided.
 func promptURLs(prompt string) []string {
 	var out []string
-	for _, u := range urlInPrompt.FindAllString(prompt, -1) {
+	for _, u := range urlInPrompt().FindAllString(prompt, -1) {
 		out = append(out, u)
 		if t := strings.TrimRight(u, ".,;:!?)]}>'\""); t != u && strings.Contains(t, "://") {
 			out = append(out, t)

@@ -4,12 +4,16 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // passwordParam finds a password in what is not a URL: a keyword/value
 // connection string, where libpq allows spaces around "=" and quotes a
 // value with spaces ('…', \' inside).
-var passwordParam = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*)`)
+// passwordParam is compiled on first use (start-up cost of every command).
+var passwordParam = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^&\s]*)`)
+})
 
 // Redact returns a store location fit to print: the password of a URL's
 // user info and any password query parameter (password, sslpassword) are replaced by "xxxxx". A
@@ -21,7 +25,7 @@ func Redact(location string) string {
 	if !strings.Contains(location, "://") {
 		// A path, or something typed as one (a keyword/value connection
 		// string): hide what follows any password=.
-		return passwordParam.ReplaceAllString(location, "${1}xxxxx")
+		return passwordParam().ReplaceAllString(location, "${1}xxxxx")
 	}
 	u, err := url.Parse(location)
 	if err != nil {

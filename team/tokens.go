@@ -75,10 +75,11 @@ type tokenFile struct {
 
 // namePattern is what a token name may be: it becomes part of DecidedBy
 // ("team:NAME") and of log lines.
-var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+// namePattern is compiled on first use (start-up cost of every norma process).
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
 
 // ValidName reports whether name may name a token.
-func ValidName(name string) bool { return namePattern.MatchString(name) }
+func ValidName(name string) bool { return namePattern().MatchString(name) }
 
 // Tokens is the token file of a state directory. Writers ([Tokens.Add],
 // [Tokens.Revoke]) take an exclusive flock on path+".lock" and replace the

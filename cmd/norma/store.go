@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -117,13 +118,14 @@ func urlScheme(s string) bool {
 
 // kvPassword finds the password of a keyword/value connection string, as
 // libpq reads it: spaces may surround the "=".
-var kvPassword = regexp.MustCompile(`(?i)password\s*=`)
+// kvPassword is compiled on first use (start-up cost of every command).
+var kvPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)password\s*=`) })
 
 func sqliteLocation(path string) (storeLocation, error) {
 	if path == "" {
 		return storeLocation{}, errors.New("empty SQLite path")
 	}
-	if kvPassword.MatchString(path) {
+	if kvPassword().MatchString(path) {
 		// A keyword/value connection string taken for a path.
 		return storeLocation{}, errors.New("not a path, sqlite:PATH or postgres:// URL (a PostgreSQL store is named by a postgres:// URL)")
 	}

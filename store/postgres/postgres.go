@@ -32,6 +32,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,7 +45,11 @@ import (
 // DefaultTenant is the tenant of a URL without a tenant parameter.
 const DefaultTenant = "default"
 
-var validTenant = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+// validTenant is compiled on first use: a counted repetition costs start-up
+// time in every norma process, most of which never open PostgreSQL.
+var validTenant = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+})
 
 // DB is a PostgreSQL store of one tenant. It is safe for concurrent use.
 type DB struct {
@@ -101,7 +106,7 @@ func parseURL(rawURL string) (*pgxpool.Config, string, error) {
 	tenant := DefaultTenant
 	if q.Has("tenant") {
 		tenant = q.Get("tenant")
-		if !validTenant.MatchString(tenant) {
+		if !validTenant().MatchString(tenant) {
 			return nil, "", fmt.Errorf("tenant %q: want 1 to 63 letters, digits, '_', '.' or '-'", tenant)
 		}
 		q.Del("tenant")
