@@ -274,17 +274,7 @@ var installConditions = map[string]string{
 // placeholder search backend, the shell tools' own specs) and reads their
 // judgments on a typical input.
 func Catalogue(ctx context.Context) ([]Info, error) {
-	be, err := NewSearXNG("https://search.invalid")
-	if err != nil {
-		return nil, err
-	}
-	// The shell tools are built without a process capability and never
-	// run: only their specs are read.
-	b, err := Build(Config{
-		Search: be,
-		Shell:  &shell.Config{SessionID: "catalogue"},
-		Policy: func(m *manifest.Manifest) (*policy.Set, error) { return policy.Compile(policy.Inputs{Manifest: m}) },
-	})
+	b, err := everyTool()
 	if err != nil {
 		return nil, err
 	}
@@ -374,6 +364,36 @@ func installOf(name string) string {
 		return "Config.Shell (the OS sandbox and a compiled policy)"
 	}
 	return "always"
+}
+
+// everyTool builds every built-in tool, WebSearch and the shell tools
+// included. The shell tools are built without a process capability and
+// never run: only their specs are read.
+func everyTool() (*Builtin, error) {
+	be, err := NewSearXNG("https://search.invalid")
+	if err != nil {
+		return nil, err
+	}
+	return Build(Config{
+		Search: be,
+		Shell:  &shell.Config{SessionID: "catalogue"},
+		Policy: func(m *manifest.Manifest) (*policy.Set, error) { return policy.Compile(policy.Inputs{Manifest: m}) },
+	})
+}
+
+// InputSchemas are every built-in tool's input schema, by tool name
+// (gate's list of known-valid schemas is made from them).
+func InputSchemas(context.Context) (map[string][]byte, error) {
+	b, err := everyTool()
+	if err != nil {
+		return nil, err
+	}
+	defer b.Shell.Close()
+	out := make(map[string][]byte, len(b.Tools))
+	for _, t := range b.Tools {
+		out[t.Name()] = t.InputSchema()
+	}
+	return out, nil
 }
 
 // CatalogueMarkdown renders infos as the Markdown table that `norma tools

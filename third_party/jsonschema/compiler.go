@@ -54,6 +54,15 @@ func (c *Compiler) AssertFormat() {
 	c.assertFormat = true
 }
 
+// AssumeValid makes the compiler skip validating the documents it compiles
+// against their metaschema: the caller has validated these very bytes
+// before. (Norma patch, third_party/README.md: validating a document
+// compiles its draft's metaschema, the largest cost of compiling one
+// small schema in a new process.)
+func (c *Compiler) AssumeValid() {
+	c.roots.assumeValid = true
+}
+
 // AssertContent enables content assertions.
 //
 // Content assertions include keywords:
