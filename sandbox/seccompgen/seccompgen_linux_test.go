@@ -1,6 +1,6 @@
-//go:build linux && !norma_init
+//go:build linux
 
-package sandbox
+package seccompgen
 
 import (
 	"encoding/binary"
@@ -93,7 +93,7 @@ func TestSeccompFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			prog, err := seccompProgram(tt.broker)
+			prog, err := Program(tt.broker)
 			if err != nil {
 				t.Fatal(err)
 			}
