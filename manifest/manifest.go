@@ -123,29 +123,11 @@ type ExternalWrites struct {
 // Parse parses and validates a manifest. filename is used in messages only.
 // The error, when not nil, is Errors.
 func Parse(filename string, data []byte) (*Manifest, error) {
-	return parse(filename, data, true)
-}
-
-// ParseBuiltin is [Parse] without the JSON Schema step, for a manifest
-// compiled into the binary (the built-in tools'), whose test asserts that
-// Parse accepts it and gives the same value. Compiling the schema is most
-// of what parsing costs, and the built-in manifest is parsed at every
-// start of a run or of `norma policy explain` (issue 20). Never use it for
-// a manifest read from a file or the network.
-func ParseBuiltin(filename string, data []byte) (*Manifest, error) {
-	return parse(filename, data, false)
-}
-
-// parse is Parse, with the schema step when schema is set.
-func parse(filename string, data []byte, schema bool) (*Manifest, error) {
 	t, err := loadTree(filename, data)
 	if err != nil {
 		return nil, err
 	}
-	probs := precheck(t)
-	if schema {
-		probs = append(probs, validateSchema(t, manifestSchemaURL)...)
-	}
+	probs := append(precheck(t), validateSchema(t, manifestSchemaURL)...)
 	var m Manifest
 	if len(probs) > 0 {
 		// Report the semantic problems too when the document still decodes,

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"encoding/json"
 	"os"
 	"reflect"
 	"testing"
@@ -9,9 +10,10 @@ import (
 	"github.com/norma-run/norma/tools"
 )
 
-// TestBuiltinManifestPassesSchema is what lets tools.Manifest skip the
-// schema step (manifest.ParseBuiltin): the embedded manifest passes the
-// full manifest.Parse, schema included, and gives the same value.
+// TestBuiltinManifestPassesSchema is what lets tools.Manifest decode the
+// embedded manifest.json instead of parsing manifest.yaml: the YAML passes
+// the full manifest.Parse, schema included, and gives the value the JSON
+// decodes to. -update rewrites manifest.json.
 func TestBuiltinManifestPassesSchema(t *testing.T) {
 	data, err := os.ReadFile("manifest.yaml")
 	if err != nil {
@@ -20,6 +22,16 @@ func TestBuiltinManifestPassesSchema(t *testing.T) {
 	full, err := manifest.Parse("tools/manifest.yaml", data)
 	if err != nil {
 		t.Fatalf("the built-in manifest fails manifest.Parse: %v", err)
+	}
+	if *update {
+		b, err := json.MarshalIndent(full, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("manifest.json", append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
 	got, err := tools.Manifest()
 	if err != nil {

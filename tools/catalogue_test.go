@@ -10,7 +10,7 @@ import (
 	"github.com/norma-run/norma/tools"
 )
 
-var update = flag.Bool("update", false, "rewrite the tools catalogue section of README.md")
+var update = flag.Bool("update", false, "rewrite the generated files: the tools catalogue section of README.md, manifest.json")
 
 const (
 	beginMarker = "<!-- tools:begin -->"
