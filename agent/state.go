@@ -11,13 +11,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/atomicfile"
+	"github.com/norma-run/norma/internal/ident"
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/tool"
 )
@@ -29,14 +28,11 @@ const StateVersion = 1
 // MaxStateSize bounds a state file that is read back.
 const MaxStateSize = 64 << 20
 
-// runIDRE is the shape of a run id: it names a directory under
-// <state dir>/runs, so it can never hold a separator, a dot segment or
-// anything a shell or a file system would read specially.
-var runIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
-
 // ValidRunID reports whether id can name a run: 1 to 64 letters, digits,
-// '-' or '_', starting with a letter or digit.
-func ValidRunID(id string) bool { return runIDRE().MatchString(id) }
+// '-' or '_', starting with a letter or digit. A run id names a directory
+// under <state dir>/runs, so it can never hold a separator, a dot segment
+// or anything a shell or a file system would read specially.
+func ValidRunID(id string) bool { return ident.Valid(id, 64, ident.AlNum, ident.AlNumOr("_-")) }
 
 // NewRunID returns a fresh random run id ("run-" and 16 hex digits).
 func NewRunID() string {

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"sync"
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/ident"
 )
 
 // Behavior is a tool's own permission judgment on one input. The zero
@@ -198,15 +197,9 @@ type Spec struct {
 // ClosedSchema is the schema Build uses when a Spec has none.
 var ClosedSchema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
 
-// nameRE is a tool name's syntax. It is compiled on first use, like the
-// module's other package-level regular expressions: a package initializer
-// runs at every start of the binary, whatever the command (issue 20), and
-// a counted repetition such as {0,127} is costly to compile.
-var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`) })
-
 // ValidName reports whether name can name a tool: a letter, then up to 127
 // letters, digits, '_', '.' or '-'.
-func ValidName(name string) bool { return nameRE().MatchString(name) }
+func ValidName(name string) bool { return ident.Valid(name, 128, ident.Letter, ident.AlNumOr("_.-")) }
 
 // Build returns a CoreTool from s, filling every security judgment s leaves
 // out with the closed choice: mutating, exclusive, ask, no declared access,

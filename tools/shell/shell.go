@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"sync"
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/ident"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -36,7 +36,10 @@ const (
 	outputTail = 15_000
 )
 
-var sessionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
+// validSession: 1 to 64 letters, digits, '_' or '-'.
+func validSession(id string) bool {
+	return ident.Valid(id, 64, ident.AlNumOr("_-"), ident.AlNumOr("_-"))
+}
 
 // Config configures the shell tools of one session. How commands are
 // confined is not configured here: every call runs its processes through
@@ -104,7 +107,7 @@ func newManager(cfg Config) (*Manager, error) {
 	bad := func(format string, args ...any) error {
 		return fail(capability.ReasonShellConfigInvalid, "shell: "+format, args...)
 	}
-	if !sessionRE().MatchString(cfg.SessionID) {
+	if !validSession(cfg.SessionID) {
 		return nil, bad("invalid session id (want ^[A-Za-z0-9_-]{1,64}$)")
 	}
 	if cfg.DefaultTimeout < 0 || cfg.MaxTimeout < 0 {
