@@ -1,7 +1,8 @@
 #!/bin/sh
 # Hook latency (issue 18): what one decision costs Claude Code, side by
 # side in one run (bench/hooklat/main.go; medians and p90):
-#   - command hooks, process start to answer, stdin = a real-shaped
+#   - command hooks, process start to answer (norma as scripts/build
+#     installs it, and the single binary of go build, deciding itself), stdin = a real-shaped
 #     PreToolUse JSON (a Read of a workspace file): `norma hook
 #     claude-code` deciding itself, the same forwarding to a running
 #     `norma serve`, and a minimal Python and Node hook that only read the
@@ -14,18 +15,19 @@ runs=${1:-200}
 tmp=$(mktemp -d /tmp/hooklat.XXXXXX)
 pids=
 trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
-go build -o "$tmp/norma" ./cmd/norma
+scripts/build "$tmp/bin"                  # as installed: the front build, norma-full beside it
+go build -o "$tmp/single/norma" ./cmd/norma # the single binary go install gives
 (cd bench && go build -o "$tmp/hooklat" ./hooklat)
 cp bench/hooklat/*.py bench/hooklat/*.js "$tmp/"
 python=$(python3 -c 'import sys; print(sys.executable)') # not a pyenv shim
 node=$(command -v node)
-mkdir -p "$tmp/ws/docs" "$tmp/self" "$tmp/daemon"
+mkdir -p "$tmp/ws/docs" "$tmp/self" "$tmp/self2" "$tmp/daemon"
 echo '# Intro' >"$tmp/ws/docs/intro.md"
 printf '{"session_id":"9f1c2a7e-0b3d-4c56-8e9f-1a2b3c4d5e6f","transcript_path":"%s/t.jsonl","cwd":"%s","prompt_id":"p-1","permission_mode":"default","effort":"medium","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"%s/docs/intro.md"},"tool_use_id":"toolu_01"}' \
 	"$tmp/ws" "$tmp/ws" "$tmp/ws" >"$tmp/pre.json"
 export XDG_CONFIG_HOME="$tmp/config" NORMA_MANAGED_SETTINGS="$tmp/none.yaml"
 
-"$tmp/norma" --home "$tmp/daemon" serve --http 127.0.0.1:0 2>"$tmp/serve.log" &
+"$tmp/bin/norma" --home "$tmp/daemon" serve --http 127.0.0.1:0 2>"$tmp/serve.log" &
 pids="$pids $!"
 "$python" "$tmp/http_hook.py" >"$tmp/py.port" &
 pids="$pids $!"
@@ -41,8 +43,9 @@ tok=$(cat "$tmp/daemon/serve.token")
 
 cd "$tmp/ws"
 "$tmp/hooklat" -n "$runs" -input "$tmp/pre.json" \
-	"cmd:$tmp/norma --home $tmp/self hook claude-code" \
-	"cmd:$tmp/norma --home $tmp/daemon hook claude-code" \
+	"cmd:$tmp/bin/norma --home $tmp/self hook claude-code" \
+	"cmd:$tmp/bin/norma --home $tmp/daemon hook claude-code" \
+	"cmd:$tmp/single/norma --home $tmp/self2 hook claude-code" \
 	"cmd:$python $tmp/hook.py" \
 	"cmd:$node $tmp/hook.js" \
 	"http:$url/hooks/claude-code $tok" \
