@@ -66,7 +66,7 @@ func execFull() error {
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	full := filepath.Join(filepath.Dir(exe), fullExe)
+	full := filepath.Join(filepath.Dir(exe), fullExe) // selfExe's directory is this binary's
 	fi, err := os.Stat(full)
 	if err == nil && !fi.Mode().IsRegular() {
 		err = fmt.Errorf("%s is not a regular file", full)
@@ -81,7 +81,9 @@ func execFull() error {
 }
 
 // selfExe is the absolute path of this norma binary, symbolic links
-// resolved: what other processes are told to run.
+// resolved: what other processes (an agent's hooks and MCP servers) are
+// told to run. norma-full beside a front build names the front, the
+// command users run.
 func selfExe() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -89,6 +91,12 @@ func selfExe() (string, error) {
 	}
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = r
+	}
+	if filepath.Base(exe) == fullExe {
+		front := filepath.Join(filepath.Dir(exe), "norma")
+		if fi, err := os.Stat(front); err == nil && fi.Mode().IsRegular() {
+			return front, nil
+		}
 	}
 	return exe, nil
 }

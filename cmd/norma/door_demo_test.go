@@ -113,13 +113,16 @@ func nobodyDemo(t *testing.T, root string) (*exec.Cmd, func(), error) {
 	if out, err := exec.Command("cp", "-al", filepath.Join(strings.TrimSpace(string(modCache)), "cache", "download"), proxy).CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("copy the module cache: %v: %s", err, out))
 	}
-	bin, err := os.ReadFile(normaBin(t))
-	if err != nil {
-		return fail(err)
-	}
+	// The installed pair: the front build and norma-full beside it.
 	norma := filepath.Join(run, "norma")
-	if err := os.WriteFile(norma, bin, 0o755); err != nil {
-		return fail(err)
+	for src, dst := range map[string]string{normaBin(t): norma, fullBin(t): filepath.Join(run, fullExe)} {
+		bin, err := os.ReadFile(src)
+		if err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(dst, bin, 0o755); err != nil {
+			return fail(err)
+		}
 	}
 	for _, p := range []string{run, home} {
 		if err := os.Chown(p, nobody, nobody); err != nil {
