@@ -3,8 +3,6 @@ package gate
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -719,10 +717,8 @@ func (x *exec) env() (tool.Env, bool) {
 	}
 	env.RunID, env.ToolUseID = c.RunID, c.ID
 	env.Principals = append([]string(nil), c.Principals...)
-	env.IdempotencyKey = x.ticket.IdempotencyKey
-	if env.IdempotencyKey == "" {
-		env.IdempotencyKey = idempotencyKey(c.RunID, c.ID)
-	}
+	// Set even when empty: the capabilities never choose the key.
+	env.ApprovalKey = x.ticket.IdempotencyKey
 	if env.Exec != nil {
 		probe := x.pol.Decide(context.Background(), capability.Request{Kind: capability.ProcessSpawn, Argv: []string{"true"}})
 		if probe.Mode == capability.Deny {
@@ -734,22 +730,6 @@ func (x *exec) env() (tool.Env, bool) {
 		}
 	}
 	return env, true
-}
-
-// idempotencyKey is the key of a call the approver gave none: derived
-// from the run and the tool_use id, so a retry of the same call has the
-// same key. One allocation: the string.
-func idempotencyKey(runID, toolUseID string) string {
-	msg := make([]byte, 0, 128)
-	msg = append(msg, "norma-call-v1\x00"...)
-	msg = append(msg, runID...)
-	msg = append(msg, 0)
-	msg = append(msg, toolUseID...)
-	sum := sha256.Sum256(msg)
-	var b [len("nik_") + 40]byte
-	n := copy(b[:], "nik_")
-	hex.Encode(b[n:], sum[:20])
-	return string(b[:])
 }
 
 // call runs the handler with a deadline, panic recovery and cancellation.
