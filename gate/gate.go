@@ -885,7 +885,10 @@ func (x *exec) reqString(i int) string {
 // call: ctx is the same for every step.
 func (x *exec) detached(ctx context.Context) context.Context {
 	if x.bg == nil {
-		x.bg = context.WithoutCancel(ctx)
+		x.bg = ctx
+		if ctx.Done() != nil { // one that cannot be canceled is kept as is
+			x.bg = context.WithoutCancel(ctx)
+		}
 	}
 	return x.bg
 }
