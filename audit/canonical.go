@@ -24,8 +24,10 @@ func appendCanonical(b []byte, e *Event) []byte {
 		} else {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
-		b = append(b, ':')
+		// The member names below are plain ASCII: no escaping to do.
+		b = append(b, '"')
+		b = append(b, k...)
+		b = append(b, '"', ':')
 	}
 	str := func(k, v string) {
 		if v != "" {
