@@ -24,8 +24,10 @@ func appendCanonical(b []byte, e *Event) []byte {
 		} else {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
-		b = append(b, ':')
+		// The member names below are plain ASCII: no escaping to do.
+		b = append(b, '"')
+		b = append(b, k...)
+		b = append(b, '"', ':')
 	}
 	str := func(k, v string) {
 		if v != "" {
@@ -125,41 +127,58 @@ func utf16Units(r rune) (hi, lo rune) {
 
 const hexDigits = "0123456789abcdef"
 
+// plainByte[c] reports that c is ASCII and written as it is in a JSON
+// string (not a control character, '"' or '\\').
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string the way RFC 8785 requires;
 // invalid UTF-8 becomes U+FFFD, as encoding/json does.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	start := 0 // s[start:i] is a run of bytes written as they are, appended at once
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plainByte[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
 				b = append(b, '\\', c)
-			case c >= 0x20:
-				b = append(b, c)
-			case c == '\b':
+			case '\b':
 				b = append(b, '\\', 'b')
-			case c == '\f':
+			case '\f':
 				b = append(b, '\\', 'f')
-			case c == '\n':
+			case '\n':
 				b = append(b, '\\', 'n')
-			case c == '\r':
+			case '\r':
 				b = append(b, '\\', 'r')
-			case c == '\t':
+			case '\t':
 				b = append(b, '\\', 't')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
 			i++
+			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
 			b = append(b, "\ufffd"...)
-		} else {
-			b = append(b, s[i:i+size]...)
+			i++
+			start = i
+			continue
 		}
 		i += size
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }

@@ -223,17 +223,37 @@ func sanitize(e Event, r Redactor) Event {
 	e.TargetHash = clean(e.TargetHash)
 	e.OutputDigest = clean(e.OutputDigest)
 	if len(e.Detail) > 0 {
-		d := make(map[string]string, min(len(e.Detail), MaxDetail))
-		for _, k := range slices.Sorted(maps.Keys(e.Detail)) {
-			if len(d) == MaxDetail {
-				d["_truncated"] = "true"
-				break
-			}
-			d[clean(k)] = clean(e.Detail[k])
-		}
-		e.Detail = d
+		e.Detail = sanitizeDetail(e.Detail, clean)
 	}
 	return e
+}
+
+// sanitizeDetail returns m with every key and value cleaned, at most
+// MaxDetail of them (the first in key order, then "_truncated"). It is m
+// itself when cleaning changes nothing, the common case, so that an event
+// costs no copy of its map; m is never modified.
+func sanitizeDetail(m map[string]string, clean func(string) string) map[string]string {
+	if len(m) <= MaxDetail {
+		same := true
+		for k, v := range m {
+			if clean(k) != k || clean(v) != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			return m
+		}
+	}
+	d := make(map[string]string, min(len(m), MaxDetail))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if len(d) == MaxDetail {
+			d["_truncated"] = "true"
+			break
+		}
+		d[clean(k)] = clean(m[k])
+	}
+	return d
 }
 
 const truncMark = "…[truncated]"

@@ -186,8 +186,12 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if err != nil {
 		return err
 	}
+	detached := ctx
+	if ctx.Done() != nil { // a context that cannot be canceled is kept as is
+		detached = context.WithoutCancel(ctx)
+	}
 	p := &pending{
-		ctx: context.WithoutCancel(ctx),
+		ctx: detached,
 		row: Row{
 			TimeNS: e.Time.UnixNano(), Type: e.Type, RunID: e.RunID,
 			Plugin: e.Plugin, Tool: e.Tool, Decision: e.Decision, Body: body,

@@ -60,7 +60,7 @@ func TestOneServiceForGateAndBroker(t *testing.T) {
 			return []tool.Access{{Kind: capability.FSWrite, Path: p}}, nil
 		},
 		Call: func(_ context.Context, env tool.Env, _ tool.Input) (tool.Result, error) {
-			key = env.IdempotencyKey
+			key = env.IdempotencyKey()
 			return tool.Result{Content: "noted"}, nil
 		},
 	})

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/gate/gatetest"
+	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -49,7 +52,11 @@ func noopSpec() tool.Spec {
 
 func benchGate(b *testing.B) *gate.Gate {
 	b.Helper()
-	sink := &gatetest.MemorySink{Max: 1}
+	return benchGateWith(b, &gatetest.MemorySink{Max: 1})
+}
+
+func benchGateWith(b *testing.B, sink audit.Sink) *gate.Gate {
+	b.Helper()
 	reg := tool.NewRegistry(nil)
 	if err := reg.Register(tool.Registration{Tool: tool.MustBuild(noopSpec())}); err != nil {
 		b.Fatal(err)
@@ -93,6 +100,47 @@ func BenchmarkGateNoop(b *testing.B) {
 		}
 	}
 	cpu.report(b)
+}
+
+// BenchmarkGateNoopLog is BenchmarkGateNoop with the audit log a run
+// writes (audit.Log: the secret redactor over every field, the canonical
+// encoding, the hash chain, the committer goroutine) over a backend that
+// keeps only the chain's head: the durable path's CPU without the disk.
+func BenchmarkGateNoopLog(b *testing.B) {
+	l, err := audit.Open(&headBackend{}, &audit.Options{Redactor: secret.NewRedactor()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	g := benchGateWith(b, l)
+	c := gate.Call{ID: "toolu_bench", RunID: runID, Principals: []string{user}, Tool: "Noop", Input: benchInput}
+	ctx := b.Context()
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		if r := g.Execute(ctx, c); r.IsError {
+			b.Fatal(r.Content)
+		}
+	}
+	cpu.report(b)
+}
+
+// headBackend is an audit.Backend that appends by keeping the head only;
+// the benchmark calls nothing else.
+type headBackend struct {
+	audit.Backend
+	mu   sync.Mutex
+	head audit.Head
+}
+
+func (h *headBackend) AppendAudit(ctx context.Context, link func(audit.Head) ([]audit.Row, error)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rows, err := link(h.head)
+	if err == nil && len(rows) > 0 {
+		h.head = audit.Head{Seq: rows[len(rows)-1].Seq, Hash: rows[len(rows)-1].Hash}
+	}
+	return err
 }
 
 // BenchmarkGateNoopGoroutine is BenchmarkGateNoop with a handler that

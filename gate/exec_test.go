@@ -173,7 +173,7 @@ func TestApproval(t *testing.T) {
 		s := f.writeTool()
 		s.Name = "Write2"
 		s.Call = func(_ context.Context, env tool.Env, _ tool.Input) (tool.Result, error) {
-			key = env.IdempotencyKey
+			key = env.IdempotencyKey()
 			return tool.Result{Content: "ok"}, nil
 		}
 		f.register(t, s, 0)
@@ -185,6 +185,31 @@ func TestApproval(t *testing.T) {
 		left, err := svc.Unfinished(t.Context(), runID)
 		if err != nil || len(left) != 0 {
 			t.Errorf("Unfinished = %v, %v; want none (the gate finishes the use)", left, err)
+		}
+	})
+	t.Run("no approval", func(t *testing.T) {
+		// A call that needed none gets the key of its run and tool_use
+		// id, whatever key the capabilities' Env carried.
+		var keys []string
+		f := newFixture(t, func(o *gate.Options, f *fixture) {
+			o.Capabilities = func(tool.Plugin) (tool.Env, error) { return tool.Env{ApprovalKey: "nik_forged"}, nil }
+		})
+		s := f.readTool()
+		s.Name = "Read2"
+		s.Call = func(_ context.Context, env tool.Env, _ tool.Input) (tool.Result, error) {
+			keys = append(keys, env.IdempotencyKey())
+			return tool.Result{Content: "ok"}, nil
+		}
+		f.register(t, s, 0)
+		c := call("Read2", `{"path":"docs/a.md"}`)
+		wantReason(t, f.g.Execute(t.Context(), c), capability.ReasonAllowed)
+		wantReason(t, f.g.Execute(t.Context(), c), capability.ReasonAllowed) // no ledger: a retry runs
+		other := c
+		other.ID += "b"
+		wantReason(t, f.g.Execute(t.Context(), other), capability.ReasonAllowed)
+		want := tool.Env{RunID: c.RunID, ToolUseID: c.ID}.IdempotencyKey()
+		if len(keys) != 3 || keys[0] != want || keys[1] != want || keys[2] == want || !strings.HasPrefix(keys[2], "nik_") {
+			t.Errorf("keys = %q; want %q twice, then another", keys, want)
 		}
 	})
 }

@@ -92,7 +92,7 @@ func (g *Gate) Explain(ctx context.Context, c Call) Explanation {
 
 func (g *Gate) explain(ctx context.Context, c Call, inner bool, depth int) Explanation {
 	var trace []capability.LayerResult
-	x := &exec{g: g, c: &c, mode: g.Mode(), trace: &trace, unlockable: inner, unconfined: ctx.Value(unconfinedKey{}) != nil}
+	x := &exec{g: g, c: c, mode: g.Mode(), trace: &trace, unlockable: inner, unconfined: ctx.Value(unconfinedKey{}) != nil}
 	ok := x.lookup(ctx) && x.check(ctx, c.Input, true)
 	if ok && x.dec.Mode == capability.Allow {
 		// A call that needs no approval meets the PreToolUse hooks next.

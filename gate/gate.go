@@ -3,8 +3,6 @@ package gate
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -297,9 +295,11 @@ type Result struct {
 
 // exec is the state of one call through the pipeline.
 type exec struct {
-	g     *Gate
-	c     *Call
-	call1 Call // what c points to for Execute: one allocation per call
+	g *Gate
+	// c is the call, held by value: exec lives on Execute's stack, so
+	// nothing may keep a pointer to it or into it past the call (the
+	// redaction state that can outlive it is allocated apart, see env).
+	c     Call
 	entry *tool.Entry
 	view  *tool.View
 	in    tool.Input
@@ -339,7 +339,10 @@ type exec struct {
 	detail                map[string]string
 	bg                    context.Context // detached's, made once
 	req0                  string          // reqString(0), made once per x.reqs
-	red                   redaction       // what step 7 and the call's streams masked
+	// red is what the call's streams masked; made by env for a call
+	// that can run processes (their streams may outlive the call), nil
+	// otherwise (step 7 then reports its own counts alone).
+	red *redaction
 }
 
 func (x *exec) step(s Step) {
@@ -380,8 +383,7 @@ func stageLayer(s Step) capability.Layer {
 // Result for c.ID; refusals, failures, panics, timeouts and cancellation are
 // error results with a reason code.
 func (g *Gate) Execute(ctx context.Context, c Call) Result {
-	x := &exec{g: g, call1: c, mode: g.Mode()}
-	x.c, x.red.x = &x.call1, x
+	x := &exec{g: g, c: c, mode: g.Mode()}
 	x.res.ToolUseID, x.res.Tool = c.ID, c.Tool
 	var span trace.Span
 	if g.tracer != nil {
@@ -398,7 +400,7 @@ func (g *Gate) Execute(ctx context.Context, c Call) Result {
 
 // lookup is step 1: the call's tool in the caller's registry view.
 func (x *exec) lookup(ctx context.Context) bool {
-	g, c := x.g, x.c
+	g, c := x.g, &x.c
 	x.step(StepLookup)
 	if len(c.Principals) == 0 || c.RunID == "" || c.ID == "" {
 		x.fail(capability.ReasonInvalidRequest, "the call has no tool_use id, run id or principal")
@@ -611,7 +613,7 @@ func (x *exec) approvalTarget() string {
 }
 
 func (x *exec) approve(ctx context.Context) bool {
-	g, e, c := x.g, x.entry, x.c
+	g, e, c := x.g, x.entry, &x.c
 	x.step(StepApproval)
 	if x.mode == ModeDontAsk {
 		x.fail(capability.ReasonModeDenied, "approval would be needed and the mode is dontAsk")
@@ -704,7 +706,7 @@ func (x *exec) preview(ctx context.Context) string {
 
 // env builds the handler's Env.
 func (x *exec) env() (tool.Env, bool) {
-	g, c := x.g, x.c
+	g, c := x.g, &x.c
 	var env tool.Env
 	if g.caps != nil {
 		var err error
@@ -715,36 +717,19 @@ func (x *exec) env() (tool.Env, bool) {
 	}
 	env.RunID, env.ToolUseID = c.RunID, c.ID
 	env.Principals = append([]string(nil), c.Principals...)
-	env.IdempotencyKey = x.ticket.IdempotencyKey
-	if env.IdempotencyKey == "" {
-		env.IdempotencyKey = idempotencyKey(c.RunID, c.ID)
-	}
+	// Set even when empty: the capabilities never choose the key.
+	env.ApprovalKey = x.ticket.IdempotencyKey
 	if env.Exec != nil {
 		probe := x.pol.Decide(context.Background(), capability.Request{Kind: capability.ProcessSpawn, Argv: []string{"true"}})
 		if probe.Mode == capability.Deny {
 			env.Exec = nil
 		} else {
 			declared := slices.ContainsFunc(x.reqs, func(r capability.Request) bool { return r.Kind == capability.ProcessSpawn })
-			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared, red: &x.red}
+			x.red = &redaction{g: x.g, toolUseID: c.ID}
+			env.Exec = &guardedRunner{inner: env.Exec, pol: x.pol, deny: x.g.rules.current(), declared: declared, red: x.red}
 		}
 	}
 	return env, true
-}
-
-// idempotencyKey is the key of a call the approver gave none: derived
-// from the run and the tool_use id, so a retry of the same call has the
-// same key. One allocation: the string.
-func idempotencyKey(runID, toolUseID string) string {
-	msg := make([]byte, 0, 128)
-	msg = append(msg, "norma-call-v1\x00"...)
-	msg = append(msg, runID...)
-	msg = append(msg, 0)
-	msg = append(msg, toolUseID...)
-	sum := sha256.Sum256(msg)
-	var b [len("nik_") + 40]byte
-	n := copy(b[:], "nik_")
-	hex.Encode(b[n:], sum[:20])
-	return string(b[:])
 }
 
 // call runs the handler with a deadline, panic recovery and cancellation.
@@ -788,13 +773,16 @@ type callResult struct {
 // is ended then.
 func (x *exec) callAsync(ctx context.Context, cctx *callCtx, env tool.Env, timeout time.Duration) callResult {
 	ch := make(chan callResult, 1)
+	// The goroutine may outlive the call (a handler past its deadline):
+	// it holds copies, never x, which lives on Execute's stack.
+	disp, entry, in := x.g.disp, x.entry, x.in
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
 				ch <- callResult{err: errPanic()}
 			}
 		}()
-		r, err := x.g.disp.Call(cctx, x.entry, env, x.in)
+		r, err := disp.Call(cctx, entry, env, in)
 		ch <- callResult{r, err}
 	}()
 	timer := getTimer(time.Until(cctx.deadline))
@@ -897,7 +885,10 @@ func (x *exec) reqString(i int) string {
 // call: ctx is the same for every step.
 func (x *exec) detached(ctx context.Context) context.Context {
 	if x.bg == nil {
-		x.bg = context.WithoutCancel(ctx)
+		x.bg = ctx
+		if ctx.Done() != nil { // one that cannot be canceled is kept as is
+			x.bg = context.WithoutCancel(ctx)
+		}
 	}
 	return x.bg
 }
@@ -914,7 +905,7 @@ func (x *exec) principalChain() string {
 }
 
 func (x *exec) event(typ string) audit.Event {
-	c := x.c
+	c := &x.c
 	x.principalChain()
 	e := audit.Event{
 		Type: typ, RunID: c.RunID, Principal: x.principal, Tool: c.Tool,

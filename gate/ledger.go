@@ -21,7 +21,7 @@ func (x *exec) claim(ctx context.Context) bool {
 	if x.g.ledger == nil {
 		return true
 	}
-	c := x.c
+	c := &x.c
 	prior, fresh, err := x.g.ledger.BeginExecution(x.detached(ctx), approval.Execution{
 		RunID: c.RunID, ToolUseID: c.ID, Principals: x.principalChain(), Tool: c.Tool, Started: x.g.now(),
 	})

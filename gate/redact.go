@@ -26,12 +26,13 @@ import (
 // then, one more per stream that masks something after the call ended (a
 // task, a terminal).
 type redaction struct {
-	x       *exec
-	mu      sync.Mutex
-	counts  secret.Counts
-	streams int // streams made for the call
-	done    bool
-	ev      *audit.Event // the event of the call, once done with streams
+	g         *Gate
+	toolUseID string
+	mu        sync.Mutex
+	counts    secret.Counts
+	streams   int // streams made for the call
+	done      bool
+	ev        *audit.Event // the event of the call, once done with streams
 }
 
 func (rd *redaction) add(name string) {
@@ -46,7 +47,14 @@ func (rd *redaction) add(name string) {
 // report writes the call's output_redacted event (step 7) when something
 // was masked.
 func (x *exec) reportRedaction(ctx context.Context, c secret.Counts) {
-	rd := &x.red
+	rd := x.red
+	if rd == nil {
+		// The call could run no process: step 7's counts are all there is.
+		if len(c) > 0 {
+			x.g.recordRedaction(ctx, x.event(audit.TypeOutputRedacted), x.c.ID, c)
+		}
+		return
+	}
 	rd.mu.Lock()
 	if len(c) == 0 && len(rd.counts) == 0 && rd.streams == 0 {
 		rd.done = true // the common case: nothing to say, now or later
@@ -86,7 +94,7 @@ func (rd *redaction) streamClosed(counts secret.Counts) {
 	if ev == nil {
 		return // a stream made after the call ended: a handler that outlived its deadline
 	}
-	rd.x.g.recordRedaction(context.Background(), *ev, rd.x.c.ID, counts)
+	rd.g.recordRedaction(context.Background(), *ev, rd.toolUseID, counts)
 }
 
 // recordRedaction writes an output_redacted event: the call's identity and
@@ -115,7 +123,7 @@ func (rd *redaction) Stream(w io.Writer) io.WriteCloser {
 	rd.streams++
 	rd.mu.Unlock()
 	s := &redactStream{rd: rd, counts: secret.Counts{}}
-	s.w = rd.x.g.red.CountingWriter(w, func(name string) { s.counts[name]++ })
+	s.w = rd.g.red.CountingWriter(w, func(name string) { s.counts[name]++ })
 	return s
 }
 
@@ -183,7 +191,7 @@ func (rd *redaction) collected(b []byte) []byte {
 	if len(b) == 0 {
 		return b
 	}
-	out, c := rd.x.g.red.RedactCount(string(b))
+	out, c := rd.g.red.RedactCount(string(b))
 	if len(c) == 0 {
 		return b
 	}

@@ -43,7 +43,7 @@ func (x *exec) run(ctx context.Context) bool {
 
 // hookInput is the hook input of event ev for this call.
 func (x *exec) hookInput(ev hook.Event) hook.Input {
-	c := x.c
+	c := &x.c
 	return hook.Input{
 		SessionID: x.g.sessionID, HookEventName: ev, RunID: c.RunID,
 		AgentID: c.Principals[len(c.Principals)-1], PermissionMode: x.mode.String(),

@@ -2,6 +2,8 @@ package tool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -149,8 +151,38 @@ type Env struct {
 	RunID      string
 	Principals []string
 	ToolUseID  string
-	// IdempotencyKey is derived from the approval that let this call run,
-	// or from the action hash when none was needed; send it as the
-	// Idempotency-Key of a remote write so a retried call is applied once.
-	IdempotencyKey string
+	// ApprovalKey is the idempotency key of the approval that let this
+	// call run (approval.Ticket.IdempotencyKey), empty when the call
+	// needed none. Send IdempotencyKey, which falls back on a key of the
+	// call.
+	ApprovalKey string
+}
+
+// IdempotencyKey is the key to send as the Idempotency-Key of a remote
+// write so that a retried call is applied once: the approval's
+// (ApprovalKey), or else one derived from RunID and ToolUseID, so that a
+// retry of the same tool_use has the same key. The derived key is
+// computed when asked for (a SHA-256), since most calls never send one;
+// it is the same on every call.
+func (e Env) IdempotencyKey() string {
+	if e.ApprovalKey != "" {
+		return e.ApprovalKey
+	}
+	return callKey(e.RunID, e.ToolUseID)
+}
+
+// callKey is the idempotency key of a call no approval gave one: "nik_"
+// and 40 hex digits of SHA-256 over the run and the tool_use id. One
+// allocation: the string.
+func callKey(runID, toolUseID string) string {
+	msg := make([]byte, 0, 128)
+	msg = append(msg, "norma-call-v1\x00"...)
+	msg = append(msg, runID...)
+	msg = append(msg, 0)
+	msg = append(msg, toolUseID...)
+	sum := sha256.Sum256(msg)
+	var b [len("nik_") + 40]byte
+	n := copy(b[:], "nik_")
+	hex.Encode(b[n:], sum[:20])
+	return string(b[:])
 }

@@ -41,7 +41,7 @@ func (p *Plugin) Tools() ([]tool.CoreTool, error) {
 			continue // declared but not served: nothing to call
 		}
 		call := func(ctx context.Context, env tool.Env, in tool.Input) (tool.Result, error) {
-			return p.call(ctx, mt.Name, in.Raw(), env.IdempotencyKey)
+			return p.call(ctx, mt.Name, in.Raw(), env.IdempotencyKey())
 		}
 		// The host ends a call at its timeout (and kills the tree); the
 		// gate's deadline is a backstop a little later, so that the host's
