@@ -20,6 +20,9 @@ trap 'rm -rf "$tmp"' EXIT
 scripts/build "$tmp/bin"
 go build -o "$tmp/single/norma" ./cmd/norma
 (cd bench && go build -o "$tmp/coldstart" ./coldstart)
+# The floor: a Go program that does nothing, built the same way (static).
+printf 'package main\n\nfunc main() {}\n' >"$tmp/empty.go"
+CGO_ENABLED=0 go build -o "$tmp/empty" "$tmp/empty.go"
 mkdir -p "$tmp/ws" "$tmp/home"
 cd "$tmp/ws"
 export NORMA_HOME="$tmp/home"
@@ -29,7 +32,7 @@ for b in "$tmp/bin/norma" "$tmp/single/norma" $base; do
 		"$b sandbox exec --net none -- /bin/true"
 done
 # bwrap sets no memory limit; norma's default is a memory cgroup.
-set -- "$@" "$tmp/bin/norma sandbox exec --net none --memory 0 -- /bin/true"
+set -- "$@" "$tmp/bin/norma sandbox exec --net none --memory 0 -- /bin/true" "$tmp/empty"
 "$tmp/coldstart" -n "$runs" "$@" \
 	"$(command -v bwrap) --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin --symlink usr/sbin /sbin --proc /proc --dev /dev --tmpfs /tmp --new-session --clearenv /bin/true" |
 	sed "s|$tmp/||g"
