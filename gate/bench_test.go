@@ -88,8 +88,10 @@ func benchGateWith(b *testing.B, sink audit.Sink) *gate.Gate {
 // BenchmarkGateNoop is one call through all nine steps: lookup, schema,
 // policy, approval (not needed), hooks (none), the call, output capture, no
 // post hooks, and two audit events to an in-memory sink.
-func BenchmarkGateNoop(b *testing.B) {
-	g := benchGate(b)
+func BenchmarkGateNoop(b *testing.B) { benchNoop(b, benchGate(b)) }
+
+// benchNoop calls the Noop tool through g, reporting allocations and CPU.
+func benchNoop(b *testing.B, g *gate.Gate) {
 	c := gate.Call{ID: "toolu_bench", RunID: runID, Principals: []string{user}, Tool: "Noop", Input: benchInput}
 	ctx := b.Context()
 	b.ReportAllocs()
@@ -112,17 +114,7 @@ func BenchmarkGateNoopLog(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	g := benchGateWith(b, l)
-	c := gate.Call{ID: "toolu_bench", RunID: runID, Principals: []string{user}, Tool: "Noop", Input: benchInput}
-	ctx := b.Context()
-	b.ReportAllocs()
-	cpu := startCPU()
-	for b.Loop() {
-		if r := g.Execute(ctx, c); r.IsError {
-			b.Fatal(r.Content)
-		}
-	}
-	cpu.report(b)
+	benchNoop(b, benchGateWith(b, l))
 }
 
 // headBackend is an audit.Backend that appends by keeping the head only;
