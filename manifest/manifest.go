@@ -1,10 +1,13 @@
 package manifest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -210,6 +213,28 @@ func precheck(t *tree) []Problem {
 func (m *Manifest) Digest() string {
 	m.digestOnce.Do(func() { m.digest = digestOf(m) })
 	return m.digest
+}
+
+// FromCanonicalJSON decodes data, a normalized manifest's RFC 8785
+// canonical JSON (what CanonicalJSON returns), refusing unknown fields; the
+// manifest's Digest is data's SHA-256, without canonicalizing it again. It
+// is for a manifest compiled into the binary (the built-in tools'), whose
+// test asserts that data is the CanonicalJSON of what Parse makes of its
+// source: it runs none of Parse's checks, so never use it for a manifest
+// read from a file or the network.
+func FromCanonicalJSON(data []byte) (*Manifest, error) {
+	var m Manifest
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest: canonical JSON: %w", err)
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("manifest: canonical JSON: data after the manifest")
+	}
+	sum := sha256.Sum256(data)
+	m.digestOnce.Do(func() { m.digest = "sha256:" + hex.EncodeToString(sum[:]) })
+	return &m, nil
 }
 
 // CanonicalJSON returns the RFC 8785 canonical JSON of the normalized manifest.

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -16,10 +15,12 @@ import (
 	"github.com/norma-run/norma/tools/shell"
 )
 
-// manifestJSON is manifest.yaml as manifest.Parse reads it, written as
-// JSON by TestBuiltinManifestPassesSchema -update, which fails when the two
-// differ. Decoding it is a tenth of parsing the YAML, which each start of a
-// run, a hook or `norma policy explain` did (issue 20).
+// manifestJSON is manifest.yaml as manifest.Parse reads it, in its
+// canonical JSON (so its SHA-256 is its digest), written by
+// TestBuiltinManifestPassesSchema -update, which fails when the two
+// differ. Decoding it is a tenth of parsing the YAML and canonicalizing it
+// for the digest, which each start of a run, a hook or `norma policy
+// explain` did (issue 20).
 //
 //go:embed manifest.json
 var manifestJSON []byte
@@ -240,15 +241,7 @@ func buildManifest(cfg Config) (*manifest.Manifest, error) {
 }
 
 // embeddedManifest decodes manifestJSON.
-func embeddedManifest() (*manifest.Manifest, error) {
-	var m manifest.Manifest
-	d := json.NewDecoder(bytes.NewReader(manifestJSON))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&m); err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
+func embeddedManifest() (*manifest.Manifest, error) { return manifest.FromCanonicalJSON(manifestJSON) }
 
 // Info describes one built-in tool for `norma tools list`.
 type Info struct {

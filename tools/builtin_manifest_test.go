@@ -1,7 +1,7 @@
 package tools_test
 
 import (
-	"encoding/json"
+	"bytes"
 	"os"
 	"reflect"
 	"testing"
@@ -12,8 +12,8 @@ import (
 
 // TestBuiltinManifestPassesSchema is what lets tools.Manifest decode the
 // embedded manifest.json instead of parsing manifest.yaml: the YAML passes
-// the full manifest.Parse, schema included, and gives the value the JSON
-// decodes to. -update rewrites manifest.json.
+// the full manifest.Parse, schema included, manifest.json is the canonical
+// JSON of that value, and it decodes to the same value and digest. -update rewrites manifest.json.
 func TestBuiltinManifestPassesSchema(t *testing.T) {
 	data, err := os.ReadFile("manifest.yaml")
 	if err != nil {
@@ -23,21 +23,24 @@ func TestBuiltinManifestPassesSchema(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the built-in manifest fails manifest.Parse: %v", err)
 	}
+	canonical, err := full.CanonicalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if *update {
-		b, err := json.MarshalIndent(full, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile("manifest.json", append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile("manifest.json", canonical, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
+	}
+	if embedded, err := os.ReadFile("manifest.json"); err != nil || !bytes.Equal(embedded, canonical) {
+		t.Fatalf("manifest.json is not the canonical JSON of manifest.yaml (%v): go test ./tools -run TestBuiltinManifestPassesSchema -update", err)
 	}
 	got, err := tools.Manifest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, full) {
+	if got.Digest() != full.Digest() || !reflect.DeepEqual(got, full) {
 		t.Errorf("tools.Manifest() = %+v\nmanifest.Parse gives %+v", got, full)
 	}
 }
