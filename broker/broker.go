@@ -146,8 +146,9 @@ type Config struct {
 
 // binding is one secret handle with its placeholder and lazily loaded value.
 type binding struct {
-	h  secret.Handle
-	ph secret.Placeholder
+	h   secret.Handle
+	ph  secret.Placeholder
+	phs string // ph.String()
 
 	mu     sync.Mutex
 	val    secret.Value
@@ -194,8 +195,10 @@ type Broker struct {
 	red      *secret.Redactor
 	approver approval.Authorizer
 	sink     audit.Sink
-	log      *slog.Logger
+	log      *slog.Logger // with the plugin and process
 	now      func() time.Time
+
+	principal string // b.id.principal(), in every audit event
 
 	ln        *limitListener
 	addr      net.Addr
@@ -240,6 +243,9 @@ func New(ln net.Listener, cfg Config) (*Broker, error) {
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
+	// Every line names the plugin process; a handler formats these once.
+	b.log = b.log.With(slog.String("plugin", b.id.Plugin), slog.String("process", b.id.Process))
+	b.principal = b.id.principal()
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -258,7 +264,7 @@ func New(ln net.Listener, cfg Config) (*Broker, error) {
 			return nil, err
 		}
 		b.red.AddPlaceholder(ph)
-		b.bindings = append(b.bindings, &binding{h: h, ph: ph})
+		b.bindings = append(b.bindings, &binding{h: h, ph: ph, phs: ph.String()})
 	}
 	if b.lim.RequestsPerSecond > 0 {
 		b.rate = newBucket(b.lim.RequestsPerSecond, b.lim.Burst, b.now)
