@@ -349,7 +349,9 @@ func TestTunnelTargetChecks(t *testing.T) {
 		{name: "no SNI for a name", sni: "", wantCode: capability.ReasonBrokerTargetMismatch},
 		{name: "Host names another origin", sni: "api.example.invalid", host: evilHost, wantTLS: true, wantCode: capability.ReasonBrokerTargetMismatch},
 		{name: "Host names another port", sni: "api.example.invalid", host: "api.example.invalid:1", wantTLS: true, wantCode: capability.ReasonBrokerTargetMismatch},
+		{name: "Host is a prefix of the target (another port)", sni: "api.example.invalid", host: apiHost[:len(apiHost)-1], wantTLS: true, wantCode: capability.ReasonBrokerTargetMismatch},
 		{name: "control: matching", sni: "api.example.invalid", host: apiHost, wantTLS: true},
+		{name: "control: matching in another case", sni: "api.example.invalid", host: strings.ToUpper(apiHost), wantTLS: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -399,6 +401,32 @@ func TestTunnelTargetChecks(t *testing.T) {
 		io.Copy(io.Discard, c)
 		waitFor(t, func() bool { return slices.Contains(e.sink.reasons(), "deny:"+string(capability.ReasonBrokerProtocol)) })
 	})
+}
+
+// TestIsAuthorityOf: the shortcut of prepare's Host check holds only for
+// a Host that is exactly the URL's authority; every other Host is
+// normalized and compared (TestTunnelTargetChecks sends them).
+func TestIsAuthorityOf(t *testing.T) {
+	tests := []struct {
+		host, raw string
+		want      bool
+	}{
+		{"api.example.invalid:8443", "https://api.example.invalid:8443/x", true},
+		{"api.example.invalid", "https://api.example.invalid/", true},
+		{"api.example.invalid:844", "https://api.example.invalid:8443/x", false},
+		{"api.example.invalid", "https://api.example.invalid.evil/x", false},
+		{"api.example.invalid", "https://api.example.invalid", false},
+		{"API.example.invalid", "https://api.example.invalid/x", false},
+		{"a", "https://a\\b/x", false},
+		{"a/b", "https://a/b/x", false},
+		{"u@a", "https://u@a/x", false},
+		{"a", "http://a/x", false}, // another scheme than Normalize found
+	}
+	for _, tt := range tests {
+		if got := isAuthorityOf(tt.host, tt.raw, "https"); got != tt.want {
+			t.Errorf("isAuthorityOf(%q, %q) = %v, want %v", tt.host, tt.raw, got, tt.want)
+		}
+	}
 }
 
 func countOf(list []string, s string) int {

@@ -263,7 +263,7 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 	if tunnel != "" && u.Origin != tunnel {
 		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, creq.String(), "broker: request target does not name the CONNECT target")
 	}
-	if r.Host != "" {
+	if r.Host != "" && !isAuthorityOf(r.Host, raw, u.Scheme) {
 		h, err := weburl.NormalizeOrigin(u.Scheme + "://" + r.Host)
 		if err != nil || h != u.Origin {
 			return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, creq.String(), "broker: Host header does not name the request's origin")
@@ -420,6 +420,20 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 	defer resp.Body.Close()
 	b.relay(w, ctx, x, resp)
 	return nil
+}
+
+// isAuthorityOf reports whether host is, byte for byte, the authority of
+// the URL raw, whose scheme Normalize found to be scheme: then raw's
+// normalized origin is host's, with nothing more to check. It is the
+// common case (a tunnelled request's URL is built from its CONNECT target,
+// which the Host header repeats); anything else is normalized and compared.
+func isAuthorityOf(host, raw, scheme string) bool {
+	if strings.ContainsAny(host, "/?#@\\") {
+		return false
+	}
+	rest, ok := strings.CutPrefix(raw, scheme+"://")
+	rest, ok2 := strings.CutPrefix(rest, host)
+	return ok && ok2 && rest != "" && rest[0] == '/'
 }
 
 // requestNamed returns dec naming req when the decider left it unnamed.
