@@ -55,7 +55,7 @@ type exchange struct {
 	origin   string
 	target   string // method + normalized URL, hashed into the audit event
 	decision capability.Decision
-	secrets  []string
+	secrets  string // the names of the secrets injected, comma-separated
 	approval string
 	status   int
 }
@@ -305,7 +305,8 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 	}
 
 	// Credentials for this origin: each use is a secret.use decision.
-	var inject []*binding
+	var injectBuf [4]*binding // a plugin has few secrets per origin
+	inject := injectBuf[:0]
 	for _, bd := range b.bindings {
 		if bd.h.Purpose() != u.Origin {
 			continue
@@ -327,14 +328,18 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 			return deny(http.StatusForbidden, capability.ReasonSecretOriginMismatch, creq.String(), "broker: placeholder for "+name+" toward another origin")
 		}
 	}
-	values := make([]secret.Value, len(inject))
+	var valuesBuf [len(injectBuf)]secret.Value
+	values := valuesBuf[:0]
 	for i, bd := range inject {
 		v, err := b.value(ctx, bd)
 		if err != nil {
 			return fromError(http.StatusForbidden, capability.ReasonSecretUnavailable, "secret.use "+bd.h.Name()+" "+u.Origin, err)
 		}
-		values[i] = v
-		x.secrets = append(x.secrets, bd.h.Name())
+		values = append(values, v)
+		if i > 0 {
+			x.secrets += ","
+		}
+		x.secrets += bd.h.Name()
 	}
 
 	var ticket approval.Ticket
@@ -707,8 +712,8 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 	if ev.ManifestDigest == "" {
 		ev.ManifestDigest = dec.ManifestDigest
 	}
-	if len(x.secrets) > 0 {
-		ev.Detail["secrets"] = strings.Join(x.secrets, ",")
+	if x.secrets != "" {
+		ev.Detail["secrets"] = x.secrets
 	}
 	if dec.Declared != "" {
 		// The manifest entry the request matched, for `norma plugin usage`.
@@ -745,8 +750,8 @@ func (b *Broker) logLine(ctx context.Context, level slog.Level, msg string, x *e
 			a = append(a, slog.Int("status", x.status))
 		}
 	}
-	if len(x.secrets) > 0 {
-		a = append(a, slog.String("secrets", strings.Join(x.secrets, ",")))
+	if x.secrets != "" {
+		a = append(a, slog.String("secrets", x.secrets))
 	}
 	b.log.LogAttrs(ctx, level, msg, a...)
 }
