@@ -62,7 +62,9 @@ type Limits struct {
 	IdleTimeout         time.Duration
 	TLSHandshakeTimeout time.Duration
 	// UpstreamTimeout bounds one upstream exchange, body included
-	// (default 2 minutes); ApprovalTimeout bounds the wait for an approver
+	// (default 2 minutes): 504 TIMEOUT, or a broken body once it has
+	// begun; inside a CONNECT tunnel the plugin's connection is closed
+	// after that answer. ApprovalTimeout bounds the wait for an approver
 	// (default 10 minutes).
 	UpstreamTimeout time.Duration
 	ApprovalTimeout time.Duration

@@ -573,6 +573,40 @@ func TestRequestLimits(t *testing.T) {
 		if r.status != http.StatusGatewayTimeout || r.reason() != capability.ReasonTimeout {
 			t.Errorf("GET /slow = %d %s, want 504 TIMEOUT", r.status, r.body)
 		}
+		// The timed-out tunnel is closed after its 504; the plugin's next
+		// request gets a new one and is served.
+		if !r.close {
+			t.Error("504 in a tunnel without Connection: close")
+		}
+		if r := e.get(e.client, e.api.origin+"/repos/acme/issues"); r.status != http.StatusOK {
+			t.Errorf("GET after a timeout = %d %s", r.status, r.body)
+		}
+		// In the middle of a body: the plugin sees a broken body, never a
+		// short one, and the next request is served.
+		if r := e.get(e.client, e.api.origin+"/slow?body=1"); r.err == nil {
+			t.Errorf("GET /slow?body=1 = %d %q without an error, want a broken body", r.status, r.body)
+		}
+		if r := e.get(e.client, e.api.origin+"/repos/acme/issues"); r.status != http.StatusOK {
+			t.Errorf("GET after a timeout in a body = %d %s", r.status, r.body)
+		}
+		if n := countOf(e.sink.reasons(), "deny:"+string(capability.ReasonTimeout)); n != 1 {
+			t.Errorf("%d TIMEOUT denials audited, want 1 (the one before headers)", n)
+		}
+	})
+	t.Run("upstream timeout is per exchange", func(t *testing.T) {
+		// One kept-alive tunnel, fast requests with idle gaps longer than
+		// the timeout: the tunnel's timer is armed for each exchange only,
+		// and fires for none.
+		e := newEnv(t, envOptions{limits: Limits{UpstreamTimeout: 300 * time.Millisecond}})
+		for i := range 4 {
+			if r := e.get(e.client, e.api.origin+"/repos/acme/issues"); r.status != http.StatusOK || r.close {
+				t.Fatalf("request %d = %d %s, close %v", i, r.status, r.body, r.close)
+			}
+			time.Sleep(400 * time.Millisecond)
+		}
+		if n := e.api.count(); n != 4 {
+			t.Errorf("server saw %d requests, want 4", n)
+		}
 	})
 }
 

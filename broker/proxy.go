@@ -30,6 +30,7 @@ import (
 type denial struct {
 	status int
 	err    *capability.Error
+	close  bool // the plugin's connection ends after this answer
 }
 
 func deny(status int, reason capability.Reason, req, detail string) *denial {
@@ -72,7 +73,7 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request) {
 			"broker: not a proxy request (send absolute-form requests or CONNECT)"))
 		return
 	}
-	b.forward(w, r, r.URL.String(), "")
+	b.forward(w, r, r.URL.String(), nil)
 }
 
 // connect answers CONNECT: it hijacks the connection, terminates TLS with
@@ -141,12 +142,18 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 		b.record(context.WithoutCancel(r.Context()), x, d)
 		return
 	}
-	srv := b.newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.forward(w, r, "https://"+target+r.URL.RequestURI(), origin)
+	// Close ends tunnels by closing their conns; the tunnel's context ends
+	// with an upstream timeout (see tunnel) or when the tunnel is over.
+	tctx, end := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	defer end(nil)
+	tun := &tunnel{origin: origin, target: target, cancel: end}
+	tun.srv = b.newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.forward(w, r, "https://"+target+r.URL.RequestURI(), tun)
+		tun.done()
 	}))
-	tctx := context.WithoutCancel(r.Context()) // Close ends tunnels by closing their conns
-	srv.BaseContext = func(net.Listener) context.Context { return tctx }
-	_ = srv.Serve(newOneConnListener(tc))
+	tun.srv.BaseContext = func(net.Listener) context.Context { return tctx }
+	_ = tun.srv.Serve(newOneConnListener(tc))
+	tun.stop()
 }
 
 // checkSNI requires the SNI to name the CONNECT target; an IP target may
@@ -234,11 +241,14 @@ keys:
 }
 
 // forward runs the per-request pipeline. raw is the absolute URL as the
-// plugin sent it; tunnel is the CONNECT origin ("" for plain proxying).
-func (b *Broker) forward(w http.ResponseWriter, r *http.Request, raw, tunnel string) {
-	x := &exchange{start: b.now(), method: r.Method, origin: tunnel}
+// plugin sent it; tun is the CONNECT tunnel (nil for plain proxying).
+func (b *Broker) forward(w http.ResponseWriter, r *http.Request, raw string, tun *tunnel) {
+	x := &exchange{start: b.now(), method: r.Method}
+	if tun != nil {
+		x.origin = tun.origin
+	}
 	ctx := r.Context()
-	if d := b.prepare(w, r, raw, tunnel, x); d != nil {
+	if d := b.prepare(w, r, raw, tun, x); d != nil {
 		b.refuse(w, ctx, x, d)
 		return
 	}
@@ -246,7 +256,7 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, raw, tunnel str
 
 // prepare checks, authorizes and sends the request; it returns a denial
 // when nothing was (or can be) sent.
-func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel string, x *exchange) *denial {
+func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw string, tun *tunnel, x *exchange) *denial {
 	ctx := r.Context()
 	if !b.rate.allow() {
 		return deny(http.StatusTooManyRequests, capability.ReasonBrokerRateLimited, r.Method+" "+x.origin, "broker: request rate limit exceeded")
@@ -260,7 +270,7 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 	x.target = r.Method + " " + us
 	// creq.String() names the request in denials; it is made only for them.
 	creq := capability.Request{Kind: capability.NetRequest, Method: r.Method, Origin: u.Origin, Path: u.Path}
-	if tunnel != "" && u.Origin != tunnel {
+	if tun != nil && u.Origin != tun.origin {
 		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, creq.String(), "broker: request target does not name the CONNECT target")
 	}
 	if r.Host != "" && !isAuthorityOf(r.Host, raw, u.Scheme) {
@@ -390,9 +400,17 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 	// empty, prepare checked the plugin's), refuses a request-URI that is
 	// not the checked path, and sends only if what it checked is creq.
 	// One deadline bounds the whole exchange, body included; it ends
-	// early when the plugin goes away (ctx is the plugin's request).
-	uctx, cancel := context.WithTimeout(ctx, b.lim.UpstreamTimeout)
-	defer cancel()
+	// early when the plugin goes away (ctx is the plugin's request). In a
+	// tunnel it is the tunnel's reused timer (see tunnel).
+	uctx := ctx
+	if tun != nil {
+		tun.arm(b.lim.UpstreamTimeout)
+		defer tun.disarm()
+	} else {
+		var cancel context.CancelFunc
+		uctx, cancel = context.WithTimeout(ctx, b.lim.UpstreamTimeout)
+		defer cancel()
+	}
 	var rd io.Reader
 	if len(body) > 0 {
 		rd = bytes.NewReader(body) // sets ContentLength and GetBody
@@ -615,6 +633,11 @@ func (b *Broker) upstreamDenial(reqStr string, ctx context.Context, err error) *
 		}
 		return &denial{status: status, err: &c}
 	}
+	if context.Cause(ctx) == errUpstreamTimeout {
+		d := deny(http.StatusGatewayTimeout, capability.ReasonTimeout, reqStr, "broker: upstream timed out")
+		d.close = true // the tunnel's context is over (see tunnel)
+		return d
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return deny(http.StatusGatewayTimeout, capability.ReasonTimeout, reqStr, "broker: upstream timed out")
 	}
@@ -673,6 +696,9 @@ func (b *Broker) refuse(w http.ResponseWriter, ctx context.Context, x *exchange,
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Norma-Reason", string(d.err.Decision.Reason))
 	h.Set("Cache-Control", "no-store")
+	if d.close {
+		h.Set("Connection", "close")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(d.status)
 	w.Write(append(body, '\n'))
