@@ -22,6 +22,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/secret"
 )
@@ -261,10 +262,12 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw string, tun
 	if !b.rate.allow() {
 		return deny(http.StatusTooManyRequests, capability.ReasonBrokerRateLimited, r.Method+" "+x.origin, "broker: request rate limit exceeded")
 	}
-	u, err := weburl.Normalize(raw)
+	// netguard's normalization, which its Transport then need not repeat.
+	checked, err := netguard.Check(raw)
 	if err != nil {
 		return fromError(http.StatusForbidden, capability.ReasonNetworkInvalidURL, r.Method, err)
 	}
+	u := checked.URL()
 	us := u.String()
 	x.origin = u.Origin
 	x.target = r.Method + " " + us
@@ -395,10 +398,11 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw string, tun
 	dec.Mode = capability.Allow
 	x.decision = dec
 
-	// The request for netguard's Transport, which normalizes us again,
-	// builds the wire URL (and from it the Host header: Host is left
-	// empty, prepare checked the plugin's), refuses a request-URI that is
-	// not the checked path, and sends only if what it checked is creq.
+	// The request for netguard's Transport: NewRequest builds the wire URL
+	// from netguard's own normalization (Check), refusing a request-URI
+	// that is not the checked path, and the Host header from it (prepare
+	// checked the plugin's); the Transport sends only if what it checked
+	// is creq.
 	// One deadline bounds the whole exchange, body included; it ends
 	// early when the plugin goes away (ctx is the plugin's request). In a
 	// tunnel it is the tunnel's reused timer (see tunnel).
@@ -411,15 +415,10 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw string, tun
 		uctx, cancel = context.WithTimeout(ctx, b.lim.UpstreamTimeout)
 		defer cancel()
 	}
-	var rd io.Reader
-	if len(body) > 0 {
-		rd = bytes.NewReader(body) // sets ContentLength and GetBody
-	}
-	out, err := http.NewRequestWithContext(withDecision(uctx, creq, dec), r.Method, us, rd)
+	out, err := netguard.NewRequest(withDecision(uctx, creq, dec), r.Method, checked, hdr, body)
 	if err != nil {
-		return deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, creq.String(), "broker: bad request")
+		return fromError(http.StatusForbidden, capability.ReasonNetworkInvalidURL, creq.String(), err)
 	}
-	out.Header, out.Host = hdr, ""
 
 	// The decision is durable before a byte leaves.
 	if err := b.record(ctx, x, nil); err != nil {
