@@ -759,26 +759,30 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 
 // logLine logs the one line of x (a denial when d is set): method,
 // origin, reason, status and the secrets used, never a value; the plugin
-// and process are on every line of b.log (New). The attributes stay on
-// the stack, and nothing is built when the level is disabled.
+// and process are on every line of b.log (New). The record goes straight
+// to the handler without a source position (Logger.LogAttrs walks the
+// stack for one on every call, and the broker's loggers report none), its
+// attributes inside the record; nothing is built when the level is
+// disabled.
 func (b *Broker) logLine(ctx context.Context, level slog.Level, msg string, x *exchange, d *denial) {
-	if !b.log.Enabled(ctx, level) {
+	h := b.log.Handler()
+	if !h.Enabled(ctx, level) {
 		return
 	}
-	var buf [5]slog.Attr
-	a := append(buf[:0], slog.String("method", x.method), slog.String("origin", x.origin))
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.AddAttrs(slog.String("method", x.method), slog.String("origin", x.origin))
 	if d != nil {
-		a = append(a, slog.String("reason", string(d.err.Decision.Reason)), slog.Int("status", d.status))
+		r.AddAttrs(slog.String("reason", string(d.err.Decision.Reason)), slog.Int("status", d.status))
 	} else {
-		a = append(a, slog.String("reason", string(x.decision.Reason)))
+		r.AddAttrs(slog.String("reason", string(x.decision.Reason)))
 		if x.status != 0 {
-			a = append(a, slog.Int("status", x.status))
+			r.AddAttrs(slog.Int("status", x.status))
 		}
 	}
 	if x.secrets != "" {
-		a = append(a, slog.String("secrets", x.secrets))
+		r.AddAttrs(slog.String("secrets", x.secrets))
 	}
-	b.log.LogAttrs(ctx, level, msg, a...)
+	_ = h.Handle(ctx, r)
 }
 
 // rejectConn answers a connection over the limit and closes it.
