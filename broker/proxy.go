@@ -403,14 +403,12 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw string, tun
 	// that is not the checked path, and the Host header from it (prepare
 	// checked the plugin's); the Transport sends only if what it checked
 	// is creq.
-	// One deadline bounds the whole exchange, body included; it ends
+	// One deadline bounds the upstream exchange, body included; it ends
 	// early when the plugin goes away (ctx is the plugin's request). In a
-	// tunnel it is the tunnel's reused timer (see tunnel).
+	// tunnel it is the tunnel's reused timer (see tunnel), armed once the
+	// decision is recorded.
 	uctx := ctx
-	if tun != nil {
-		tun.arm(b.lim.UpstreamTimeout)
-		defer tun.disarm()
-	} else {
+	if tun == nil {
 		var cancel context.CancelFunc
 		uctx, cancel = context.WithTimeout(ctx, b.lim.UpstreamTimeout)
 		defer cancel()
@@ -432,6 +430,10 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw string, tun
 				b.log.LogAttrs(ctx, slog.LevelError, "broker: approval finish failed", slog.String("approval", ticket.ApprovalID), slog.String("err", err.Error()))
 			}
 		}()
+	}
+	if tun != nil {
+		tun.arm(b.lim.UpstreamTimeout)
+		defer tun.disarm()
 	}
 	resp, err := b.transport.RoundTrip(out)
 	if err != nil {
