@@ -147,7 +147,7 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 	// with an upstream timeout (see tunnel) or when the tunnel is over.
 	tctx, end := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	defer end(nil)
-	tun := &tunnel{origin: origin, target: target, cancel: end}
+	tun := &tunnel{origin: origin, cancel: end}
 	tun.srv = b.newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.forward(w, r, "https://"+target+r.URL.RequestURI(), tun)
 		tun.done()

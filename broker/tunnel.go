@@ -13,7 +13,8 @@ import (
 var errUpstreamTimeout = errors.New("broker: upstream timed out")
 
 // tunnel is one TLS-terminated CONNECT tunnel. Its requests come one at a
-// time (HTTP/1.1 on one connection), so one timer, armed for each upstream
+// time (HTTP/1.1 on one connection: newServer never negotiates HTTP/2,
+// which would serve them concurrently), so one timer, armed for each upstream
 // exchange and reused, bounds them all: a request's context is the
 // server's (canceled when the plugin goes away), a child of the tunnel's
 // context, which the timer cancels. A per-request context.WithTimeout
@@ -25,7 +26,6 @@ var errUpstreamTimeout = errors.New("broker: upstream timed out")
 // canceled too.
 type tunnel struct {
 	origin string // the CONNECT target, normalized
-	target string // the CONNECT target as sent (host:port)
 	srv    *http.Server
 	cancel context.CancelCauseFunc // of the tunnel's context
 
