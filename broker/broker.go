@@ -62,7 +62,9 @@ type Limits struct {
 	IdleTimeout         time.Duration
 	TLSHandshakeTimeout time.Duration
 	// UpstreamTimeout bounds one upstream exchange, body included
-	// (default 2 minutes); ApprovalTimeout bounds the wait for an approver
+	// (default 2 minutes): 504 TIMEOUT, or a broken body once it has
+	// begun; inside a CONNECT tunnel the plugin's connection is closed
+	// after that answer. ApprovalTimeout bounds the wait for an approver
 	// (default 10 minutes).
 	UpstreamTimeout time.Duration
 	ApprovalTimeout time.Duration
@@ -146,8 +148,9 @@ type Config struct {
 
 // binding is one secret handle with its placeholder and lazily loaded value.
 type binding struct {
-	h  secret.Handle
-	ph secret.Placeholder
+	h   secret.Handle
+	ph  secret.Placeholder
+	phs string // ph.String()
 
 	mu     sync.Mutex
 	val    secret.Value
@@ -194,8 +197,10 @@ type Broker struct {
 	red      *secret.Redactor
 	approver approval.Authorizer
 	sink     audit.Sink
-	log      *slog.Logger
+	log      *slog.Logger // with the plugin and process
 	now      func() time.Time
+
+	principal string // b.id.principal(), in every audit event
 
 	ln        *limitListener
 	addr      net.Addr
@@ -240,6 +245,9 @@ func New(ln net.Listener, cfg Config) (*Broker, error) {
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
+	// Every line names the plugin process; a handler formats these once.
+	b.log = b.log.With(slog.String("plugin", b.id.Plugin), slog.String("process", b.id.Process))
+	b.principal = b.id.principal()
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -258,7 +266,7 @@ func New(ln net.Listener, cfg Config) (*Broker, error) {
 			return nil, err
 		}
 		b.red.AddPlaceholder(ph)
-		b.bindings = append(b.bindings, &binding{h: h, ph: ph})
+		b.bindings = append(b.bindings, &binding{h: h, ph: ph, phs: ph.String()})
 	}
 	if b.lim.RequestsPerSecond > 0 {
 		b.rate = newBucket(b.lim.RequestsPerSecond, b.lim.Burst, b.now)

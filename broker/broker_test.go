@@ -349,7 +349,9 @@ func TestTunnelTargetChecks(t *testing.T) {
 		{name: "no SNI for a name", sni: "", wantCode: capability.ReasonBrokerTargetMismatch},
 		{name: "Host names another origin", sni: "api.example.invalid", host: evilHost, wantTLS: true, wantCode: capability.ReasonBrokerTargetMismatch},
 		{name: "Host names another port", sni: "api.example.invalid", host: "api.example.invalid:1", wantTLS: true, wantCode: capability.ReasonBrokerTargetMismatch},
+		{name: "Host is a prefix of the target (another port)", sni: "api.example.invalid", host: apiHost[:len(apiHost)-1], wantTLS: true, wantCode: capability.ReasonBrokerTargetMismatch},
 		{name: "control: matching", sni: "api.example.invalid", host: apiHost, wantTLS: true},
+		{name: "control: matching in another case", sni: "api.example.invalid", host: strings.ToUpper(apiHost), wantTLS: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -399,6 +401,32 @@ func TestTunnelTargetChecks(t *testing.T) {
 		io.Copy(io.Discard, c)
 		waitFor(t, func() bool { return slices.Contains(e.sink.reasons(), "deny:"+string(capability.ReasonBrokerProtocol)) })
 	})
+}
+
+// TestIsAuthorityOf: the shortcut of prepare's Host check holds only for
+// a Host that is exactly the URL's authority; every other Host is
+// normalized and compared (TestTunnelTargetChecks sends them).
+func TestIsAuthorityOf(t *testing.T) {
+	tests := []struct {
+		host, raw string
+		want      bool
+	}{
+		{"api.example.invalid:8443", "https://api.example.invalid:8443/x", true},
+		{"api.example.invalid", "https://api.example.invalid/", true},
+		{"api.example.invalid:844", "https://api.example.invalid:8443/x", false},
+		{"api.example.invalid", "https://api.example.invalid.evil/x", false},
+		{"api.example.invalid", "https://api.example.invalid", false},
+		{"API.example.invalid", "https://api.example.invalid/x", false},
+		{"a", "https://a\\b/x", false},
+		{"a/b", "https://a/b/x", false},
+		{"u@a", "https://u@a/x", false},
+		{"a", "http://a/x", false}, // another scheme than Normalize found
+	}
+	for _, tt := range tests {
+		if got := isAuthorityOf(tt.host, tt.raw, "https"); got != tt.want {
+			t.Errorf("isAuthorityOf(%q, %q) = %v, want %v", tt.host, tt.raw, got, tt.want)
+		}
+	}
 }
 
 func countOf(list []string, s string) int {
@@ -544,6 +572,40 @@ func TestRequestLimits(t *testing.T) {
 		r := e.get(e.client, e.api.origin+"/slow")
 		if r.status != http.StatusGatewayTimeout || r.reason() != capability.ReasonTimeout {
 			t.Errorf("GET /slow = %d %s, want 504 TIMEOUT", r.status, r.body)
+		}
+		// The timed-out tunnel is closed after its 504; the plugin's next
+		// request gets a new one and is served.
+		if !r.close {
+			t.Error("504 in a tunnel without Connection: close")
+		}
+		if r := e.get(e.client, e.api.origin+"/repos/acme/issues"); r.status != http.StatusOK {
+			t.Errorf("GET after a timeout = %d %s", r.status, r.body)
+		}
+		// In the middle of a body: the plugin sees a broken body, never a
+		// short one, and the next request is served.
+		if r := e.get(e.client, e.api.origin+"/slow?body=1"); r.err == nil {
+			t.Errorf("GET /slow?body=1 = %d %q without an error, want a broken body", r.status, r.body)
+		}
+		if r := e.get(e.client, e.api.origin+"/repos/acme/issues"); r.status != http.StatusOK {
+			t.Errorf("GET after a timeout in a body = %d %s", r.status, r.body)
+		}
+		if n := countOf(e.sink.reasons(), "deny:"+string(capability.ReasonTimeout)); n != 1 {
+			t.Errorf("%d TIMEOUT denials audited, want 1 (the one before headers)", n)
+		}
+	})
+	t.Run("upstream timeout is per exchange", func(t *testing.T) {
+		// One kept-alive tunnel, fast requests with idle gaps longer than
+		// the timeout: the tunnel's timer is armed for each exchange only,
+		// and fires for none.
+		e := newEnv(t, envOptions{limits: Limits{UpstreamTimeout: 300 * time.Millisecond}})
+		for i := range 4 {
+			if r := e.get(e.client, e.api.origin+"/repos/acme/issues"); r.status != http.StatusOK || r.close {
+				t.Fatalf("request %d = %d %s, close %v", i, r.status, r.body, r.close)
+			}
+			time.Sleep(400 * time.Millisecond)
+		}
+		if n := e.api.count(); n != 4 {
+			t.Errorf("server saw %d requests, want 4", n)
 		}
 	})
 }

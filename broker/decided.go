@@ -15,8 +15,22 @@ type decided struct {
 
 type decidedKey struct{}
 
+// decidedCtx carries a decision in one allocation (context.WithValue of a
+// *decided would be two).
+type decidedCtx struct {
+	context.Context
+	d decided
+}
+
+func (c *decidedCtx) Value(key any) any {
+	if key == (decidedKey{}) {
+		return &c.d
+	}
+	return c.Context.Value(key)
+}
+
 func withDecision(ctx context.Context, req capability.Request, dec capability.Decision) context.Context {
-	return context.WithValue(ctx, decidedKey{}, &decided{req: req, dec: dec})
+	return &decidedCtx{Context: ctx, d: decided{req: req, dec: dec}}
 }
 
 // decidedPolicy is the policy of the broker's netguard.Transport. The

@@ -418,6 +418,11 @@ func (e *env) apiHandler(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case r.URL.Path == "/slow":
+		if r.URL.Query().Has("body") { // headers and a first part at once, the rest late
+			w.Header().Set("Content-Length", "8")
+			io.WriteString(w, "part")
+			w.(http.Flusher).Flush()
+		}
 		time.Sleep(2 * time.Second)
 	case r.Method == http.MethodPost:
 		w.WriteHeader(http.StatusCreated)
@@ -434,6 +439,7 @@ type response struct {
 	header http.Header
 	body   []byte
 	err    error
+	close  bool // the server ends the connection (Connection: close)
 }
 
 func (r response) reason() capability.Reason {
@@ -456,7 +462,7 @@ func (e *env) do(c *http.Client, req *http.Request) response {
 	body, err := io.ReadAll(resp.Body)
 	resp.Header.Write(e.seen)
 	e.seen.Write(body)
-	return response{status: resp.StatusCode, header: resp.Header, body: body, err: err}
+	return response{status: resp.StatusCode, header: resp.Header, body: body, err: err, close: resp.Close}
 }
 
 func (e *env) get(c *http.Client, rawURL string, hdr ...string) response {

@@ -22,6 +22,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/secret"
 )
@@ -30,6 +31,7 @@ import (
 type denial struct {
 	status int
 	err    *capability.Error
+	close  bool // the plugin's connection ends after this answer
 }
 
 func deny(status int, reason capability.Reason, req, detail string) *denial {
@@ -55,7 +57,7 @@ type exchange struct {
 	origin   string
 	target   string // method + normalized URL, hashed into the audit event
 	decision capability.Decision
-	secrets  []string
+	secrets  string // the names of the secrets injected, comma-separated
 	approval string
 	status   int
 }
@@ -72,7 +74,7 @@ func (b *Broker) serveProxy(w http.ResponseWriter, r *http.Request) {
 			"broker: not a proxy request (send absolute-form requests or CONNECT)"))
 		return
 	}
-	b.forward(w, r, r.URL.String(), "")
+	b.forward(w, r, r.URL.String(), nil)
 }
 
 // connect answers CONNECT: it hijacks the connection, terminates TLS with
@@ -141,12 +143,18 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 		b.record(context.WithoutCancel(r.Context()), x, d)
 		return
 	}
-	srv := b.newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.forward(w, r, "https://"+target+r.URL.RequestURI(), origin)
+	// Close ends tunnels by closing their conns; the tunnel's context ends
+	// with an upstream timeout (see tunnel) or when the tunnel is over.
+	tctx, end := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	defer end(nil)
+	tun := &tunnel{origin: origin, cancel: end}
+	tun.srv = b.newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.forward(w, r, "https://"+target+r.URL.RequestURI(), tun)
+		tun.done()
 	}))
-	tctx := context.WithoutCancel(r.Context()) // Close ends tunnels by closing their conns
-	srv.BaseContext = func(net.Listener) context.Context { return tctx }
-	_ = srv.Serve(newOneConnListener(tc))
+	tun.srv.BaseContext = func(net.Listener) context.Context { return tctx }
+	_ = tun.srv.Serve(newOneConnListener(tc))
+	tun.stop()
 }
 
 // checkSNI requires the SNI to name the CONNECT target; an IP target may
@@ -165,31 +173,83 @@ func checkSNI(sni, host, port, origin string) *denial {
 	return nil
 }
 
-// hopHeaders are never forwarded in either direction.
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+// isHop reports whether the canonical field name k is hop-by-hop: one
+// that is never forwarded in either direction (RFC 9110, 7.6.1), or one the
+// Connection field of the same message names (named, canonicalized).
+func isHop(k string, named []string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	for _, n := range named {
+		if n == k {
+			return true
+		}
+	}
+	return false
 }
 
-func stripHop(h http.Header) {
-	for _, f := range h.Values("Connection") {
-		for _, k := range strings.Split(f, ",") {
+// connectionNamed returns the canonical field names that h's Connection
+// fields list; nil (no allocation) when there is no Connection field.
+func connectionNamed(h http.Header) []string {
+	var named []string
+	for _, f := range h["Connection"] {
+		for k := range strings.SplitSeq(f, ",") {
 			if k = textproto.TrimString(k); k != "" {
-				h.Del(k)
+				named = append(named, textproto.CanonicalMIMEHeaderKey(k))
 			}
 		}
 	}
-	for _, k := range hopHeaders {
-		h.Del(k)
+	return named
+}
+
+// copyEndToEnd adds the end-to-end fields of src to dst: hop-by-hop fields
+// (isHop) and the fields named in drop are left out, and each value goes
+// through f when f is not nil. It is one copy, with one backing array for
+// every value, instead of a clone followed by deletions.
+func copyEndToEnd(dst, src http.Header, f func(string) string, drop ...string) {
+	named := connectionNamed(src)
+	n := 0
+	for _, vs := range src {
+		n += len(vs)
+	}
+	all := make([]string, 0, n)
+keys:
+	for k, vs := range src {
+		k = textproto.CanonicalMIMEHeaderKey(k) // as Header.Add and Del; no copy when canonical
+		if isHop(k, named) {
+			continue
+		}
+		for _, d := range drop {
+			if k == d {
+				continue keys
+			}
+		}
+		start := len(all)
+		for _, v := range vs {
+			if f != nil {
+				v = f(v)
+			}
+			all = append(all, v)
+		}
+		vals := all[start:len(all):len(all)]
+		if old := dst[k]; len(old) > 0 {
+			vals = append(old, vals...)
+		}
+		dst[k] = vals
 	}
 }
 
 // forward runs the per-request pipeline. raw is the absolute URL as the
-// plugin sent it; tunnel is the CONNECT origin ("" for plain proxying).
-func (b *Broker) forward(w http.ResponseWriter, r *http.Request, raw, tunnel string) {
-	x := &exchange{start: b.now(), method: r.Method, origin: tunnel}
+// plugin sent it; tun is the CONNECT tunnel (nil for plain proxying).
+func (b *Broker) forward(w http.ResponseWriter, r *http.Request, raw string, tun *tunnel) {
+	x := &exchange{start: b.now(), method: r.Method}
+	if tun != nil {
+		x.origin = tun.origin
+	}
 	ctx := r.Context()
-	if d := b.prepare(w, r, raw, tunnel, x); d != nil {
+	if d := b.prepare(w, r, raw, tun, x); d != nil {
 		b.refuse(w, ctx, x, d)
 		return
 	}
@@ -197,65 +257,69 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, raw, tunnel str
 
 // prepare checks, authorizes and sends the request; it returns a denial
 // when nothing was (or can be) sent.
-func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel string, x *exchange) *denial {
+func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw string, tun *tunnel, x *exchange) *denial {
 	ctx := r.Context()
 	if !b.rate.allow() {
 		return deny(http.StatusTooManyRequests, capability.ReasonBrokerRateLimited, r.Method+" "+x.origin, "broker: request rate limit exceeded")
 	}
-	u, err := weburl.Normalize(raw)
+	// netguard's normalization, which its Transport then need not repeat.
+	checked, err := netguard.Check(raw)
 	if err != nil {
 		return fromError(http.StatusForbidden, capability.ReasonNetworkInvalidURL, r.Method, err)
 	}
+	u := checked.URL()
+	us := u.String()
 	x.origin = u.Origin
-	x.target = r.Method + " " + u.String()
+	x.target = r.Method + " " + us
+	// creq.String() names the request in denials; it is made only for them.
 	creq := capability.Request{Kind: capability.NetRequest, Method: r.Method, Origin: u.Origin, Path: u.Path}
-	reqStr := creq.String()
-	if tunnel != "" && u.Origin != tunnel {
-		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, reqStr, "broker: request target does not name the CONNECT target")
+	if tun != nil && u.Origin != tun.origin {
+		return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, creq.String(), "broker: request target does not name the CONNECT target")
 	}
-	if r.Host != "" {
+	if r.Host != "" && !isAuthorityOf(r.Host, raw, u.Scheme) {
 		h, err := weburl.NormalizeOrigin(u.Scheme + "://" + r.Host)
 		if err != nil || h != u.Origin {
-			return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, reqStr, "broker: Host header does not name the request's origin")
+			return deny(http.StatusForbidden, capability.ReasonBrokerTargetMismatch, creq.String(), "broker: Host header does not name the request's origin")
 		}
 	}
 	if r.Header.Get("Upgrade") != "" {
-		return deny(http.StatusForbidden, capability.ReasonBrokerProtocol, reqStr, "broker: protocol upgrades (WebSocket, h2c) are not proxied")
+		return deny(http.StatusForbidden, capability.ReasonBrokerProtocol, creq.String(), "broker: protocol upgrades (WebSocket, h2c) are not proxied")
 	}
 	if r.ContentLength > b.lim.MaxRequestBytes {
-		return deny(http.StatusRequestEntityTooLarge, capability.ReasonNetworkRequestTooLarge, reqStr, "broker: request body exceeds "+strconv.FormatInt(b.lim.MaxRequestBytes, 10)+" bytes")
+		return deny(http.StatusRequestEntityTooLarge, capability.ReasonNetworkRequestTooLarge, creq.String(), "broker: request body exceeds "+strconv.FormatInt(b.lim.MaxRequestBytes, 10)+" bytes")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.lim.MaxRequestBytes))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return deny(http.StatusRequestEntityTooLarge, capability.ReasonNetworkRequestTooLarge, reqStr, "broker: request body exceeds "+strconv.FormatInt(b.lim.MaxRequestBytes, 10)+" bytes")
+	var body []byte
+	if r.Body != http.NoBody { // the server's body of a request without one
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, b.lim.MaxRequestBytes))
+		if err != nil {
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				return deny(http.StatusRequestEntityTooLarge, capability.ReasonNetworkRequestTooLarge, creq.String(), "broker: request body exceeds "+strconv.FormatInt(b.lim.MaxRequestBytes, 10)+" bytes")
+			}
+			return deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, creq.String(), "broker: reading the request body failed")
 		}
-		return deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, reqStr, "broker: reading the request body failed")
 	}
-	hdr := r.Header.Clone()
-	stripHop(hdr)
-	hdr.Del("Expect") // the body is already read; the server answered 100 itself
+	// The body is already read; the server answered 100 itself.
+	hdr := make(http.Header, len(r.Header))
+	copyEndToEnd(hdr, r.Header, nil, "Expect")
 
 	// Placeholders: only in headers, only toward their purpose.
-	inHeaders, d := b.scanPlaceholders(raw, u, body, hdr, reqStr)
+	inHeaders, d := b.scanPlaceholders(raw, us, u.Origin, body, hdr, creq)
 	if d != nil {
 		return d
 	}
 
 	dec := b.policy.Decide(ctx, creq)
-	if dec.Request == "" {
-		dec.Request = reqStr
-	}
 	x.decision = dec
 	if dec.Mode == capability.Deny {
 		if dec.Reason == "" || dec.Reason == capability.ReasonAllowed {
 			dec.Reason = capability.ReasonNetworkDestinationDenied
 		}
-		return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: dec, Detail: "broker: request refused by policy"}}
+		return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: requestNamed(dec, creq), Detail: "broker: request refused by policy"}}
 	}
 
 	// Credentials for this origin: each use is a secret.use decision.
-	var inject []*binding
+	var injectBuf [4]*binding // a plugin has few secrets per origin
+	inject := injectBuf[:0]
 	for _, bd := range b.bindings {
 		if bd.h.Purpose() != u.Origin {
 			continue
@@ -263,43 +327,43 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 		sreq := capability.Request{Kind: capability.SecretUse, Secret: bd.h.Name(), Origin: u.Origin}
 		sd := b.policy.Decide(ctx, sreq)
 		if sd.Mode != capability.Allow {
-			if sd.Request == "" {
-				sd.Request = sreq.String()
-			}
 			sd.Mode = capability.Deny
 			if sd.Reason == capability.ReasonAllowed || sd.Reason == "" {
 				sd.Reason = capability.ReasonSecretUndeclared
 			}
-			return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: sd, Detail: "broker: secret " + bd.h.Name() + " may not be used here"}}
+			return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: requestNamed(sd, sreq), Detail: "broker: secret " + bd.h.Name() + " may not be used here"}}
 		}
 		inject = append(inject, bd)
 	}
 	for name := range inHeaders {
 		if !containsBinding(inject, name) {
 			// scanPlaceholders already refused other origins; fail closed.
-			return deny(http.StatusForbidden, capability.ReasonSecretOriginMismatch, reqStr, "broker: placeholder for "+name+" toward another origin")
+			return deny(http.StatusForbidden, capability.ReasonSecretOriginMismatch, creq.String(), "broker: placeholder for "+name+" toward another origin")
 		}
 	}
-	values := make([]secret.Value, len(inject))
+	var valuesBuf [len(injectBuf)]secret.Value
+	values := valuesBuf[:0]
 	for i, bd := range inject {
 		v, err := b.value(ctx, bd)
 		if err != nil {
 			return fromError(http.StatusForbidden, capability.ReasonSecretUnavailable, "secret.use "+bd.h.Name()+" "+u.Origin, err)
 		}
-		values[i] = v
-		x.secrets = append(x.secrets, bd.h.Name())
+		values = append(values, v)
+		if i > 0 {
+			x.secrets += ","
+		}
+		x.secrets += bd.h.Name()
 	}
 
-	sum := sha256.Sum256(body)
-	digest := "sha256:" + hex.EncodeToString(sum[:])
 	var ticket approval.Ticket
 	if dec.Mode == capability.ApprovalRequired {
 		if b.approver == nil {
-			return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: dec, Detail: "broker: this request needs approval and no approver is configured"}}
+			return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: requestNamed(dec, creq), Detail: "broker: this request needs approval and no approver is configured"}}
 		}
-		hash, err := ActionHash(b.id, r.Method, u.String(), digest)
+		sum := sha256.Sum256(body)
+		hash, err := ActionHash(b.id, r.Method, us, "sha256:"+hex.EncodeToString(sum[:]))
 		if err != nil {
-			return deny(http.StatusForbidden, capability.ReasonApprovalRequired, reqStr, "broker: cannot bind an approval: "+err.Error())
+			return deny(http.StatusForbidden, capability.ReasonApprovalRequired, creq.String(), "broker: cannot bind an approval: "+err.Error())
 		}
 		// The body is what the request sends: the preview shows it whole
 		// (redacted, bounded with approval's explicit marker).
@@ -312,10 +376,10 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 		ticket, err = b.approver.Authorize(actx, areq)
 		cancel()
 		if err != nil {
-			return fromError(http.StatusForbidden, capability.ReasonApprovalDenied, reqStr, err)
+			return fromError(http.StatusForbidden, capability.ReasonApprovalDenied, creq.String(), err)
 		}
 		if ticket.ApprovalID == "" || (ticket.ActionHash != "" && ticket.ActionHash != hash) {
-			return deny(http.StatusForbidden, capability.ReasonApprovalMismatch, reqStr, "broker: the approver returned no ticket for this request")
+			return deny(http.StatusForbidden, capability.ReasonApprovalMismatch, creq.String(), "broker: the approver returned no ticket for this request")
 		}
 		x.approval = ticket.ApprovalID
 	}
@@ -334,26 +398,29 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 	dec.Mode = capability.Allow
 	x.decision = dec
 
-	// The request for netguard's Transport, which normalizes u.String()
-	// again, builds the wire URL, refuses a request-URI that is not the
-	// checked path, and sends only if what it checked is creq.
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.lim.UpstreamTimeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, cancel) // the plugin went away
-	defer stop()
-	var rd io.Reader
-	if len(body) > 0 {
-		rd = bytes.NewReader(body) // sets ContentLength and GetBody
+	// The request for netguard's Transport: NewRequest builds the wire URL
+	// from netguard's own normalization (Check), refusing a request-URI
+	// that is not the checked path, and the Host header from it (prepare
+	// checked the plugin's); the Transport sends only if what it checked
+	// is creq.
+	// One deadline bounds the upstream exchange, body included; it ends
+	// early when the plugin goes away (ctx is the plugin's request). In a
+	// tunnel it is the tunnel's reused timer (see tunnel), armed once the
+	// decision is recorded.
+	uctx := ctx
+	if tun == nil {
+		var cancel context.CancelFunc
+		uctx, cancel = context.WithTimeout(ctx, b.lim.UpstreamTimeout)
+		defer cancel()
 	}
-	out, err := http.NewRequestWithContext(withDecision(uctx, creq, dec), r.Method, u.String(), rd)
+	out, err := netguard.NewRequest(withDecision(uctx, creq, dec), r.Method, checked, hdr, body)
 	if err != nil {
-		return deny(http.StatusBadRequest, capability.ReasonBrokerProtocol, reqStr, "broker: bad request")
+		return fromError(http.StatusForbidden, capability.ReasonNetworkInvalidURL, creq.String(), err)
 	}
-	out.Header = hdr
 
 	// The decision is durable before a byte leaves.
 	if err := b.record(ctx, x, nil); err != nil {
-		return deny(http.StatusForbidden, capability.ReasonAuditUnavailable, reqStr, "broker: the decision could not be audited")
+		return deny(http.StatusForbidden, capability.ReasonAuditUnavailable, creq.String(), "broker: the decision could not be audited")
 	}
 	if f, ok := b.approver.(approval.Finisher); ok && ticket.ApprovalID != "" {
 		// Told once the upstream exchange is over, so a crash in between
@@ -364,15 +431,41 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw, tunnel str
 			}
 		}()
 	}
+	if tun != nil {
+		tun.arm(b.lim.UpstreamTimeout)
+		defer tun.disarm()
+	}
 	resp, err := b.transport.RoundTrip(out)
 	if err != nil {
-		d := b.upstreamDenial(reqStr, uctx, err)
+		d := b.upstreamDenial(creq.String(), uctx, err)
 		b.refuse(w, ctx, x, d)
 		return nil
 	}
 	defer resp.Body.Close()
 	b.relay(w, ctx, x, resp)
 	return nil
+}
+
+// isAuthorityOf reports whether host is, byte for byte, the authority of
+// the URL raw, whose scheme Normalize found to be scheme: then raw's
+// normalized origin is host's, with nothing more to check. It is the
+// common case (a tunnelled request's URL is built from its CONNECT target,
+// which the Host header repeats); anything else is normalized and compared.
+func isAuthorityOf(host, raw, scheme string) bool {
+	if strings.ContainsAny(host, "/?#@\\") {
+		return false
+	}
+	rest, ok := strings.CutPrefix(raw, scheme+"://")
+	rest, ok2 := strings.CutPrefix(rest, host)
+	return ok && ok2 && rest != "" && rest[0] == '/'
+}
+
+// requestNamed returns dec naming req when the decider left it unnamed.
+func requestNamed(dec capability.Decision, req capability.Request) capability.Decision {
+	if dec.Request == "" {
+		dec.Request = req.String()
+	}
+	return dec
 }
 
 func containsBinding(bs []*binding, name string) bool {
@@ -387,18 +480,23 @@ func containsBinding(bs []*binding, name string) bool {
 // injectHeader replaces the binding's placeholder in every header value
 // by the value, then makes sure the declared header carries it.
 func injectHeader(h http.Header, bd *binding, v secret.Value) {
-	ph, tok := bd.ph.String(), bd.ph.Token()
-	raw := string(v.Reveal())
-	for k, vs := range h {
+	tok := bd.ph.Token()
+	var raw string // made only when a header needs it
+	reveal := func() string {
+		if raw == "" {
+			raw = string(v.Reveal())
+		}
+		return raw
+	}
+	for _, vs := range h {
 		for i, s := range vs {
 			if strings.Contains(s, tok) {
-				s = strings.ReplaceAll(s, ph, raw)
-				vs[i] = strings.ReplaceAll(s, tok, raw)
+				s = strings.ReplaceAll(s, bd.phs, reveal())
+				vs[i] = strings.ReplaceAll(s, tok, reveal())
 			}
 		}
-		h[k] = vs
 	}
-	if cur := h.Values(bd.h.Header()); len(cur) == 1 && strings.Contains(cur[0], raw) {
+	if cur := h.Values(bd.h.Header()); len(cur) == 1 && strings.Contains(cur[0], reveal()) {
 		return // the plugin placed it itself (e.g. "token <placeholder>")
 	}
 	h.Set(bd.h.Header(), bd.h.HeaderValue(v))
@@ -407,22 +505,21 @@ func injectHeader(h http.Header, bd *binding, v secret.Value) {
 // scanPlaceholders refuses a placeholder in the URL or body, or in a
 // header toward another origin than its purpose; it returns the names
 // whose placeholder appears in headers toward their purpose.
-func (b *Broker) scanPlaceholders(raw string, u weburl.URL, body []byte, hdr http.Header, reqStr string) (map[string]bool, *denial) {
+func (b *Broker) scanPlaceholders(raw, us, origin string, body []byte, hdr http.Header, creq capability.Request) (map[string]bool, *denial) {
 	mismatch := func(name, where string) *denial {
-		return deny(http.StatusForbidden, capability.ReasonSecretOriginMismatch, reqStr,
+		return deny(http.StatusForbidden, capability.ReasonSecretOriginMismatch, creq.String(),
 			"broker: the placeholder of secret "+name+" appears in the "+where+"; it is only replaced in headers toward "+b.purposeOf(name))
 	}
 	undeclared := func(where string) *denial {
-		return deny(http.StatusForbidden, capability.ReasonSecretUndeclared, reqStr,
+		return deny(http.StatusForbidden, capability.ReasonSecretUndeclared, creq.String(),
 			"broker: a placeholder that this broker did not issue appears in the "+where)
 	}
 	unq, _ := url.QueryUnescape(raw)
-	urls := []string{raw, u.String(), unq}
-	for _, s := range urls {
+	for _, s := range [...]string{raw, us, unq} {
 		if name := b.tokenIn(s); name != "" {
 			return nil, mismatch(name, "URL")
 		}
-		if len(secret.ScanPlaceholders([]byte(s))) > 0 {
+		if hasPlaceholder(s) {
 			return nil, undeclared("URL")
 		}
 	}
@@ -432,9 +529,9 @@ func (b *Broker) scanPlaceholders(raw string, u weburl.URL, body []byte, hdr htt
 	if len(secret.ScanPlaceholders(body)) > 0 {
 		return nil, undeclared("body")
 	}
-	found := map[string]bool{}
+	var found map[string]bool
 	for k, vs := range hdr {
-		if name := b.tokenIn(strings.ToLower(k)); name != "" { // names are canonicalized
+		if name := b.tokenInName(k); name != "" {
 			return nil, mismatch(name, "header name "+k)
 		}
 		for _, s := range vs {
@@ -442,10 +539,16 @@ func (b *Broker) scanPlaceholders(raw string, u weburl.URL, body []byte, hdr htt
 				if !strings.Contains(s, bd.ph.Token()) {
 					continue
 				}
-				if bd.h.Purpose() != u.Origin {
-					return nil, mismatch(bd.h.Name(), "header "+k+" toward "+u.Origin)
+				if bd.h.Purpose() != origin {
+					return nil, mismatch(bd.h.Name(), "header "+k+" toward "+origin)
+				}
+				if found == nil {
+					found = map[string]bool{}
 				}
 				found[bd.h.Name()] = true
+			}
+			if !strings.Contains(s, secret.PlaceholderPrefix) {
+				continue // what ScanPlaceholders would find starts with it
 			}
 			for _, m := range secret.ScanPlaceholders([]byte(s)) {
 				if !b.issued(m.Placeholder) {
@@ -455,6 +558,34 @@ func (b *Broker) scanPlaceholders(raw string, u weburl.URL, body []byte, hdr htt
 		}
 	}
 	return found, nil
+}
+
+// hasPlaceholder reports whether s holds a well-formed placeholder (any
+// broker's), without copying s when it cannot.
+func hasPlaceholder(s string) bool {
+	return strings.Contains(s, secret.PlaceholderPrefix) && len(secret.ScanPlaceholders([]byte(s))) > 0
+}
+
+// tokenInName is tokenIn for a header field name, which the server has
+// canonicalized ("X-Norma-Abc..."): tokens are lower-case hex, so the
+// name is compared in ASCII lower case (field names are ASCII tokens).
+func (b *Broker) tokenInName(k string) string {
+	if len(b.bindings) == 0 {
+		return ""
+	}
+	var buf [128]byte
+	lower := buf[:0]
+	if len(k) > len(buf) {
+		lower = make([]byte, 0, len(k))
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower = append(lower, c)
+	}
+	return b.tokenInBytes(lower)
 }
 
 func (b *Broker) purposeOf(name string) string {
@@ -503,6 +634,11 @@ func (b *Broker) upstreamDenial(reqStr string, ctx context.Context, err error) *
 		}
 		return &denial{status: status, err: &c}
 	}
+	if context.Cause(ctx) == errUpstreamTimeout {
+		d := deny(http.StatusGatewayTimeout, capability.ReasonTimeout, reqStr, "broker: upstream timed out")
+		d.close = true // the tunnel's context is over (see tunnel)
+		return d
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return deny(http.StatusGatewayTimeout, capability.ReasonTimeout, reqStr, "broker: upstream timed out")
 	}
@@ -514,13 +650,7 @@ func (b *Broker) upstreamDenial(reqStr string, ctx context.Context, err error) *
 // Transport's (MaxResponseBytes): a larger declared length never gets
 // here, and reading past the cap fails with NETWORK_RESPONSE_TOO_LARGE.
 func (b *Broker) relay(w http.ResponseWriter, ctx context.Context, x *exchange, resp *http.Response) {
-	stripHop(resp.Header)
-	dst := w.Header()
-	for k, vs := range resp.Header {
-		for _, v := range vs {
-			dst.Add(k, b.red.Redact(v))
-		}
-	}
+	copyEndToEnd(w.Header(), resp.Header, b.red.Redact)
 	x.status = resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
 	var out io.Writer = w
@@ -537,7 +667,7 @@ func (b *Broker) relay(w http.ResponseWriter, ctx context.Context, x *exchange, 
 		b.log.LogAttrs(ctx, slog.LevelWarn, "broker: response body failed", slog.String("origin", x.origin), slog.Int64("bytes", n))
 		panic(http.ErrAbortHandler)
 	}
-	b.log.LogAttrs(ctx, slog.LevelInfo, "broker: relayed", b.logAttrs(x, nil)...)
+	b.logLine(ctx, slog.LevelInfo, "broker: relayed", x, nil)
 }
 
 type flushWriter struct {
@@ -567,6 +697,9 @@ func (b *Broker) refuse(w http.ResponseWriter, ctx context.Context, x *exchange,
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Norma-Reason", string(d.err.Decision.Reason))
 	h.Set("Cache-Control", "no-store")
+	if d.close {
+		h.Set("Connection", "close")
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(d.status)
 	w.Write(append(body, '\n'))
@@ -586,7 +719,7 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 		Type:             audit.TypeCapabilityDecision,
 		Time:             b.now(),
 		RunID:            b.id.RunID,
-		Principal:        b.id.principal(),
+		Principal:        b.principal,
 		Plugin:           b.id.Plugin,
 		PluginVersion:    b.id.Version,
 		Tool:             ToolNetRequest,
@@ -606,8 +739,8 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 	if ev.ManifestDigest == "" {
 		ev.ManifestDigest = dec.ManifestDigest
 	}
-	if len(x.secrets) > 0 {
-		ev.Detail["secrets"] = strings.Join(x.secrets, ",")
+	if x.secrets != "" {
+		ev.Detail["secrets"] = x.secrets
 	}
 	if dec.Declared != "" {
 		// The manifest entry the request matched, for `norma plugin usage`.
@@ -618,7 +751,7 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 	}
 	err := b.sink.Record(ctx, ev)
 	if d != nil {
-		b.log.LogAttrs(ctx, slog.LevelWarn, "broker: decision", b.logAttrs(x, d)...)
+		b.logLine(ctx, slog.LevelWarn, "broker: decision", x, d)
 	}
 	if err != nil {
 		b.log.LogAttrs(ctx, slog.LevelError, "broker: audit failed", slog.String("error", b.red.Redact(err.Error())))
@@ -626,23 +759,32 @@ func (b *Broker) record(ctx context.Context, x *exchange, d *denial) error {
 	return err
 }
 
-func (b *Broker) logAttrs(x *exchange, d *denial) []slog.Attr {
-	a := []slog.Attr{
-		slog.String("plugin", b.id.Plugin), slog.String("process", b.id.Process),
-		slog.String("method", x.method), slog.String("origin", x.origin),
+// logLine logs the one line of x (a denial when d is set): method,
+// origin, reason, status and the secrets used, never a value; the plugin
+// and process are on every line of b.log (New). The record goes straight
+// to the handler without a source position (Logger.LogAttrs walks the
+// stack for one on every call, and the broker's loggers report none), its
+// attributes inside the record; nothing is built when the level is
+// disabled.
+func (b *Broker) logLine(ctx context.Context, level slog.Level, msg string, x *exchange, d *denial) {
+	h := b.log.Handler()
+	if !h.Enabled(ctx, level) {
+		return
 	}
+	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r.AddAttrs(slog.String("method", x.method), slog.String("origin", x.origin))
 	if d != nil {
-		a = append(a, slog.String("reason", string(d.err.Decision.Reason)), slog.Int("status", d.status))
+		r.AddAttrs(slog.String("reason", string(d.err.Decision.Reason)), slog.Int("status", d.status))
 	} else {
-		a = append(a, slog.String("reason", string(x.decision.Reason)))
+		r.AddAttrs(slog.String("reason", string(x.decision.Reason)))
 		if x.status != 0 {
-			a = append(a, slog.Int("status", x.status))
+			r.AddAttrs(slog.Int("status", x.status))
 		}
 	}
-	if len(x.secrets) > 0 {
-		a = append(a, slog.String("secrets", strings.Join(x.secrets, ",")))
+	if x.secrets != "" {
+		r.AddAttrs(slog.String("secrets", x.secrets))
 	}
-	return a
+	_ = h.Handle(ctx, r)
 }
 
 // rejectConn answers a connection over the limit and closes it.

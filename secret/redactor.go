@@ -492,20 +492,50 @@ func (r *Redactor) MaskReader(src io.Reader) io.Reader {
 }
 
 type maskReader struct {
-	s   stream
-	src io.Reader
-	out []byte
-	off int
-	err error
+	s    stream
+	src  io.Reader
+	out  []byte
+	off  int
+	err  error
+	bufs *maskBuffers // s.buf's and out's backing arrays, while in use
+}
+
+// maskBuffers are a maskReader's two buffers. They are as large as the
+// reads of the body (32 KiB for io.Copy), so a reader that reached the end
+// of its source gives them back for the next body (the broker masks every
+// response it relays).
+type maskBuffers struct{ buf, out []byte }
+
+var maskPool = sync.Pool{New: func() any { return new(maskBuffers) }}
+
+// maxPooled bounds the buffers kept for reuse.
+const maxPooled = 256 << 10
+
+func (m *maskReader) release() {
+	if m.bufs == nil {
+		return
+	}
+	b := m.bufs
+	m.bufs = nil
+	b.buf, b.out = m.s.buf[:0], m.out[:0]
+	m.s.buf, m.out, m.off = nil, nil, 0
+	if cap(b.buf) <= maxPooled && cap(b.out) <= maxPooled {
+		maskPool.Put(b)
+	}
 }
 
 func (m *maskReader) Read(p []byte) (int, error) {
 	for m.off == len(m.out) {
 		if m.err != nil {
+			m.release() // nothing is held or pending: the buffers are free
 			return 0, m.err
 		}
 		if len(m.s.r.matcher(true).lits) == 0 && len(m.s.buf) == 0 {
 			return m.src.Read(p) // nothing to mask: no copy
+		}
+		if m.bufs == nil {
+			m.bufs = maskPool.Get().(*maskBuffers)
+			m.s.buf, m.out = m.bufs.buf[:0], m.bufs.out[:0]
 		}
 		// Read into p, then process: step copies the input before p is
 		// overwritten with output below.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -155,6 +156,42 @@ func TestMaskReaderKeepsLength(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMaskReaderReusesBuffers: a reader that reached the end of its body
+// gives its buffers to the next one. Bodies read one after another and
+// side by side (-race) come out masked and whole, a body cut in the middle
+// of a value included, and a finished reader keeps returning its error.
+func TestMaskReaderReusesBuffers(t *testing.T) {
+	r, _ := newTestRedactor(t)
+	bodies := []string{
+		strings.Repeat("a", 50000) + canary + "tail",
+		canary[:len(canary)/2], // ends inside a value: held back, then flushed
+		"short " + canary,
+		strings.Repeat("b", 300000) + canary, // grows past maxPooled
+		"",
+	}
+	want := func(in string) string { return strings.ReplaceAll(in, canary, strings.Repeat("*", len(canary))) }
+	check := func(t *testing.T, in string) {
+		m := r.MaskReader(iotest.HalfReader(strings.NewReader(in)))
+		out, err := io.ReadAll(m)
+		if err != nil || string(out) != want(in) {
+			t.Errorf("masked %d bytes: err %v, got %d bytes, equal %v", len(in), err, len(out), string(out) == want(in))
+		}
+		if n, err := m.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+			t.Errorf("Read after EOF = %d, %v", n, err)
+		}
+	}
+	for range 3 {
+		for _, in := range bodies {
+			check(t, in)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() { check(t, bodies[i%len(bodies)]) })
+	}
+	wg.Wait()
 }
 
 // FuzzScanPlaceholders checks that the scanner never panics, that every

@@ -34,6 +34,8 @@ const DefaultMaxRedirects = 10
 //
 //  1. [weburl.Normalize] on the request URL (userinfo and malformed URLs
 //     are refused), and refuses a Host header that names another origin;
+//     a request [NewRequest] made from a [Check]ed URL, and whose URL is
+//     still the one it built, carries that normalization instead;
 //  2. builds the URL the request will carry on the wire from the
 //     normalized one and refuses the request unless its request-URI is
 //     exactly the normalized path and query (what is checked is what is
@@ -177,9 +179,12 @@ func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 	if req == nil || req.URL == nil {
 		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, "", "netguard: nil request or URL")
 	}
-	u, err := weburl.Normalize(req.URL.String())
-	if err != nil {
-		return nil, fmt.Errorf("netguard: %w", err)
+	u, pre := checked(req) // NewRequest's: normalized by Check, not again
+	if !pre {
+		var err error
+		if u, err = weburl.Normalize(req.URL.String()); err != nil {
+			return nil, fmt.Errorf("netguard: %w", err)
+		}
 	}
 	method := req.Method
 	if method == "" {
@@ -196,9 +201,12 @@ func (t *Transport) prepare(req *http.Request) (*http.Request, error) {
 				"netguard: Host header does not name the request's origin")
 		}
 	}
-	wire, err := wireURL(u)
-	if err != nil {
-		return nil, capability.Denied(capability.ReasonNetworkInvalidURL, creq.String(), err.Error())
+	wire := req.URL // NewRequest built it with wireURL(u)
+	if !pre {
+		var err error
+		if wire, err = wireURL(u); err != nil {
+			return nil, capability.Denied(capability.ReasonNetworkInvalidURL, creq.String(), err.Error())
+		}
 	}
 	ctx := req.Context()
 	if t.Policy == nil {

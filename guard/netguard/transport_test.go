@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -562,4 +563,86 @@ func mustNormalize(t *testing.T, raw string) weburl.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestNewRequestSkipsOnlyItsOwnNormalization: a request NewRequest made
+// from Check's URL is sent as checked; once its URL is changed in place or
+// replaced, the Transport normalizes and decides it again, so the shortcut
+// never sends what was not checked: another origin is refused before any
+// connection, a path with dot segments goes out (and is decided)
+// normalized. The zero Checked, which Check never returns, is refused.
+func TestNewRequestSkipsOnlyItsOwnNormalization(t *testing.T) {
+	srv := newServer(t, false, nil)
+	evil := newServer(t, false, nil)
+	origin := "http://api.example.invalid:" + srv.port()
+	evilHost := "evil.example.invalid:" + evil.port()
+	res := newResolver(map[string][]string{"api.example.invalid": {"127.0.0.1"}, "evil.example.invalid": {"127.0.0.1"}})
+	tests := []struct {
+		name     string
+		tamper   func(r *http.Request)
+		wantErr  capability.Reason
+		wantURI  string // what the server saw
+		wantPath string // what the policy decided
+	}{
+		{name: "control: as made", tamper: func(*http.Request) {}, wantURI: "/b%2Fc?x=1", wantPath: "/b%2Fc"},
+		{name: "host changed in place", tamper: func(r *http.Request) { r.URL.Host = evilHost }, wantErr: capability.ReasonNetworkDestinationDenied},
+		{name: "URL replaced", tamper: func(r *http.Request) {
+			r.URL = &url.URL{Scheme: "http", Host: evilHost, Path: "/b"}
+		}, wantErr: capability.ReasonNetworkDestinationDenied},
+		{name: "path changed in place", tamper: func(r *http.Request) { r.URL.Path, r.URL.RawPath = "/x/../admin", "" }, wantURI: "/admin?x=1", wantPath: "/admin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checker := allowOrigins("GET " + origin)
+			tr := &Transport{Policy: checker, Dialer: &Dialer{Resolver: res, AllowPrivate: loopback()}}
+			defer tr.CloseIdleConnections()
+			c, err := Check("http://API.example.invalid:" + srv.port() + "/a/%2e%2e/b%2fc?x=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := NewRequest(t.Context(), http.MethodGet, c, http.Header{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.tamper(req)
+			before := srv.requests.Load()
+			resp, err := tr.RoundTrip(req)
+			if tt.wantErr != "" {
+				wantReason(t, err, tt.wantErr)
+				evil.assertUntouched(t)
+				if srv.requests.Load() != before {
+					t.Error("a refused request reached the server")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if _, uri, _ := srv.lastRequest(); uri != tt.wantURI {
+				t.Errorf("server saw %q, want %q", uri, tt.wantURI)
+			}
+			if len(checker.seen) != 1 || checker.seen[0].Path != tt.wantPath || checker.seen[0].Origin != origin {
+				t.Errorf("policy saw %+v, want one request for %s", checker.seen, tt.wantPath)
+			}
+		})
+	}
+	t.Run("zero Checked", func(t *testing.T) {
+		if _, err := NewRequest(t.Context(), http.MethodGet, Checked{}, http.Header{}, nil); err == nil {
+			t.Error("NewRequest accepted a Checked that Check did not make")
+		}
+	})
+	t.Run("body", func(t *testing.T) {
+		c, _ := Check(origin + "/post")
+		req, err := NewRequest(t.Context(), http.MethodPost, c, http.Header{}, []byte("hello"))
+		if err != nil || req.ContentLength != 5 || req.GetBody == nil {
+			t.Fatalf("NewRequest with a body = %+v, %v", req, err)
+		}
+		b, _ := io.ReadAll(req.Body)
+		rb, _ := req.GetBody()
+		b2, _ := io.ReadAll(rb)
+		if string(b) != "hello" || string(b2) != "hello" {
+			t.Errorf("body %q, replay %q", b, b2)
+		}
+	})
 }
