@@ -93,8 +93,9 @@ func ownExe() (string, error) {
 
 // keptAlike returns nil when sibling, the other binary of the installed
 // pair beside exe, is a regular file other than exe that nobody can change
-// who cannot change exe: its owner is exe's or root, and it is writable by
-// its group or by others only where exe is too (by the same group). The
+// who cannot change exe: its owner (and a symbolic link's) is exe's or
+// root, and it is writable by its group or by others only where exe is too
+// (by the same group). The
 // directory alone does not vouch for it: in a shared directory with the
 // sticky bit, such as /tmp, anyone may add a file beside a binary they
 // cannot replace.
@@ -117,6 +118,12 @@ func keptAlike(exe, sibling string) error {
 	ss, ok2 := si.Sys().(*syscall.Stat_t)
 	if !ok1 || !ok2 {
 		return fmt.Errorf("%s: no owner to compare", sibling)
+	}
+	if li, err := os.Lstat(sibling); err != nil {
+		return err
+	} else if ls, ok := li.Sys().(*syscall.Stat_t); !ok || li.Mode()&fs.ModeSymlink != 0 && ls.Uid != se.Uid && ls.Uid != 0 {
+		// A link someone else left there may name any file, root's too.
+		return fmt.Errorf("%s is a symbolic link not owned by %s's owner: refusing to run it", sibling, exe)
 	}
 	perm, self := si.Mode().Perm(), fi.Mode().Perm()
 	switch {

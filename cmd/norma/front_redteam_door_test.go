@@ -64,7 +64,8 @@ func stickyDir(t *testing.T) string {
 
 // planters are the ways a stranger can leave a file beside a binary they
 // cannot change: world-writable (anyone may rewrite it later) and, as root,
-// owned by another user in a sticky directory.
+// owned by another user in a sticky directory, or another user's symbolic
+// link there to a file root owns (fs.protected_symlinks off).
 func planters(t *testing.T) map[string]func(t *testing.T, path, marker string) {
 	p := map[string]func(t *testing.T, path, marker string){
 		"world-writable": func(t *testing.T, path, marker string) { plantScript(t, path, marker, 0o777) },
@@ -73,6 +74,19 @@ func planters(t *testing.T) map[string]func(t *testing.T, path, marker string) {
 		p["another user's"] = func(t *testing.T, path, marker string) {
 			plantScript(t, path, marker, 0o755)
 			if err := os.Chown(path, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another user's symbolic link to a program root owns and
+		// nobody else may change (here a script root writes in a
+		// directory of its own).
+		p["another user's link to root's program"] = func(t *testing.T, path, marker string) {
+			target := filepath.Join(t.TempDir(), "roots-program")
+			plantScript(t, target, marker, 0o755)
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(path, 65534, 65534); err != nil {
 				t.Fatal(err)
 			}
 		}
