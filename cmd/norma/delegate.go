@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -60,18 +61,16 @@ func standIn(h heavyCmd) *cobra.Command {
 
 // execFull replaces this process by the full build beside it, with the
 // same arguments, environment and file descriptors. It returns only when
-// that build cannot be executed.
+// that build cannot be executed: missing, not kept like this binary (see
+// keptAlike), or this very file (a front build installed as norma-full,
+// which would execute itself forever).
 func execFull() error {
-	exe, err := selfExe()
+	exe, err := ownExe()
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	full := filepath.Join(filepath.Dir(exe), fullExe) // selfExe's directory is this binary's
-	fi, err := os.Stat(full)
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%s is not a regular file", full)
-	}
-	if err == nil {
+	full := filepath.Join(filepath.Dir(exe), fullExe)
+	if err = keptAlike(exe, full); err == nil {
 		err = unix.Exec(full, append([]string{os.Args[0]}, cliArgs...), os.Environ())
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -80,11 +79,8 @@ func execFull() error {
 	return exitWith(exitInternal, err)
 }
 
-// selfExe is the absolute path of this norma binary, symbolic links
-// resolved: what other processes (an agent's hooks and MCP servers) are
-// told to run. norma-full beside a front build names the front, the
-// command users run.
-func selfExe() (string, error) {
+// ownExe is the absolute path of this binary, symbolic links resolved.
+func ownExe() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("the path of this norma binary: %w", err)
@@ -92,9 +88,68 @@ func selfExe() (string, error) {
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		exe = r
 	}
+	return exe, nil
+}
+
+// keptAlike returns nil when sibling, the other binary of the installed
+// pair beside exe, is a regular file other than exe that nobody can change
+// who cannot change exe: its owner (and a symbolic link's) is exe's or
+// root, and it is writable by its group or by others only where exe is too
+// (by the same group). The
+// directory alone does not vouch for it: in a shared directory with the
+// sticky bit, such as /tmp, anyone may add a file beside a binary they
+// cannot replace.
+func keptAlike(exe, sibling string) error {
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return err
+	}
+	si, err := os.Stat(sibling)
+	if err != nil {
+		return err
+	}
+	if !si.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", sibling)
+	}
+	if os.SameFile(fi, si) {
+		return fmt.Errorf("%s is this binary, a front build: norma-full must be the full build (go build -o %s ./cmd/norma)", sibling, sibling)
+	}
+	se, ok1 := fi.Sys().(*syscall.Stat_t)
+	ss, ok2 := si.Sys().(*syscall.Stat_t)
+	if !ok1 || !ok2 {
+		return fmt.Errorf("%s: no owner to compare", sibling)
+	}
+	if li, err := os.Lstat(sibling); err != nil {
+		return err
+	} else if ls, ok := li.Sys().(*syscall.Stat_t); !ok || li.Mode()&fs.ModeSymlink != 0 && ls.Uid != se.Uid && ls.Uid != 0 {
+		// A link someone else left there may name any file, root's too.
+		return fmt.Errorf("%s is a symbolic link not owned by %s's owner: refusing to run it", sibling, exe)
+	}
+	perm, self := si.Mode().Perm(), fi.Mode().Perm()
+	switch {
+	case ss.Uid != se.Uid && ss.Uid != 0:
+		return fmt.Errorf("%s is owned by uid %d, %s by uid %d: refusing to run it", sibling, ss.Uid, exe, se.Uid)
+	case perm&0o002 != 0 && self&0o002 == 0:
+		return fmt.Errorf("%s is writable by anyone, %s is not: refusing to run it", sibling, exe)
+	case perm&0o020 != 0 && (self&0o020 == 0 || ss.Gid != se.Gid):
+		return fmt.Errorf("%s is writable by group %d, %s is not: refusing to run it", sibling, ss.Gid, exe)
+	}
+	return nil
+}
+
+// selfExe is the absolute path of this norma binary, symbolic links
+// resolved: what other processes (an agent's hooks and MCP servers) are
+// told to run. norma-full beside a front build names the front, the
+// command users run, when the front is kept alike (keptAlike); otherwise
+// it names itself.
+func selfExe() (string, error) {
+	exe, err := ownExe()
+	if err != nil {
+		return "", err
+	}
 	if filepath.Base(exe) == fullExe {
 		front := filepath.Join(filepath.Dir(exe), "norma")
-		if fi, err := os.Stat(front); err == nil && fi.Mode().IsRegular() {
+		if keptAlike(exe, front) == nil {
 			return front, nil
 		}
 	}

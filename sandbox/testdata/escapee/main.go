@@ -120,6 +120,23 @@ func main() {
 			blocked(e)
 		}
 		escaped("io_uring fd %d", fd)
+	case "unshare": // unshare(2) of the file table: harmless, needs no privilege
+		check(unix.Unshare(unix.CLONE_FILES), "unshare(CLONE_FILES) succeeded")
+	case "x32": // getpid through the x32 ABI (the 0x40000000 bit)
+		r, _, e := unix.RawSyscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
+		if e != 0 {
+			blocked(e)
+		}
+		escaped("x32 getpid returned %d", r)
+	case "inet-socket":
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		check(err, "inet socket fd %d", fd)
+	case "ptrace-traceme":
+		_, _, e := unix.RawSyscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0)
+		if e != 0 {
+			blocked(e)
+		}
+		escaped("PTRACE_TRACEME succeeded")
 	case "ptrace-parent":
 		ppid := os.Getppid()
 		check(unix.PtraceAttach(ppid), "attached to parent pid %d", ppid)
