@@ -11,14 +11,31 @@ import (
 // is cheap enough to call per run, but [Runner.Start] does not depend on it:
 // every layer is checked again, and fails closed, when it is applied.
 func Probe() Capabilities {
-	c := Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, Root: os.Geteuid() == 0}
-	c.UserNamespaces, c.UserNamespacesDetail = probeUserNS()
-	c.LandlockABI = landlockABI()
-	c.Seccomp = seccompAvailable()
+	c := probeKernel()
 	cg := probeCgroups()
 	c.CgroupV2, c.CgroupDelegated, c.CgroupPidsV1 = cg.V2, cg.Delegated, cg.PidsV1
 	c.Memory = cg.memory()
 	c.derive()
+	return c
+}
+
+// Ready is Probe().Ready without probing cgroups, which strengthen or
+// weaken what a sandbox guarantees but never decide whether one can be
+// built: what a process that only asks that question (a run, a hook,
+// policy explain) need not read at each start.
+func Ready() bool {
+	c := probeKernel()
+	c.derive()
+	return c.Ready
+}
+
+// probeKernel probes what decides readiness: the platform, user
+// namespaces, Landlock and seccomp.
+func probeKernel() Capabilities {
+	c := Capabilities{OS: runtime.GOOS, Arch: runtime.GOARCH, Root: os.Geteuid() == 0}
+	c.UserNamespaces, c.UserNamespacesDetail = probeUserNS()
+	c.LandlockABI = landlockABI()
+	c.Seccomp = seccompAvailable()
 	return c
 }
 

@@ -58,3 +58,6 @@ func Probe() Capabilities {
 	c.derive()
 	return c
 }
+
+// Ready is Probe().Ready: false off Linux.
+func Ready() bool { return Probe().Ready }

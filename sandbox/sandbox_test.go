@@ -237,3 +237,10 @@ func TestContextCancelKillsTree(t *testing.T) {
 		t.Fatalf("Run(cancelled) = %+v, %v after %v", res, err, time.Since(start))
 	}
 }
+
+// TestReadyIsProbesReady: the cheap question and the full probe agree.
+func TestReadyIsProbesReady(t *testing.T) {
+	if got, want := sandbox.Ready(), sandbox.Probe().Ready; got != want {
+		t.Errorf("Ready() = %v, Probe().Ready = %v", got, want)
+	}
+}

@@ -269,7 +269,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if o.Redactor == nil {
 		o.Redactor = secret.NewRedactor()
 	}
-	r := &Runtime{opts: o, dir: dir, layer: layer, settings: st, changes: tr.changes, sandbox: !o.NoSandbox && sandbox.Probe().Ready,
+	r := &Runtime{opts: o, dir: dir, layer: layer, settings: st, changes: tr.changes, sandbox: !o.NoSandbox && sandbox.Ready(),
 		reg: tool.NewRegistry(&tool.Options{Audit: o.Audit}), ref: &tools.GateRef{}, plugins: o.Plugins}
 	if r.builtin, err = tools.Build(r.toolsConfig()); err != nil {
 		return nil, err

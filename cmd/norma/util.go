@@ -12,7 +12,7 @@ import (
 
 // sandboxAvailable reports whether this host can build the OS sandbox; the
 // policy's sandbox layer refuses process spawn and plugin network without it.
-func sandboxAvailable() bool { return sandbox.Probe().Ready }
+func sandboxAvailable() bool { return sandbox.Ready() }
 
 func fileExists(p string) bool {
 	fi, err := os.Stat(p)
