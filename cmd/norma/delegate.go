@@ -35,10 +35,22 @@ var (
 		"Answer agents' hooks from one long-lived daemon (Unix socket, optional loopback HTTP)"}
 )
 
-// cliArgs are the arguments this process was started with; a stand-in
-// hands them to the full build unchanged (root flags before the command
-// included).
-var cliArgs []string
+// argsKey keys, in the root command's context, the arguments the CLI was
+// given: a stand-in hands them to the full build unchanged (root flags
+// before the command included).
+type argsKey struct{}
+
+// cliArgs are the arguments runWith was given, from the root command's
+// context (a command shown by `norma help NAME` is not executed and has
+// none of its own).
+func cliArgs(c *cobra.Command) []string {
+	ctx := c.Root().Context()
+	if ctx == nil {
+		return nil
+	}
+	a, _ := ctx.Value(argsKey{}).([]string)
+	return a
+}
 
 // standIn is the front build's command for h: it parses nothing and
 // executes the full build with the process's own arguments, so flags,
@@ -48,10 +60,10 @@ func standIn(h heavyCmd) *cobra.Command {
 		Use:                h.use,
 		Short:              h.short,
 		DisableFlagParsing: true,
-		RunE:               func(*cobra.Command, []string) error { return execFull() },
+		RunE:               func(c *cobra.Command, _ []string) error { return execFull(cliArgs(c)) },
 	}
 	c.SetHelpFunc(func(c *cobra.Command, _ []string) {
-		if err := execFull(); err != nil {
+		if err := execFull(cliArgs(c)); err != nil {
 			fmt.Fprintln(c.ErrOrStderr(), "norma:", errText(err))
 			os.Exit(exitInternal)
 		}
@@ -59,19 +71,22 @@ func standIn(h heavyCmd) *cobra.Command {
 	return c
 }
 
-// execFull replaces this process by the full build beside it, with the
-// same arguments, environment and file descriptors. It returns only when
+// execFull replaces this process by the full build beside it, with args,
+// the same environment and file descriptors. It returns only when
 // that build cannot be executed: missing, not kept like this binary (see
 // keptAlike), or this very file (a front build installed as norma-full,
 // which would execute itself forever).
-func execFull() error {
+func execFull(args []string) error {
+	if len(args) == 0 { // a stand-in always has its own name among them
+		return exitWith(exitInternal, errors.New("the command's arguments were not handed to its stand-in"))
+	}
 	exe, err := ownExe()
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
 	full := filepath.Join(filepath.Dir(exe), fullExe)
 	if err = keptAlike(exe, full); err == nil {
-		err = unix.Exec(full, append([]string{os.Args[0]}, cliArgs...), os.Environ())
+		err = unix.Exec(full, append([]string{os.Args[0]}, args...), os.Environ())
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		err = fmt.Errorf("this norma is the front build; the command needs %s beside it (go build -o %s ./cmd/norma)", full, full)
