@@ -72,9 +72,14 @@ func (l *Layer) Marshal() ([]byte, error) {
 	if l.SchemaVersion == 0 {
 		l.SchemaVersion = 2
 	}
-	// Go through JSON, whose tags keep nil (null) apart from empty ([]),
-	// then drop the nulls: YAML then has no key where the list was absent.
-	b, err := json.Marshal(l)
+	return marshalYAML(l)
+}
+
+// marshalYAML renders v as YAML through JSON, whose tags keep nil (null)
+// apart from empty ([]), then drops the nulls: YAML then has no key where a
+// list was absent.
+func marshalYAML(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -82,11 +87,11 @@ func (l *Layer) Marshal() ([]byte, error) {
 	// accepts as a schema_version.
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
 		return nil, err
 	}
-	return yaml.MarshalWithOptions(dropNulls(v), yaml.IndentSequence(true))
+	return yaml.MarshalWithOptions(dropNulls(tree), yaml.IndentSequence(true))
 }
 
 func dropNulls(v any) any {
@@ -118,16 +123,4 @@ func (l *Layer) Digest() string { return digestOf(l) }
 
 // Marshal renders the manifest as YAML that [Parse] reads back to the
 // same manifest (the same digest), as [Layer.Marshal] does for a layer.
-func (m *Manifest) Marshal() ([]byte, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return yaml.MarshalWithOptions(dropNulls(v), yaml.IndentSequence(true))
-}
+func (m *Manifest) Marshal() ([]byte, error) { return marshalYAML(m) }

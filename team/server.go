@@ -289,6 +289,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		writeError(w, http.StatusInternalServerError, string(capability.ReasonTeamInternal), "encoding the answer failed")
 		return
 	}
+	writeBody(w, status, b)
+}
+
+// writeBody sends b, a JSON document, with status: never cached, never
+// sniffed as anything but JSON.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -304,12 +310,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="norma team"`)
 	}
 	b, _ := json.Marshal(e) // strings only
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	writeBody(w, status, b)
 }
 
 // statusOf maps a reason code to the HTTP status it is answered with.
