@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/norma-run/norma/internal/chromiumtest"
 	"github.com/norma-run/norma/internal/pgtest"
-	"github.com/norma-run/norma/internal/syncbuf"
 	"github.com/norma-run/norma/internal/termtext"
 )
 
@@ -63,22 +61,8 @@ func inboxChromium(t *testing.T, browser context.Context, db string) {
 	srv, api := startTeam(t, serverHome, &answers, "--store", db)
 	base := api.base
 
-	ws := t.TempDir()
-	script := filepath.Join(t.TempDir(), "script.yaml")
-	if err := os.WriteFile(script, []byte(inboxScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := exec.Command(normaBin(t), "--home", runHome, "--store", db, "run", "--workspace", ws, "--provider", "scripted",
-		"--script", script, "--json", "--approval-wait", "120s", "count")
-	run.Env = append(os.Environ(), isolated(t)...)
-	runOut, runErr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
-	run.Stdout, run.Stderr, run.Stdin = runOut, runErr, strings.NewReader("")
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	runDone := make(chan error, 1)
-	go func() { runDone <- run.Wait() }()
-	t.Cleanup(func() { run.Process.Kill(); <-runDone })
+	wr := startWaitingRun(t, runHome, db, inboxScript, "120s")
+	ws, runOut, runErr, runDone := wr.ws, wr.out, wr.errOut, wr.done
 	count := filepath.Join(ws, "count.txt")
 
 	// 1. The approver signs in with the token.

@@ -117,24 +117,12 @@ func testDoorTeamApproval(t *testing.T, db string) {
 	srv, api := startTeam(t, serverHome, &answers, "--store", db)
 
 	// The headless run, in its own state directory, sharing the store.
-	ws := t.TempDir()
-	script := filepath.Join(t.TempDir(), "script.yaml")
-	os.WriteFile(script, []byte(`turns:
+	wr := startWaitingRun(t, runHome, db, `turns:
   - tool_calls:
       - {id: b1, name: Bash, input: {command: "echo ran >> count.txt"}}
   - text: "Done."
-`), 0o644)
-	run := exec.Command(normaBin(t), "--home", runHome, "--store", db, "run", "--workspace", ws, "--provider", "scripted",
-		"--script", script, "--json", "--approval-wait", "90s", "count")
-	run.Env = append(os.Environ(), isolated(t)...)
-	runOut, runErr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
-	run.Stdout, run.Stderr, run.Stdin = runOut, runErr, strings.NewReader("")
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	runDone := make(chan error, 1)
-	go func() { runDone <- run.Wait() }()
-	t.Cleanup(func() { run.Process.Kill(); <-runDone })
+`, "90s")
+	ws, runOut, runErr, runDone := wr.ws, wr.out, wr.errOut, wr.done
 
 	// The API lists the request the run filed.
 	var id string
@@ -360,4 +348,32 @@ func TestDoorTeamPlugins(t *testing.T) {
 			t.Error("a token is in an answer or an output")
 		}
 	}
+}
+
+// waitingRun is a headless scripted `norma run` in the background that
+// files an approval request in store db and waits up to wait for its
+// decision; the test kills it at the end.
+type waitingRun struct {
+	ws          string
+	out, errOut *syncbuf.Buffer
+	done        chan error // the run's end; a receiver puts the value back
+}
+
+func startWaitingRun(t *testing.T, runHome, db, script, wait string) *waitingRun {
+	t.Helper()
+	r := &waitingRun{ws: t.TempDir(), out: &syncbuf.Buffer{}, errOut: &syncbuf.Buffer{}, done: make(chan error, 1)}
+	file := filepath.Join(t.TempDir(), "script.yaml")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := exec.Command(normaBin(t), "--home", runHome, "--store", db, "run", "--workspace", r.ws, "--provider", "scripted",
+		"--script", file, "--json", "--approval-wait", wait, "count")
+	run.Env = append(os.Environ(), isolated(t)...)
+	run.Stdout, run.Stderr, run.Stdin = r.out, r.errOut, strings.NewReader("")
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- run.Wait() }()
+	t.Cleanup(func() { run.Process.Kill(); r.done <- <-r.done })
+	return r
 }
