@@ -141,6 +141,9 @@ type loadRun struct {
 	// reported is, by tool_use id, the reason its tool_call event gave:
 	// the first that was a decision, else the last.
 	reported map[string]string
+	// unavailable are the calls any of the run's processes reported
+	// STATE_UNAVAILABLE: refused because the store failed them.
+	unavailable map[string]bool
 	// turnDone is when the results of each turn arrived, by turn.
 	turnDone map[int]time.Time
 	started  time.Time
@@ -157,7 +160,7 @@ func newLoadRun(t *testing.T, root string, n int, size loadSize, decided *atomic
 	t.Helper()
 	dir := filepath.Join(root, fmt.Sprintf("run%d", n))
 	r := &loadRun{home: filepath.Join(dir, "home"), ws: filepath.Join(dir, "ws"), outside: filepath.Join(dir, "outside"),
-		script: filepath.Join(dir, "script.json"), maxTurns: size.turns + 5, reported: map[string]string{},
+		script: filepath.Join(dir, "script.json"), maxTurns: size.turns + 5, reported: map[string]string{}, unavailable: map[string]bool{},
 		turnDone: map[int]time.Time{}, decided: decided}
 	for _, d := range []string{r.home, filepath.Join(r.ws, "docs"), r.outside} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -259,6 +262,9 @@ func (r *loadRun) event(line []byte) {
 		// the same call again (TOOL_INTERRUPTED), which must not hide it.
 		if prev, ok := r.reported[e.ID]; !ok || !decidedReason(prev) {
 			r.reported[e.ID] = e.Reason
+		}
+		if e.Reason == string(capability.ReasonStateUnavailable) {
+			r.unavailable[e.ID] = true
 		}
 		if decidedReason(e.Reason) {
 			r.decided.Add(1)
@@ -493,6 +499,17 @@ func checkRun(t *testing.T, store string, r *loadRun) (undecided int) {
 		want := byID[e.ToolUseID]
 		switch e.Type {
 		case "capability_decision":
+			// A call a run reported STATE_UNAVAILABLE was refused because
+			// the store failed it; its refusal may still be stored (the
+			// store answered again for the audit event). That refusal is
+			// not one of the load's decisions: the call never ran, and a
+			// resume decides it again.
+			r.mu.Lock()
+			unavailable := r.unavailable[e.ToolUseID]
+			r.mu.Unlock()
+			if unavailable && e.Decision == "deny" && e.Reason == capability.ReasonStateUnavailable {
+				continue
+			}
 			if e.Decision != "deny" || e.Reason != want.deny {
 				t.Errorf("run %s: %s %s decided %s %s, want deny %s", r.id, e.ToolUseID, want.tool, e.Decision, e.Reason, want.deny)
 			}
