@@ -33,7 +33,7 @@ var goos = []string{"linux", "darwin"}
 // belowGate are the packages the gate is built on; none of them may
 // import it, directly or not.
 var belowGate = []string{
-	"capability", "manifest", "policy", "guard/...", "broker/...", "sandbox/...",
+	"capability", "agentfiles", "manifest", "policy", "guard/...", "broker/...", "sandbox/...",
 	"plugin", "plugin/host", "audit/...", "approval/...", "hook/...", "tool/...",
 	"secret/...", "store/...", "internal/...",
 }
@@ -62,6 +62,13 @@ var rules = []struct {
 		pkgs: []string{"capability"},
 		BadDeps: map[string]string{
 			mod + "/...": "capability is the vocabulary every package shares; importing any package of the module risks a cycle and widens what every package trusts",
+		},
+	},
+	{
+		name: "the agent-file catalogue is a leaf",
+		pkgs: []string{"agentfiles"},
+		BadDeps: map[string]string{
+			mod + "/...": "the catalogue of agent files is asked by the gate, the sandbox and the hooks alike; it decides from names only",
 		},
 	},
 	{name: "manifest is declarative", pkgs: []string{"manifest"}, BadDeps: declarative},
