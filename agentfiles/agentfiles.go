@@ -94,7 +94,9 @@ var catalogue = []Entry{
 	{"**/.gitattributes", Code, Project, "git", "selects the filter and diff drivers config names (code where config defines one)", git},
 	{".gitmodules", Code, Project, "git", "submodule URLs and update commands (update = !cmd runs)", git},
 	{".envrc", Code, Project, "direnv", "evaluated by the shell on cd once allowed", direnv},
-	{".norma/**", Code, Project, "Norma", "policy, settings and hooks of the workspace", norma},
+	{".norma/policy.yaml", Code, Project, "Norma", "the workspace policy layer", norma},
+	{".norma/settings*.yaml", Code, Project, "Norma", "permission rules, hooks and mode of the workspace", norma},
+	{".norma/hooks/**", Code, Project, "Norma", "hook scripts the settings name", norma},
 	{"CLAUDE.md", Instructions, Project, "Claude Code", "memory loaded into every session", claude},
 	{"CLAUDE.local.md", Instructions, Project, "Claude Code", "the user's own project memory", claude},
 	{"**/CLAUDE.md", Instructions, Project, "Claude Code", "memory of a subdirectory, loaded when files there are read", claude},
@@ -230,3 +232,23 @@ func (s Scope) String() string {
 	}
 	return "none"
 }
+
+// hidden are the catalogued files whose content no tool and no plugin may
+// read either, whatever a grant or a policy says: they decide what Norma
+// allows (.norma's policy, settings and hooks), or name the hooks and MCP
+// servers an agent runs on the host together with their environment,
+// where tokens live (an agent under `norma hook` that read or wrote one
+// could switch Norma's hook off with disableAllHooks, or point it at a
+// state directory of its own with env NORMA_HOME). git's hooks are here
+// because a trusted hook calling git would execute them. .git/config is
+// not: git cannot work without reading it; the floor refuses writes.
+var hidden = []string{
+	".norma/policy.yaml", ".norma/settings.yaml", ".norma/settings.local.yaml", ".norma/hooks/**",
+	".git/hooks/**",
+	".claude/settings.json", ".claude/settings.local.json", ".claude/hooks/**", ".mcp.json",
+	".codex/config.toml", ".codex/hooks.json", ".gemini/settings.json",
+}
+
+// Hidden returns the workspace globs of the catalogued files that are
+// unreadable too (see hidden); each is also a Code entry.
+func Hidden() []string { return slices.Clone(hidden) }

@@ -35,6 +35,8 @@ func TestLookup(t *testing.T) {
 		{"src/.gitattributes", "", Code},
 		{".envrc", "", Code},
 		{".norma/settings.yaml", "", Code},
+		{".norma/settings.local.yaml", "", Code},
+		{".norma/memory/MEMORY.md", "", 0},
 		{"CLAUDE.md", "", Instructions},
 		{"docs/CLAUDE.md", "", Instructions},
 		{"AGENTS.md", "", Instructions},
@@ -84,6 +86,15 @@ func TestCatalogue(t *testing.T) {
 	for _, f := range SandboxFiles() {
 		if m, ok := Lookup(f, ""); !ok || m.Class != Code {
 			t.Errorf("sandbox file %s is not a catalogued Code file", f)
+		}
+	}
+}
+
+func TestHiddenAreCode(t *testing.T) {
+	for _, g := range Hidden() {
+		name := strings.ReplaceAll(g, "**", "x")
+		if m, ok := Lookup(name, ""); !ok || m.Class != Code {
+			t.Errorf("hidden %s (%s) is not a catalogued Code file", g, name)
 		}
 	}
 }

@@ -26,3 +26,17 @@ const (
 	// written to the spill directory; the result carries the head only.
 	ReasonOutputSpillFailed Reason = "OUTPUT_SPILL_FAILED"
 )
+
+// Reason codes of the agent-file floor (package agentfiles, applied by the
+// gate to every file write it decides).
+const (
+	// ReasonAgentFileProtected: the call writes a file that an agent or a
+	// tool loads as code (.claude/settings*.json, .claude/agents/**,
+	// .git/config, .codex/**, ...), by the name given or by the name its
+	// symbolic links resolve to; no rule, grant or mode allows it.
+	ReasonAgentFileProtected Reason = "AGENT_FILE_PROTECTED"
+	// ReasonInstructionFile: the call writes an instruction file that
+	// steers every later session (CLAUDE.md, AGENTS.md, GEMINI.md); it
+	// needs approval in every mode.
+	ReasonInstructionFile Reason = "INSTRUCTION_FILE_WRITE"
+)

@@ -162,6 +162,7 @@ type Gate struct {
 	mode      atomic.Uint32
 	approver  approval.Authorizer
 	wsDir     string // Options.Workspace
+	home      string // the user's home relative to wsDir, or "" (homeIn)
 	wsID      string // its approval.WorkspaceID
 	ledger    approval.Ledger
 	hooks     *hook.Registry
@@ -207,6 +208,7 @@ func New(opts Options) (*Gate, error) {
 		g.red = secret.NewRedactor()
 	}
 	g.unconf = sync.OnceValue(g.newUnconfined)
+	g.home = homeIn(g.wsDir)
 	if g.wsDir != "" {
 		if g.wsID, err = approval.WorkspaceID(g.wsDir); err != nil {
 			return nil, fmt.Errorf("gate: %w", err)

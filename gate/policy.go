@@ -139,6 +139,11 @@ func (x *exec) capability(ctx context.Context) capability.Decision {
 			d = nd
 		}
 	}
+	if d.Mode != capability.Deny {
+		if fd, ok := x.agentFloor(); ok && fd.Mode < d.Mode {
+			d = fd
+		}
+	}
 	d.Trace = nil
 	return d
 }
@@ -300,6 +305,8 @@ func (g *Gate) normalize(toolName string, acc []tool.Access, u *unconfined) (req
 				t = toolName
 			}
 			reqs = append(reqs, capability.Request{Kind: a.Kind, Tool: t, Target: a.Target})
+		case capability.FSRead, capability.FSWrite:
+			reqs, what, err = g.fsRequests(reqs, a.Kind, a.Path)
 		default:
 			var r capability.Request
 			if r, what, err = g.request(a); err == nil {
@@ -331,12 +338,6 @@ var errUnnormalizable = capability.Denied(capability.ReasonInvalidRequest, "", "
 // a refusal.
 func (g *Gate) request(a tool.Access) (capability.Request, string, error) {
 	switch a.Kind {
-	case capability.FSRead, capability.FSWrite:
-		p, err := g.path(a.Path)
-		if err != nil {
-			return capability.Request{}, a.Kind.String() + " " + boundMsg(a.Path, 200), err
-		}
-		return capability.Request{Kind: a.Kind, Path: p}, "", nil
 	case capability.NetRequest:
 		u, err := weburl.Normalize(a.URL)
 		m := strings.ToUpper(a.Method)
@@ -381,14 +382,32 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_
 		paths []string
 	}{{capability.FSRead, se.Reads}, {capability.FSWrite, se.Writes}} {
 		for _, p := range l.paths {
-			np, err := g.path(p)
-			if err != nil {
-				return reqs, "", l.k.String() + " " + boundMsg(p, 200), err
+			if reqs, what, err = g.fsRequests(reqs, l.k, p); err != nil {
+				return reqs, "", what, err
 			}
-			reqs = append(reqs, capability.Request{Kind: l.k, Path: np})
 		}
 	}
 	return reqs, se.Unknown, "", nil
+}
+
+// fsRequests appends the requests of a file access to p: its canonical
+// path, and, when symbolic links make that differ from the name as given
+// (cleaned lexically), that name too. The agent or the process opens the
+// name; the policy's globs, the permission rules and the agent-file floor
+// are written for names: a deny of .claude/settings.local.json must hold
+// when .claude is a link to cfg, and a deny of cfg/** when cfg is reached
+// as .claude. Every request must be allowed, so either name matching a
+// deny protects.
+func (g *Gate) fsRequests(reqs []capability.Request, k capability.Kind, p string) ([]capability.Request, string, error) {
+	np, err := g.path(p)
+	if err != nil {
+		return reqs, k.String() + " " + boundMsg(p, 200), err
+	}
+	reqs = append(reqs, capability.Request{Kind: k, Path: np})
+	if lp, err := fsguard.Clean(p); err == nil && lp != np {
+		reqs = append(reqs, capability.Request{Kind: k, Path: lp})
+	}
+	return reqs, "", nil
 }
 
 // path canonicalizes a workspace path: resolved when possible, cleaned

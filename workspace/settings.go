@@ -3,6 +3,7 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"github.com/norma-run/norma/agentfiles"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -161,26 +162,12 @@ func HookNeedsTrust(dir string, h settings.Hook) (bool, error) {
 	return true, nil
 }
 
-// protected are the workspace files that decide what runs, or that run on
-// the host outside the sandbox (git's hooks, which a trusted hook calling
-// git would execute): no tool and no plugin may read or write them,
-// whatever a grant or a policy says. .git/config is not among them: git
-// cannot work without reading it, and a deny also hides it from reads.
-//
-// The agents' own project settings are among them: Claude Code's
-// .claude/settings*.json, the scripts of .claude/hooks and .mcp.json,
-// Codex's .codex/config.toml and hooks.json, Gemini CLI's
-// .gemini/settings.json. They name the hooks and MCP servers the agent
-// runs on the host, and the environment of those hooks: an agent under
-// `norma hook` that wrote one could switch Norma's hook off
-// (disableAllHooks), or point it at a state directory and user settings
-// of its own (env NORMA_HOME, XDG_CONFIG_HOME).
-var protected = []string{
-	".norma/policy.yaml", ".norma/settings.yaml", ".norma/settings.local.yaml", ".norma/hooks/**",
-	".git/hooks/**",
-	".claude/settings.json", ".claude/settings.local.json", ".claude/hooks/**", ".mcp.json",
-	".codex/config.toml", ".codex/hooks.json", ".gemini/settings.json",
-}
+// protected are the workspace files that no tool and no plugin may read
+// or write, whatever a grant or a policy says: the hidden part of the
+// agent-file catalogue (agentfiles.Hidden, which says why). The rest of
+// the catalogue is refused for writes by the gate's floor and kept
+// read-only by the sandbox.
+var protected = agentfiles.Hidden()
 
 // makeInside creates the user settings directory when it lies inside the
 // workspace and does not exist yet (a run in $HOME without
