@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/linkwalk"
 )
 
 // initConfig is what the host sends to the sandbox init over the inherited
@@ -20,6 +21,7 @@ type initConfig struct {
 	RW      []string   `json:"rw,omitempty"`
 	Deny    []denyPath `json:"deny,omitempty"`
 	Pin     []string   `json:"pin,omitempty"`
+	Freeze  []string   `json:"freeze,omitempty"` // see frozen: objects and links, parents first
 	Env     []string   `json:"env,omitempty"`
 	Network string     `json:"network"`
 	Limits  Limits     `json:"limits"`
@@ -178,7 +180,11 @@ func buildConfig(s *Spec) (*initConfig, error) {
 		c.Deny = append(c.Deny, denyPath{Path: cp, Dir: fi.IsDir()})
 	}
 	var err error
-	if c.Pin, err = pins(s.Pin, c); err != nil {
+	var ancestors []string
+	if c.Freeze, ancestors, err = frozen(s.Freeze, c); err != nil {
+		return nil, err
+	}
+	if c.Pin, err = pins(slices.Concat(s.Pin, ancestors), c); err != nil {
 		return nil, err
 	}
 	dir := s.Dir
@@ -222,4 +228,50 @@ func pins(ps []string, c *initConfig) ([]string, error) {
 		return strings.Compare(a, b)
 	})
 	return slices.Compact(out), nil
+}
+
+// frozen returns what the init binds read-only onto itself for the
+// Freeze paths (see Spec.Freeze), sorted parents first: the symbolic
+// links met on the way to each that lie inside a read-write grant, and
+// the object each leads to when that lies inside one; and the
+// directories to pin between those and their grant. Anything under a
+// denied path is left out (its mask hides it). A path that ends at a
+// missing name inside a read-write grant is an error.
+func frozen(paths []string, c *initConfig) (freeze, ancestors []string, err error) {
+	inRW := func(p string) bool { return slices.ContainsFunc(c.RW, func(g string) bool { return within(p, g) }) }
+	denied := func(p string) bool {
+		return slices.ContainsFunc(c.Deny, func(d denyPath) bool { return within(p, d.Path) })
+	}
+	add := func(p string) {
+		freeze = append(freeze, p)
+		for a := filepath.Dir(p); inRW(a) && !slices.Contains(c.RW, a); a = filepath.Dir(a) {
+			ancestors = append(ancestors, a)
+		}
+	}
+	for _, p := range paths {
+		w, err := linkwalk.Resolve(filepath.Clean(p))
+		if err != nil {
+			return nil, nil, NewError(capability.ReasonSandboxSpecInvalid, "freeze", p, "", err)
+		}
+		for _, l := range w.Links {
+			if inRW(l) && !denied(l) {
+				add(l)
+			}
+		}
+		switch {
+		case w.Final != "":
+			if inRW(w.Final) && !denied(w.Final) {
+				add(w.Final)
+			}
+		case w.Missing != "" && inRW(w.Missing) && !denied(w.Missing):
+			return nil, nil, specErr("freeze", p, "%s does not exist, and the process could create it", w.Missing)
+		}
+	}
+	slices.SortFunc(freeze, func(a, b string) int {
+		if d := strings.Count(a, "/") - strings.Count(b, "/"); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	return slices.Compact(freeze), ancestors, nil
 }

@@ -31,8 +31,10 @@
 //     tmpfs /tmp and /dev/shm, a synthetic /etc/passwd and /etc/group, the
 //     grants at their absolute host paths, the pinned paths ([Spec.Pin])
 //     bound onto themselves, so that they cannot be renamed, removed or
-//     replaced, and the denied paths covered by empty mode-000 objects
-//     (mount points too); the directories the private /tmp holds for
+//     replaced, the frozen paths ([Spec.Freeze]) bound read-only onto
+//     themselves (symbolic links on the way pinned as themselves), and
+//     the denied paths covered by empty mode-000 objects (mount points
+//     too, on top of a frozen directory that holds them); the directories the private /tmp holds for
 //     grants under the host's /tmp are made read-only too (a write beside
 //     a grant fails with EROFS rather than landing in the private tmpfs);
 //     then remounts that root read-only and pivot_roots into it,
@@ -104,9 +106,25 @@
 // grant); CPU exhaustion within the rlimits, and memory use up to
 // RLIMIT_AS per process (not per tree) when no memory cgroup is writable;
 // covert channels. Deny paths that do not exist when the run starts are
-// not hidden if the process creates them, and a pin or a mask made for one
-// process does not bind processes started before it (each sandbox is built
-// from the paths of its own start).
+// not hidden if the process creates them. For the files agents and tools
+// load as code on the host, Norma's sandboxes over a workspace
+// (sandboxpolicy.Derive, used by the shell of `norma run`, `norma hook
+// exec` and the plugin host) close that gap with [Spec.Freeze]: the
+// directories .claude, .codex, .gemini, .cursor, .vscode, .git/hooks and
+// .git/info are read-only, made empty first when missing (never .git
+// itself), and so are .git/config, .mcp.json, .envrc, .gitmodules and
+// .gitattributes where they exist, a .git file too; each through its
+// symbolic links, which cannot be swapped. A missing root-level file of
+// that list can still be created: freezing it would mean creating it.
+// The gate refuses its creation by name, and each is loaded only after a
+// consent of its own program (Claude Code's prompt for a project MCP
+// server, `direnv allow`, `git submodule init`) or names only what the
+// frozen .git/config defines (.gitattributes). Likewise a workspace that
+// is not a git repository can become one (git init writes a new
+// .git/config), and a repository made in a subdirectory (git clone, git
+// init sub) is not frozen. A pin, a freeze or a mask made for one
+// process does not bind processes started before it (each sandbox is
+// built from the paths of its own start).
 //
 // Runner, Start and Run are safe for concurrent use. The filter is written
 // for linux/amd64; other platforms fail closed.

@@ -450,6 +450,12 @@ func buildRoot(cfg *initConfig) (*landlockPolicy, error) {
 	if err := pin(cfg.Pin); err != nil {
 		return nil, err
 	}
+	// Frozen paths: read-only mount points of themselves, on top of the
+	// pins and under the masks, so that a denied path inside one stays
+	// hidden.
+	if err := freeze(cfg.Freeze); err != nil {
+		return nil, err
+	}
 	// Denied paths: cover each with an empty, mode-000, read-only object.
 	if err := maskDenied(cfg.Deny, onMasks); err != nil {
 		return nil, err
@@ -547,6 +553,34 @@ func pin(paths []string) error {
 		target := stage + p
 		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return setupFail("pin", p, err)
+		}
+	}
+	return nil
+}
+
+// freeze binds each path (sorted parents first) read-only onto itself,
+// recursively, without following a symbolic link it ends in: a frozen
+// directory or file, and every mount below it, becomes read-only (EROFS
+// on any write, creation, rename or removal inside), and the path is a
+// mount point that cannot be renamed, removed or replaced (EBUSY). A
+// symbolic link gets a mount of itself, which pins it: it still reads
+// the same, and rm, mv or ln -sf over it fail. Any failure fails the
+// run: a path left writable would be a silent hole.
+func freeze(paths []string) error {
+	for _, p := range paths {
+		target := stage + p
+		fd, err := unix.OpenTree(unix.AT_FDCWD, target, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		if err != nil {
+			return setupFail("freeze", p, err)
+		}
+		err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: roAttrs})
+		if err == nil {
+			// No MOVE_MOUNT_T_SYMLINKS: a link is mounted on, not followed.
+			err = unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return setupFail("freeze", p, err)
 		}
 	}
 	return nil

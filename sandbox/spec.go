@@ -200,6 +200,25 @@ type Spec struct {
 	// already. A pin that does not exist, lies outside every read-write
 	// grant, is a grant itself or lies under a Deny path is ignored.
 	Pin []string
+	// Freeze are paths inside read-write grants that the process may read
+	// but not change: each becomes a read-only mount of itself, recursive
+	// (every mount below it, a nested grant or pin included, is read-only
+	// too), so writing, creating, renaming or removing anything in a
+	// frozen directory fails with EROFS and the path itself cannot be
+	// renamed, removed or replaced (EBUSY), nor a file linked into or out
+	// of it (EXDEV). Deny paths inside a frozen one stay hidden: their
+	// masks are mounted on top. Names are frozen as a process opens them:
+	// every symbolic link on the way that lies inside a read-write grant
+	// is pinned as itself (a mount on the link, which then cannot be
+	// removed or replaced), the object the path leads to is frozen, and
+	// every directory between a grant and a frozen path or pinned link is
+	// pinned ([Spec.Pin]), so that moving an ancestor cannot carry the
+	// mount away. A path that leads outside every read-write grant, or
+	// under a Deny path, has only its links pinned. A path that leads to
+	// a name that does not exist inside a read-write grant is refused
+	// (SANDBOX_SPEC_INVALID: the process could create it); the caller
+	// creates what it wants frozen first.
+	Freeze []string
 	// Env is the complete environment, as KEY=VALUE. Nothing is inherited.
 	Env []string
 	// Network is the network mode; NetBroker requires Broker.
@@ -285,7 +304,7 @@ func (s *Spec) validate() error {
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
 		return specErr("argv", "", "empty command")
 	}
-	for _, group := range [][]string{s.ReadOnly, s.ReadWrite, s.Deny, s.Pin} {
+	for _, group := range [][]string{s.ReadOnly, s.ReadWrite, s.Deny, s.Pin, s.Freeze} {
 		for _, p := range group {
 			if !filepath.IsAbs(p) {
 				return specErr("path", p, "not absolute")

@@ -173,6 +173,7 @@ func (p *Plugin) sandboxSpec(ctx context.Context, brk *broker.Broker, ln *connLi
 		ReadWrite: rw,
 		Deny:      deny,
 		Pin:       paths.Pin,
+		Freeze:    paths.Freeze,
 		Env:       env,
 		Network:   sandbox.NetBroker,
 		Broker:    ln.serve,

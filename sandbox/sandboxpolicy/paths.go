@@ -44,7 +44,7 @@ const DefaultMemory = 4 << 30
 // Paths are the host paths a sandboxed process sees: the fields of the
 // same names in [sandbox.Spec].
 type Paths struct {
-	ReadOnly, ReadWrite, Deny, Pin []string
+	ReadOnly, ReadWrite, Deny, Pin, Freeze []string
 }
 
 // Derive derives the sandbox's view of the workspace ws from the effective
@@ -67,7 +67,16 @@ type Paths struct {
 //     sandbox makes a mount point that cannot be renamed or removed. The
 //     policy decides by name; pins keep the names true, so that neither
 //     `mv docs docs2` nor `mv .norma x && mkdir .norma` can move a denied
-//     tree out from under its deny rule or replace a protected one.
+//     tree out from under its deny rule or replace a protected one;
+//   - whatever the policy allows, the files and directories agents and
+//     tools load as code on the host ([agentfiles.SandboxDirs] and
+//     [agentfiles.SandboxFiles], workspace-relative) are added to Freeze,
+//     which the sandbox keeps read-only, their symbolic links pinned and
+//     the names they lead to frozen: a confined process cannot write
+//     .claude/settings.local.json, .git/hooks/pre-commit or .git/config,
+//     create .codex/config.toml, or replace the directory or link that
+//     holds them. Such a directory that does not exist is created empty
+//     first when its parent does (not .git itself); see agentFloor.
 //
 // prot are directories hidden by identity, whatever their name (Norma's
 // state directory, recorded by [Protect] when the run opened): a directory
@@ -106,6 +115,10 @@ func Derive(ctx context.Context, ws string, set *policy.Set, prot Protected, lay
 	p.ReadOnly = slices.DeleteFunc(p.ReadOnly, func(r string) bool {
 		return slices.ContainsFunc(p.ReadWrite, func(w string) bool { return within(r, w) })
 	})
+	// The floor first: the directories it creates are then walked too.
+	if p.Freeze, err = agentFloor(ws, p); err != nil {
+		return Paths{}, err
+	}
 	if p.Deny, err = hidden(ctx, ws, set, p, prot.ids); err != nil {
 		return Paths{}, err
 	}

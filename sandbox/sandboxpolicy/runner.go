@@ -284,6 +284,7 @@ func (r *Runner) spec(ctx context.Context, cmd tool.Command) (sandbox.Spec, erro
 		ReadWrite: p.ReadWrite,
 		Deny:      p.Deny,
 		Pin:       p.Pin,
+		Freeze:    p.Freeze,
 		Env:       setEnv(r.env, cmd.Env, false),
 		Network:   r.cfg.Network,
 		Broker:    r.cfg.Broker,
