@@ -87,6 +87,14 @@ func TestProtectionByIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
+	// The sandbox makes the agent-file floor's missing directories at the
+	// first command (sandboxpolicy.Derive); made here, so that the
+	// comparison sees what the attacks change.
+	for _, d := range []string{".claude", ".codex", ".gemini", ".cursor", ".vscode"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// After Open, which records the workspace files it accepted (their
 	// first sight) in the state directory: from here on, nothing changes.
 	before := treetest.Snapshot(t, dir)
