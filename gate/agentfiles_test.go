@@ -154,3 +154,34 @@ func TestAgentFilesFloorHome(t *testing.T) {
 }
 
 func write(p string) gate.Call { return call("Write", `{"path":"`+p+`"}`) }
+
+// TestAgentFilesHardLink: another agent's write of a file with a second
+// name (here .claude/settings.local.json) is refused; Norma's own write,
+// which replaces the name and never changes the other, is not.
+func TestAgentFilesHardLink(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(ws, ".claude", "settings.local.json")
+	if err := os.WriteFile(settings, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(settings, filepath.Join(ws, "notes.json")); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, withRules(policy.Rules{Allow: []string{"Write"}}), func(o *gate.Options, f *fixture) {
+		f.pol.d = agentFilesSet(t)
+		fs, err := fsguard.New(ws, f.pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Workspace, o.Resolve = ws, fs.Resolve
+	})
+	if e := f.g.Explain(gate.Unconfined(t.Context()), write("notes.json")); e.Decision.Mode != capability.Deny || e.Decision.Reason != capability.ReasonHardlinkRefused {
+		t.Errorf("unconfined write of a hard link: %s %s, want HARDLINK_REFUSED", e.Decision.Mode, e.Decision.Reason)
+	}
+	if e := f.g.Explain(t.Context(), write("notes.json")); e.Decision.Mode != capability.Allow {
+		t.Errorf("confined write of a hard link: %s %s, want allowed", e.Decision.Mode, e.Decision.Reason)
+	}
+}
