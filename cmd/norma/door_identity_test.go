@@ -69,6 +69,14 @@ func TestDoorProtectionByIdentity(t *testing.T) {
 	if err != nil || len(key) == 0 {
 		t.Fatalf("vault key: %q, %v", key, err)
 	}
+	// The sandbox makes the agent-file floor's missing directories at the
+	// first command (sandboxpolicy.Derive); made here, so that the
+	// comparison sees what the attacks change.
+	for _, d := range []string{".claude", ".codex", ".gemini", ".cursor", ".vscode"} {
+		if err := os.Mkdir(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The run writes its own state under home; everything else must stay.
 	before := treetest.Snapshot(t, ws)
 	secretsBefore := treetest.Snapshot(t, filepath.Join(home, "secrets"))
