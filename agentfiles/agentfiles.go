@@ -69,7 +69,10 @@ const (
 	norma  = "Norma (this module)"
 )
 
-// catalogue is the list; Catalogue returns a copy.
+// catalogue is the list; Catalogue returns a copy. Not in it, and why:
+// .gitattributes and .gitmodules only select what git's config defines
+// (a filter or diff driver; git 2.39 ignores update = !cmd and refuses the
+// ext:: transport from .gitmodules), and that config is in it.
 var catalogue = []Entry{
 	{".claude/settings.json", Code, Project, "Claude Code", "hooks, MCP servers, permissions and env of every session in the project, reloaded while a session runs", claude},
 	{".claude/settings.local.json", Code, Project, "Claude Code", "as settings.json, the user's own project settings; a new file is loaded at once", claude},
@@ -91,8 +94,6 @@ var catalogue = []Entry{
 	{".git/info/**", Code, Project, "git", "info/attributes selects filters and diff drivers that config names", git},
 	{".git/modules/*/config", Code, Project, "git", "a submodule's config, as .git/config", git},
 	{".git/modules/*/hooks/**", Code, Project, "git", "a submodule's hooks", git},
-	{"**/.gitattributes", Code, Project, "git", "selects the filter and diff drivers config names (code where config defines one)", git},
-	{".gitmodules", Code, Project, "git", "submodule URLs and update commands (update = !cmd runs)", git},
 	{".envrc", Code, Project, "direnv", "evaluated by the shell on cd once allowed", direnv},
 	{".norma/policy.yaml", Code, Project, "Norma", "the workspace policy layer", norma},
 	{".norma/settings*.yaml", Code, Project, "Norma", "permission rules, hooks and mode of the workspace", norma},
@@ -216,7 +217,7 @@ var sandboxDirs = []string{".claude", ".codex", ".gemini", ".cursor", ".vscode",
 // pinned without creating it; each is loaded only after a consent of its
 // own program (Claude Code's project MCP server prompt, `direnv allow`,
 // git's submodule init), and the gate refuses its creation by name.
-var sandboxFiles = []string{".git/config", ".mcp.json", ".envrc", ".gitmodules", ".gitattributes"}
+var sandboxFiles = []string{".git/config", ".mcp.json", ".envrc"}
 
 // SandboxDirs returns the workspace directories the OS sandbox keeps
 // read-only (see sandboxDirs), and SandboxFiles the files.
@@ -252,3 +253,10 @@ var hidden = []string{
 // Hidden returns the workspace globs of the catalogued files that are
 // unreadable too (see hidden); each is also a Code entry.
 func Hidden() []string { return slices.Clone(hidden) }
+
+// TableRow is e as a row of the README's Markdown table of the catalogue
+// (a test keeps the two alike).
+func TableRow(e Entry) string {
+	return "| " + e.Scope.String() + " | `" + e.Glob + "` | " + e.Class.String() + " | " + e.Agent + " | " +
+		strings.ReplaceAll(e.Loads, "|", `\|`) + " | " + e.Checked + " |"
+}

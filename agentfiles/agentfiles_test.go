@@ -1,6 +1,7 @@
 package agentfiles
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestLookup(t *testing.T) {
 		{".git/modules/lib/config", "", Code},
 		{".git/objects/ab/cdef", "", 0},
 		{".git/index", "", 0},
-		{"src/.gitattributes", "", Code},
+		{"src/.gitattributes", "", 0},
 		{".envrc", "", Code},
 		{".norma/settings.yaml", "", Code},
 		{".norma/settings.local.yaml", "", Code},
@@ -95,6 +96,20 @@ func TestHiddenAreCode(t *testing.T) {
 		name := strings.ReplaceAll(g, "**", "x")
 		if m, ok := Lookup(name, ""); !ok || m.Class != Code {
 			t.Errorf("hidden %s (%s) is not a catalogued Code file", g, name)
+		}
+	}
+}
+
+// TestREADMETable: the README's table of the catalogue lists every entry
+// as TableRow renders it.
+func TestREADMETable(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range Catalogue() {
+		if row := TableRow(e); !strings.Contains(string(b), row+"\n") {
+			t.Errorf("README.md lacks the row\n%s", row)
 		}
 	}
 }
