@@ -28,8 +28,11 @@ import (
 // since the accepted version (at first sight: since no file, the
 // built-in defaults) that only narrows is applied, and becomes the
 // accepted version; one that widens is held: the accepted version is
-// applied, Warn gets the delta, and Options.Accept may ask the user.
-// `norma policy trust` ([Trust]) accepts what the files hold now.
+// applied with the parts of the change that narrow it (new deny and ask
+// rules, allow rules the file dropped, a lower mode, the policy's deny
+// globs and lower ceilings), Warn gets the delta, and Options.Accept may
+// ask the user. Only what widens waits. `norma policy trust` ([Trust])
+// accepts what the files hold now.
 var TrustedFiles = []string{PolicyFile, settings.WorkspaceFile, settings.LocalFile}
 
 // PolicyTrustFile is where the accepted versions are recorded, under
@@ -42,7 +45,8 @@ type FileChange struct {
 	// File is the file's path relative to the workspace.
 	File string `json:"file"`
 	// Held says the change widens and is not applied: the accepted version
-	// (or, with FirstSight, none) is.
+	// (or, with FirstSight, none) is, with the parts of the change that
+	// narrow it.
 	Held bool `json:"held"`
 	// FirstSight says nothing was accepted yet: the change is from the
 	// built-in defaults (no file).
@@ -55,29 +59,46 @@ type FileChange struct {
 	content version // what the file held when the delta was made
 }
 
-// String is the change as a warning: what the file does now, then each
-// change of the delta on its own line, escaped (the file is workspace
-// content).
+// String is the change as a warning: what the file does now, then, for
+// a held change, what of it waits and what applies now, then each change
+// of the delta on its own line, escaped (the file is workspace content).
 func (c FileChange) String() string {
 	var b strings.Builder
+	except := ""
+	if c.Held && len(narrowings(c.Delta)) > 0 {
+		except = ", except the parts that narrow"
+	}
 	switch {
 	case c.Held && c.FirstSight:
-		fmt.Fprintf(&b, "%s widens the built-in defaults and has not been accepted: not applied", c.File)
+		fmt.Fprintf(&b, "%s widens the built-in defaults and has not been accepted: not applied%s", c.File, except)
+	case c.Held && except != "":
+		fmt.Fprintf(&b, "%s changed since it was accepted and the change widens: not applied%s (they apply on top of the accepted version)", c.File, except)
 	case c.Held:
 		fmt.Fprintf(&b, "%s changed since it was accepted and the change widens: not applied (the accepted version is)", c.File)
 	default:
 		fmt.Fprintf(&b, "%s changed since it was accepted; the change only narrows and is applied", c.File)
 	}
-	for _, l := range DeltaLines(c.Delta) {
+	for _, l := range deltaLines(c.Delta, c.Held) {
 		b.WriteString("\n  " + l)
 	}
 	return b.String()
 }
 
 // DeltaLines are the changes of d, one a line, escaped: "+ " for what
-// widens (added, widened), "- " for what narrows.
-func DeltaLines(d manifest.Delta) []string {
+// widens (added, widened), "- " for what narrows. When d widens, the
+// first line says what of it waits for `norma policy trust` and what
+// applies now ("held: 1 allow rule waits for `norma policy trust`; 1 deny
+// rule applies now"): a run holds such a change, and applies its
+// narrowing parts at once.
+func DeltaLines(d manifest.Delta) []string { return deltaLines(d, d.NeedsConsent()) }
+
+// deltaLines are the changes of d as [DeltaLines] has them, with the held
+// summary first when held.
+func deltaLines(d manifest.Delta, held bool) []string {
 	var out []string
+	if held {
+		out = append(out, termtext.Escape(heldSummary(d)))
+	}
 	for _, l := range []struct {
 		sign, what string
 		list       []manifest.Change
@@ -233,9 +254,12 @@ func fileSettings(f *settings.File) *settings.Settings {
 }
 
 // applied are the versions of the trusted files Open applies, and the
-// changes it found.
+// changes it found. A held settings file's version in force is in files
+// (the accepted version with the narrowing parts of the change, which
+// has no bytes of its own); a held policy's is in versions, rendered.
 type applied struct {
 	versions map[string]version
+	files    map[string]*settings.File
 	changes  []FileChange
 }
 
@@ -279,7 +303,7 @@ func compare(store *filetrust.Store, dir, rel string) (c FileChange, acc version
 // accepted: a widening change is held, with nothing to accept it by.
 // skipPolicy leaves the policy file out (Options.Policy replaces it).
 func resolve(dir string, o *Options, skipPolicy bool) (applied, error) {
-	a := applied{versions: map[string]version{}}
+	a := applied{versions: map[string]version{}, files: map[string]*settings.File{}}
 	var store *filetrust.Store
 	if o.Home != "" {
 		s, err := filetrust.Open(o.Home)
@@ -302,7 +326,9 @@ func resolve(dir string, o *Options, skipPolicy bool) (applied, error) {
 			a.versions[rel] = c.content
 			continue
 		case c.Held && (store == nil || o.Accept == nil || !o.Accept(c)):
-			a.versions[rel] = acc
+			if err := a.hold(dir, rel, acc, c); err != nil {
+				return a, err
+			}
 			a.changes = append(a.changes, c)
 			continue
 		case c.Held:
@@ -321,6 +347,58 @@ func resolve(dir string, o *Options, skipPolicy bool) (applied, error) {
 	return a, nil
 }
 
+// hold records the version in force of the trusted file rel of dir while
+// its change c from the accepted version acc is held: acc with the parts
+// of c that narrow it (see held.go). The result is asked of the diff
+// engine once more: should it widen acc, which would be a fault of the
+// composition, Open fails rather than apply it.
+func (a applied) hold(dir, rel string, acc version, c FileChange) error {
+	a.versions[rel] = acc
+	if len(narrowings(c.Delta)) == 0 {
+		return nil
+	}
+	if rel == PolicyFile {
+		old, err := parsePolicy(dir, acc)
+		if err != nil {
+			return err
+		}
+		cur, err := parsePolicy(dir, c.content)
+		if err != nil {
+			return err
+		}
+		// Rendered and parsed again: the version in force passes the
+		// checks of every policy file.
+		data, err := heldLayer(old, cur, c.Delta).Marshal()
+		if err != nil {
+			return fmt.Errorf("workspace: %s: composing the held version: %w", rel, err)
+		}
+		v := version{data: data}
+		eff, err := parsePolicy(dir, v)
+		if err != nil {
+			return fmt.Errorf("workspace: %s: composing the held version: %w", rel, err)
+		}
+		if d := manifest.DiffCeiling(old, eff); d.NeedsConsent() {
+			return fmt.Errorf("workspace: %s: the narrowing parts of its held change would widen the accepted version (%s): not applied", rel, strings.Join(deltaLines(d, false), "; "))
+		}
+		a.versions[rel] = v
+		return nil
+	}
+	old, err := parseSettings(dir, rel, acc)
+	if err != nil {
+		return err
+	}
+	cur, err := parseSettings(dir, rel, c.content)
+	if err != nil {
+		return err
+	}
+	eff := heldSettings(old, cur, c.Delta)
+	if d := SettingsDelta(old, eff); d.NeedsConsent() {
+		return fmt.Errorf("workspace: %s: the narrowing parts of its held change would widen the accepted version (%s): not applied", rel, strings.Join(deltaLines(d, false), "; "))
+	}
+	a.files[rel] = eff
+	return nil
+}
+
 // readWorkspace is the settings loader's reader of the workspace files:
 // the versions resolve chose.
 func (a applied) readWorkspace(dir string) func(string, settings.Scope) (*settings.File, error) {
@@ -328,6 +406,9 @@ func (a applied) readWorkspace(dir string) func(string, settings.Scope) (*settin
 		rel := settings.WorkspaceFile
 		if scope == settings.ScopeLocal {
 			rel = settings.LocalFile
+		}
+		if f, ok := a.files[rel]; ok {
+			return f, nil
 		}
 		return parseSettings(dir, rel, a.versions[rel])
 	}
