@@ -1,0 +1,42 @@
+package agenthook
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/norma-run/norma/gate/gatetest"
+	"github.com/norma-run/norma/settings"
+)
+
+// BenchmarkDecideWrite is one PreToolUse decision of a Claude Code Write
+// in acceptEdits by a warm engine (the daemon's case), through a symbolic
+// link (docs → notes): the gate decides the name given and the resolved
+// one, and asks the agent-file catalogue. bench/compare_hookwrite.sh runs
+// it beside the same file on an earlier commit; it depends on nothing but
+// the package's exported API, so that both build it.
+func BenchmarkDecideWrite(b *testing.B) {
+	ws, _ := filepath.EvalSymlinks(b.TempDir())
+	userDir := b.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, "notes"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Symlink("notes", filepath.Join(ws, "docs")); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(userDir, "settings.yaml"), []byte("permissions:\n  allow: [\"Bash(git status:*)\"]\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	eng, err := NewEngine(EngineOptions{Home: b.TempDir(), Settings: settings.Options{UserDir: userDir}, Audit: &gatetest.MemorySink{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	in := []byte(`{"session_id":"s","transcript_path":"/tmp/t.jsonl","cwd":"` + ws + `","permission_mode":"acceptEdits","hook_event_name":"PreToolUse","tool_name":"Write","tool_use_id":"toolu_b","tool_input":{"file_path":"` + filepath.Join(ws, "docs", "a.md") + `","content":"hello\n"}}`)
+	if out, exit := Handle(b.Context(), Claude{}, eng, in); exit != 0 {
+		b.Fatalf("exit %d: %s", exit, out)
+	}
+	for b.Loop() {
+		Handle(b.Context(), Claude{}, eng, in)
+	}
+}

@@ -1,0 +1,31 @@
+#!/bin/sh
+# The hook decision of a Claude Code Write (agenthook BenchmarkDecideWrite)
+# on this tree and on REF, side by side in one run: the benchmark file is
+# copied into a worktree of REF, and the two are run in turns, COUNT times
+# each; medians and the ratio are printed (issue 27: within 10 %).
+#   usage: bench/compare_hookwrite.sh [REF] [COUNT]     (default 16a0e12 10)
+set -eu
+cd "$(dirname "$0")/.."
+ref=${1:-16a0e12}
+count=${2:-10}
+wt=$(mktemp -d "${TMPDIR:-/tmp}/norma-hookwrite.XXXXXX")
+trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || true; rm -rf "$wt"' EXIT
+git worktree add -q --detach "$wt" "$ref"
+cp agenthook/bench_write_test.go "$wt/agenthook/"
+go test -c -o "$wt/new.test" ./agenthook
+(cd "$wt" && go test -c -o "$wt/old.test" ./agenthook)
+out=$(for i in $(seq "$count"); do
+	for v in old new; do
+		"$wt/$v.test" -test.run '^$' -test.bench 'BenchmarkDecideWrite$' -test.benchtime 300x | sed -n "s/^BenchmarkDecideWrite-[0-9]*/$v/p"
+	done
+done)
+printf '%s\n' "$out"
+printf '%s\n' "$out" | awk '
+{ n[$1]++; v[$1, n[$1]] = $3 }
+function median(k,   i, j, t, m, a) {
+	m = n[k]
+	for (i = 1; i <= m; i++) a[i] = v[k, i]
+	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+}
+END { o = median("old"); w = median("new"); printf "\nmedian ns/op: %s %.0f, this tree %.0f, ratio %.3f (goal <= 1.10)\n", "'"$ref"'", o, w, w / o }'
