@@ -112,19 +112,19 @@
 // exec` and the plugin host) close that gap with [Spec.Freeze]: the
 // directories .claude, .codex, .gemini, .cursor, .vscode, .git/hooks and
 // .git/info are read-only, made empty first when missing (never .git
-// itself), and so are .git/config, .mcp.json, .envrc, .gitmodules and
-// .gitattributes where they exist, a .git file too; each through its
-// symbolic links, which cannot be swapped. A missing root-level file of
-// that list can still be created: freezing it would mean creating it.
-// The gate refuses its creation by name, and each is loaded only after a
-// consent of its own program (Claude Code's prompt for a project MCP
-// server, `direnv allow`, `git submodule init`) or names only what the
-// frozen .git/config defines (.gitattributes). Likewise a workspace that
-// is not a git repository can become one (git init writes a new
-// .git/config), and a repository made in a subdirectory (git clone, git
-// init sub) is not frozen. A pin, a freeze or a mask made for one
-// process does not bind processes started before it (each sandbox is
-// built from the paths of its own start).
+// itself), and so are .git/config, .mcp.json and .envrc where they exist,
+// and a .git file (the lists are package agentfiles'); each through its
+// symbolic links, which cannot be swapped. A missing .mcp.json or .envrc
+// can still be created: freezing it would mean creating it. The gate
+// refuses its creation by name, and each is loaded only after a consent
+// of its own program (Claude Code's prompt for a project MCP server,
+// `direnv allow`). .gitattributes and .gitmodules stay writable: they
+// select what .git/config defines. Likewise a workspace that is not a
+// git repository can become one (git init writes a new .git/config), and
+// a repository made in a subdirectory (git clone, git init sub) is not
+// frozen. A pin, a freeze or a mask made for one process does not bind
+// processes started before it (each sandbox is built from the paths of
+// its own start).
 //
 // Runner, Start and Run are safe for concurrent use. The filter is written
 // for linux/amd64; other platforms fail closed.

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,5 +129,38 @@ func TestFreezeRefusesMissing(t *testing.T) {
 		if capability.ReasonOf(err) != capability.ReasonSandboxSpecInvalid {
 			t.Errorf("Freeze of missing %s: %v; want SANDBOX_SPEC_INVALID", name, err)
 		}
+	}
+}
+
+// BenchmarkLaunchFreeze is the cost of the agent-file floor on a launch:
+// /bin/true with a read-write workspace grant and 0 or 10 frozen paths
+// (the floor of a repository: 7 directories and 3 files, the ancestor
+// .git pinned).
+func BenchmarkLaunchFreeze(b *testing.B) {
+	requireSandbox(b)
+	ws := b.TempDir()
+	var frozen []string
+	for _, d := range []string{".claude", ".codex", ".gemini", ".cursor", ".vscode", ".git/hooks", ".git/info"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		frozen = append(frozen, filepath.Join(ws, d))
+	}
+	for _, f := range []string{".git/config", ".mcp.json", ".envrc"} {
+		if err := os.WriteFile(filepath.Join(ws, f), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		frozen = append(frozen, filepath.Join(ws, f))
+	}
+	for _, n := range []int{0, len(frozen)} {
+		b.Run(fmt.Sprintf("frozen=%d", n), func(b *testing.B) {
+			s := sandbox.Spec{Argv: []string{"/bin/true"}, ReadWrite: []string{ws}, Freeze: frozen[:n]}
+			for b.Loop() {
+				res, err := sandbox.Run(b.Context(), s)
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("Run(true) = %+v, %v", res, err)
+				}
+			}
+		})
 	}
 }

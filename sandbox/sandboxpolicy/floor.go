@@ -1,10 +1,13 @@
 package sandboxpolicy
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/norma-run/norma/agentfiles"
 	"github.com/norma-run/norma/internal/linkwalk"
@@ -24,7 +27,10 @@ import (
 // without one, .git/hooks in a repository without hooks, the target of a
 // .claude -> cfg link), so that the process cannot create it with
 // something in it; a missing parent is never created (no .git in a
-// workspace that is not a repository). A directory whose name reaches a
+// workspace that is not a repository). One on a read-only file system is
+// left out (the process cannot create it either); any other failure to
+// create one is an error (a parent without write permission is no bar to
+// its owner, who may change its mode). A directory whose name reaches a
 // missing name through symbolic links in some other way is returned as
 // it is, and the sandbox then refuses to start (the process could create
 // the rest). A file of the floor is returned when its name leads to an
@@ -54,7 +60,11 @@ func agentFloor(ws string, p Paths) ([]string, error) {
 		switch {
 		case w.Final != "":
 		case w.Missing != "" && w.Last && inRW(w.Missing):
-			if err := os.Mkdir(w.Missing, 0o755); err != nil && !os.IsExist(err) {
+			err := os.Mkdir(w.Missing, 0o755)
+			if errors.Is(err, syscall.EROFS) {
+				continue // a read-only file system: the process cannot create it either
+			}
+			if err != nil && !errors.Is(err, fs.ErrExist) {
 				return nil, fmt.Errorf("sandboxpolicy: creating %s, kept read-only in the sandbox: %w", w.Missing, err)
 			}
 		case len(w.Links) > 0:

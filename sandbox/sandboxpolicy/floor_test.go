@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/norma-run/norma/agentfiles"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
@@ -70,12 +71,11 @@ func TestDeriveAgentFloor(t *testing.T) {
 		name: "repository without hooks, with the root files",
 		setup: func(ws string) {
 			write(t, filepath.Join(ws, ".git/config"), "[core]\n")
-			for _, f := range []string{".mcp.json", ".envrc", ".gitmodules", ".gitattributes"} {
+			for _, f := range agentfiles.SandboxFiles() {
 				write(t, filepath.Join(ws, f), "x\n")
 			}
 		},
-		freeze: []string{".claude", ".codex", ".gemini", ".cursor", ".vscode", ".git/hooks", ".git/info",
-			".git/config", ".mcp.json", ".envrc", ".gitmodules", ".gitattributes"},
+		freeze:  slices.Concat(agentfiles.SandboxDirs(), agentfiles.SandboxFiles()),
 		created: []string{".git/hooks", ".git/info"},
 	}, {
 		name: "links: the target inside is made, nothing outside",
