@@ -2,18 +2,20 @@ package agenthook
 
 import (
 	"encoding/json"
-
 	"path/filepath"
 	"strings"
+
+	"github.com/norma-run/norma/workspace"
 )
 
 // claudeInert are Claude Code's tools with no effect outside the agent's
-// own state: planning and todo lists, questions to the user, subagents
-// (their own tool calls meet the hooks too), reading back or stopping the
-// agent's own background shells (starting one is Bash, decided), and
-// listing the MCP resources of servers whose tools are decided by name.
+// own state: planning and todo lists, questions to the user, reading back
+// or stopping the agent's own background shells (starting one is Bash,
+// decided), and listing the MCP resources of servers whose tools are
+// decided by name. Subagents, skills and commands are not among them:
+// what starts them is decided by their definition (claudeLaunches).
 var claudeInert = map[string]bool{
-	"TodoWrite": true, "Task": true, "Agent": true, "ExitPlanMode": true, "EnterPlanMode": true,
+	"TodoWrite": true, "ExitPlanMode": true, "EnterPlanMode": true,
 	"AskUserQuestion": true, "BashOutput": true, "KillShell": true, "TaskOutput": true, "TaskStop": true,
 	"TaskCreate": true, "TaskGet": true, "TaskUpdate": true, "TaskList": true, "ListMcpResourcesTool": true,
 }
@@ -99,14 +101,22 @@ var claudeTools = map[string]func(ws *wsPaths, in map[string]any) (string, map[s
 // claudeCall maps one Claude Code tool call to a Norma call: a built-in
 // tool by claudeTools, mcp__SERVER__TOOL as the installed plugin's tool of
 // that name (Norma names plugin tools the same way), an inert tool as
-// none (inert true), and any other tool as none: the decider refuses it
-// unless the user's rules name it.
+// none (inert true), a tool that starts a definition (claudeLaunches) as
+// none, inert once its input reads (the engine decides the definition
+// first), and any other tool as none: the decider refuses it unless the
+// user's rules name it.
 func claudeCall(cwd, name string, input json.RawMessage) (call *Call, inert bool, err error) {
 	if strings.HasPrefix(name, "mcp__") {
 		return &Call{Tool: name, Input: input}, false, nil
 	}
 	if claudeInert[name] {
 		return nil, true, nil
+	}
+	if _, ok, err := claudeLaunchOf(name, input); ok {
+		// Decided by its definition first (Engine.definition); then, with
+		// no effect of its own outside the agent, as an inert tool: the
+		// subagent's own calls meet the hooks too.
+		return nil, err == nil, err
 	}
 	m, ok := claudeTools[name]
 	if !ok {
@@ -124,6 +134,90 @@ func claudeCall(cwd, name string, input json.RawMessage) (call *Call, inert bool
 		return nil, false, invalid("the %s tool_input cannot be mapped", name)
 	}
 	return &Call{Tool: tool, Input: b}, false, nil
+}
+
+// claudeLaunch is a call of one of Claude Code's tools that start a
+// definition by name.
+type claudeLaunch struct {
+	// What says what is started, for messages: subagent, skill, command.
+	What string
+	// Kinds are the kinds of definition the name is looked up among: a
+	// skill's name may be a command's (Claude Code 2.1 serves both by the
+	// Skill tool; a skill of a name shadows a command of it).
+	Kinds []workspace.DefinitionKind
+	// Name is the name as the agent looks it up: trimmed, without a
+	// leading slash.
+	Name string
+	// Worktree says the input asks for isolation "worktree": the agent
+	// runs `git worktree add` on the host before the subagent starts.
+	Worktree bool
+}
+
+// claudeLaunches read the definition a call starts from its tool_input, as
+// Claude Code 2.1.332 reads it (sdk-tools.d.ts AgentInput; the Skill
+// tool's schema {skill, args} and its validateInput, which trims the name
+// and drops one leading "/"; the SlashCommand tool of Claude Code 2.0,
+// {command: "/name args"}).
+var claudeLaunches = map[string]func(in map[string]any) (claudeLaunch, error){
+	"Agent": claudeAgentLaunch,
+	"Task":  claudeAgentLaunch,
+	"Skill": func(in map[string]any) (claudeLaunch, error) {
+		s, ok := in["skill"].(string)
+		name := strings.TrimPrefix(strings.TrimSpace(s), "/")
+		if !ok || name == "" {
+			return claudeLaunch{}, invalid("the Skill tool_input has no skill name")
+		}
+		return claudeLaunch{What: "skill", Kinds: []workspace.DefinitionKind{workspace.DefinitionSkill, workspace.DefinitionCommand}, Name: name}, nil
+	},
+	"SlashCommand": func(in map[string]any) (claudeLaunch, error) {
+		s, ok := in["command"].(string)
+		f := strings.Fields(s)
+		if !ok || len(f) == 0 || strings.TrimPrefix(f[0], "/") == "" {
+			return claudeLaunch{}, invalid("the SlashCommand tool_input has no command")
+		}
+		return claudeLaunch{What: "command", Kinds: []workspace.DefinitionKind{workspace.DefinitionSkill, workspace.DefinitionCommand}, Name: strings.TrimPrefix(f[0], "/")}, nil
+	},
+}
+
+// claudeAgentLaunch reads an Agent (or Task) call: subagent_type, by
+// default general-purpose, and isolation, which Claude Code accepts as
+// "worktree" or "remote" (a remote agent runs nothing on this host).
+func claudeAgentLaunch(in map[string]any) (claudeLaunch, error) {
+	st := claudeLaunch{What: "subagent", Kinds: []workspace.DefinitionKind{workspace.DefinitionAgent}, Name: "general-purpose"}
+	if v, ok := in["subagent_type"]; ok && v != nil {
+		s, ok := v.(string)
+		if !ok {
+			return claudeLaunch{}, invalid("the Agent tool_input's subagent_type is not a string")
+		}
+		if s = strings.TrimSpace(s); s != "" {
+			st.Name = s
+		}
+	}
+	if v, ok := in["isolation"]; ok && v != nil {
+		switch v {
+		case "worktree":
+			st.Worktree = true
+		case "remote", "":
+		default:
+			return claudeLaunch{}, invalid("the Agent tool_input's isolation %v is not one Norma knows", v)
+		}
+	}
+	return st, nil
+}
+
+// claudeLaunchOf returns the start of a call of tool name, ok false when
+// the tool starts no definition; an input it cannot read is an error.
+func claudeLaunchOf(name string, input json.RawMessage) (st claudeLaunch, ok bool, err error) {
+	f, ok := claudeLaunches[name]
+	if !ok {
+		return claudeLaunch{}, false, nil
+	}
+	var in map[string]any
+	if err := json.Unmarshal(input, &in); err != nil || in == nil {
+		return claudeLaunch{}, true, invalid("the %s tool_input is not a JSON object", name)
+	}
+	st, err = f(in)
+	return st, true, err
 }
 
 // wsPaths makes the agent's paths workspace paths.

@@ -46,7 +46,11 @@ func TestClaudeParse(t *testing.T) {
 		{"pre_websearch.json", BeforeTool, "WebSearch", `{"query":"go 1.26 release notes"}`, false, "toolu_01Search"},
 		{"pre_mcp.json", BeforeTool, "mcp__github__create_issue", `{"title":"t","body":"b"}`, false, "toolu_01Mcp"},
 		{"pre_todo.json", BeforeTool, "", "", true, "toolu_01Todo"},
-		{"pre_unmapped.json", BeforeTool, "", "", false, "toolu_01Slash"},
+		{"pre_unmapped.json", BeforeTool, "", "", false, "toolu_01Workflow"},
+		// Decided by the definition they start (definitions.go), then inert.
+		{"pre_agent.json", BeforeTool, "", "", true, "toolu_01Agent"},
+		{"pre_skill.json", BeforeTool, "", "", true, "toolu_01Skill"},
+		{"pre_slash.json", BeforeTool, "", "", true, "toolu_01Slash"},
 		{"perm_bash.json", PermissionRequest, "Bash", `{"command":"rm -rf build"}`, false, ""},
 		{"post_read.json", AfterTool, "Read", `{"path":"a.go"}`, false, "toolu_01Read"},
 		{"session_start.json", SessionStart, "", "", false, ""},

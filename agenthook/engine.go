@@ -139,6 +139,9 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 	if err != nil {
 		return FailVerdict(err), ev.Tool
 	}
+	if v, decided := e.definition(ctx, ev, en); decided {
+		return v, ev.Tool // a subagent, skill or command by its definition (definitions.go)
+	}
 	if ev.Call == nil {
 		return byName(en.rules, ev), ev.Tool
 	}

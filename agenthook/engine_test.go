@@ -129,11 +129,12 @@ func TestEngineAttacks(t *testing.T) {
 		// An inert tool: no decision (Claude Code's own flow runs), the
 		// allow audited.
 		{"TodoWrite", map[string]any{"todos": []any{}}, "", capability.ReasonAllowed},
-		{"SlashCommand", map[string]any{"command": "/x"}, "deny", capability.ReasonHookToolUnmapped},
+		// A command no definition names (definitions.go).
+		{"SlashCommand", map[string]any{"command": "/x"}, "deny", capability.ReasonDefinitionUnknown},
 		// An MCP server that is no installed plugin: like an unmapped tool.
 		{"mcp__nope__tool", map[string]any{}, "deny", capability.ReasonHookToolUnmapped},
 		{"mcp__ok__tool", map[string]any{}, "allow", capability.ReasonAllowed},
-		// An inert tool an ask rule names.
+		// A built-in subagent, which an ask rule names.
 		{"Task", map[string]any{"prompt": "p"}, "ask", capability.ReasonApprovalRequired},
 	}
 	for i, tt := range tests {

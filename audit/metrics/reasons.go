@@ -4,6 +4,7 @@ package metrics
 
 // reasons are the reason codes of the module, the closed set of reason labels.
 var reasons = map[string]bool{
+	"AGENT_FILE_PROTECTED":       true,
 	"ALLOWED":                    true,
 	"APPROVAL_CONSUMED":          true,
 	"APPROVAL_DENIED":            true,
@@ -26,6 +27,8 @@ var reasons = map[string]bool{
 	"CANCELED":                   true,
 	"CAPABILITY_MISSING":         true,
 	"COMMAND_UNPARSEABLE":        true,
+	"DEFINITION_UNKNOWN":         true,
+	"DEFINITION_UNTRUSTED":       true,
 	"EDIT_AMBIGUOUS":             true,
 	"EDIT_NO_MATCH":              true,
 	"ELICITATION_HEADLESS":       true,
@@ -51,6 +54,7 @@ var reasons = map[string]bool{
 	"INBOX_BAD_FORM":             true,
 	"INBOX_CROSS_ORIGIN":         true,
 	"INBOX_CSRF":                 true,
+	"INSTRUCTION_FILE_WRITE":     true,
 	"INVALID_REQUEST":            true,
 	"MODE_DENIED":                true,
 	"NETWORK_DESTINATION_DENIED": true,

@@ -252,7 +252,7 @@ func newSettingsImportCmd() *cobra.Command {
 }
 
 func newHooksCmd() *cobra.Command {
-	c := &cobra.Command{Use: "hooks", Short: "List the settings' command hooks and trust the workspace's"}
+	c := &cobra.Command{Use: "hooks", Short: "List the settings' command hooks and trust the workspace's (and its subagent, skill and command definitions)"}
 	c.AddCommand(newHooksListCmd(), newHooksTrustCmd())
 	return c
 }
@@ -293,7 +293,8 @@ func newHooksListCmd() *cobra.Command {
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %q %s\n  %s\n  %s\n", termtext.Escape(string(h.Event)), h.Matcher, strconv.Quote(h.Command), h.Source, state)
 			}
-			return nil
+			ws, _ := filepath.Abs(f.workspace)
+			return listDefinitions(cmd, ws) // hooks_definitions.go
 		},
 	}
 	f.bind(c)
@@ -304,9 +305,12 @@ func newHooksTrustCmd() *cobra.Command {
 	var f settingsFlags
 	c := &cobra.Command{
 		Use:   "trust [--workspace DIR]",
-		Short: "Record the current content of every workspace hook program, so that runs execute it",
+		Short: "Record the current content of every workspace hook program and definition, so that they run",
 		Long: "Trust records the sha256 of each hook program the workspace's settings name. A program\n" +
-			"that changes afterwards is untrusted again, and the calls its hook gates are denied.",
+			"that changes afterwards is untrusted again, and the calls its hook gates are denied.\n" +
+			"It records as well each subagent, skill and command definition of the project\n" +
+			"(.claude/agents, .claude/skills, .claude/commands), whose frontmatter runs on the host\n" +
+			"when Claude Code starts it: a changed one is refused again (DEFINITION_UNTRUSTED).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := f.loadOrReport(cmd)
@@ -324,6 +328,10 @@ func newHooksTrustCmd() *cobra.Command {
 					return exitWith(exitFailed, fmt.Errorf("%s: nothing trusted: %w", h.Source, err))
 				}
 			}
+			defs, err := pendingDefinitions(cmd, dir) // hooks_definitions.go
+			if err != nil {
+				return exitWith(exitFailed, fmt.Errorf("nothing trusted: %w", err))
+			}
 			n := 0
 			for _, h := range st.Hooks {
 				if needs, _ := workspace.HookNeedsTrust(dir, h); !needs {
@@ -336,7 +344,11 @@ func newHooksTrustCmd() *cobra.Command {
 				n++
 				fmt.Fprintf(cmd.OutOrStdout(), "trusted %s %s (%s)\n", strconv.Quote(h.Argv[0]), termtext.Escape(d), h.Source)
 			}
-			if n == 0 {
+			m, err := trustDefinitions(cmd, defs)
+			if err != nil {
+				return exitWith(exitFailed, err)
+			}
+			if n+m == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no workspace hooks to trust")
 			}
 			return nil
