@@ -327,6 +327,9 @@ func TestEscapeInt80(t *testing.T) {
 	// (The Go runtime turns SIGSEGV into "unexpected fault address" and
 	// exit status 2.)
 	noIA32 := res.ExitCode == 2 && strings.Contains(stderr.String(), "unexpected fault address")
+	if noIA32 == hostHasIA32(t) {
+		t.Fatalf("int80 in sandbox: %+v %q; the host runs int $0x80 unsandboxed: %v", res, stderr.String(), !noIA32)
+	}
 	if res.Signal != syscall.SIGSYS && !noIA32 {
 		t.Fatalf("int80 in sandbox: %+v %q %q, want death by SIGSYS (or a fault without IA32 emulation)", res, out, stderr.String())
 	}
