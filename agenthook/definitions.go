@@ -132,16 +132,7 @@ func (e *Engine) worktree(ctx context.Context, ev Event, en *rtEntry) Verdict {
 	if err != nil {
 		return FailVerdict(err)
 	}
-	d := x.Decision
-	d.Trace = nil
-	msg := x.Message
-	switch {
-	case msg != "":
-	case d.Mode == capability.Allow:
-		msg = "allowed by Norma's policy"
-	case d.Mode == capability.ApprovalRequired:
-		msg = "Norma's policy asks the user to approve this call"
-	}
+	d, msg := explained(x)
 	return Verdict{Decision: d, Message: "isolation \"worktree\" runs `" + worktreeCommand + "` on the host, decided as that command: " + msg}
 }
 

@@ -166,16 +166,7 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 		// cannot see what its tool does, as for a tool with no mapping.
 		return byName(en.rules, ev), ev.Tool
 	}
-	d := x.Decision
-	d.Trace = nil
-	msg := x.Message
-	switch {
-	case msg != "":
-	case d.Mode == capability.Allow:
-		msg = "allowed by Norma's policy"
-	case d.Mode == capability.ApprovalRequired:
-		msg = "Norma's policy asks the user to approve this call"
-	}
+	d, msg := explained(x)
 	v := Verdict{Decision: d, Message: msg}
 	if confined && ev.Kind == BeforeTool && d.Mode != capability.Deny {
 		// What was decided is what runs: the command, in the sandbox.
@@ -349,4 +340,20 @@ func (e *Engine) record(ctx context.Context, a audit.Event) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	return e.o.Audit.Record(ctx, a)
+}
+
+// explained is the decision of an explanation without its trace, and
+// what to tell the agent of it.
+func explained(x gate.Explanation) (capability.Decision, string) {
+	d := x.Decision
+	d.Trace = nil
+	switch {
+	case x.Message != "":
+		return d, x.Message
+	case d.Mode == capability.Allow:
+		return d, "allowed by Norma's policy"
+	case d.Mode == capability.ApprovalRequired:
+		return d, "Norma's policy asks the user to approve this call"
+	}
+	return d, ""
 }

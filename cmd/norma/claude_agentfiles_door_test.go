@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/norma-run/norma/agentfiles"
 	"github.com/norma-run/norma/internal/fakeanthropic"
@@ -73,7 +70,7 @@ func TestDoorClaudeCodeAgentFiles(t *testing.T) {
 	before := treeNames(t, e.ws)
 
 	nb := mustRead(t, filepath.Join(e.ws, "cfg", "agents", "nb.ipynb"))
-	r := claudeAcceptEdits(t, e, "Bash", "Read", "Write", "Edit", "NotebookEdit")
+	r := e.claudeIn(t, "acceptEdits", "Bash", "Read", "Write", "Edit", "NotebookEdit")
 	results := e.api.ToolResults()
 	// A hidden agent file (the workspace's deny floor) is refused as any
 	// denied path; the rest of the catalogue by the agent-file floor.
@@ -136,25 +133,6 @@ func hasSessionDeny(ds []map[string]any, session, id string) bool {
 		}
 	}
 	return false
-}
-
-// claudeAcceptEdits is claude with --permission-mode acceptEdits.
-func claudeAcceptEdits(t *testing.T, e *claudeEnv, allowed ...string) claudeRun {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	args := []string{"-p", "Do the task.", "--output-format", "stream-json", "--verbose", "--max-turns", "8", "--permission-mode", "acceptEdits", "--allowedTools"}
-	cmd := exec.CommandContext(ctx, claudeBin(t), append(args, allowed...)...)
-	cmd.Dir = e.ws
-	cmd.Env = append(os.Environ(), "HOME="+e.claudeHome, "ANTHROPIC_BASE_URL="+e.api.URL, "ANTHROPIC_API_KEY=anything",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
-	cmd.Env = append(cmd.Env, e.normaEnv()...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, strings.NewReader("")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("claude: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
-	}
-	return claudeRun{events: jsonLines(t, out.String()), raw: out.String() + errb.String()}
 }
 
 // treeNames lists every name under dir, relative and slash-separated.

@@ -177,9 +177,15 @@ func (r claudeRun) denials(t *testing.T) map[string]bool {
 // allowed by --allowedTools (as root, bypassPermissions is refused).
 func (e *claudeEnv) claude(t *testing.T, allowed ...string) claudeRun {
 	t.Helper()
+	return e.claudeIn(t, "default", allowed...)
+}
+
+// claudeIn is claude in the permission mode mode.
+func (e *claudeEnv) claudeIn(t *testing.T, mode string, allowed ...string) claudeRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	args := []string{"-p", "Do the task.", "--output-format", "stream-json", "--verbose", "--max-turns", "8", "--allowedTools"}
+	args := []string{"-p", "Do the task.", "--output-format", "stream-json", "--verbose", "--max-turns", "8", "--permission-mode", mode, "--allowedTools"}
 	cmd := exec.CommandContext(ctx, claudeBin(t), append(args, allowed...)...)
 	cmd.Dir = e.ws
 	cmd.Env = append(os.Environ(), "HOME="+e.claudeHome, "ANTHROPIC_BASE_URL="+e.api.URL, "ANTHROPIC_API_KEY=anything",
