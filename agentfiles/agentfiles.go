@@ -143,12 +143,12 @@ type Match struct {
 // itself an entry: creating it creates nothing that runs, and the sandbox
 // keeps what is under it.
 func Lookup(rel, home string) (Match, bool) {
-	name := strings.ToLower(rel)
+	name := fold(rel)
 	var best Match
 	found := false
 	for _, e := range catalogue {
-		cand, ok := scoped(name, e.Scope, strings.ToLower(home))
-		if !ok || !globMatch(strings.ToLower(e.Glob), cand) {
+		cand, ok := scoped(name, e.Scope, fold(home))
+		if !ok || !globMatch(fold(e.Glob), cand) {
 			continue
 		}
 		if !found || e.Class < best.Class {
@@ -157,6 +157,11 @@ func Lookup(rel, home string) (Match, bool) {
 	}
 	return best, found
 }
+
+// fold is s with case folded as case-insensitive file systems fold it,
+// near enough: upper then lower case, so that ſ (long s) and K (Kelvin)
+// meet s and k.
+func fold(s string) string { return strings.ToLower(strings.ToUpper(s)) }
 
 // scoped is name relative to the scope's base, when it lies inside it.
 func scoped(name string, s Scope, home string) (string, bool) {

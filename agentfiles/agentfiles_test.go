@@ -15,6 +15,7 @@ func TestLookup(t *testing.T) {
 		{".claude/settings.local.json", "", Code},
 		{".CLAUDE/Settings.Local.JSON", "", Code},
 		{".claude/agents/x.md", "", Code},
+		{".claude/ſettings.json", "", Code},
 		{".claude/agents/sub/x.md", "", Code},
 		{".claude/skills/s/SKILL.md", "", Code},
 		{".claude/commands/c.md", "", Code},
