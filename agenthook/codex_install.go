@@ -13,7 +13,15 @@ import (
 // shape is Claude Code's). No timeout is written: Codex's default (600
 // seconds) is far above Norma's own deadline, which answers with a deny
 // first.
-type CodexInstaller struct{}
+//
+// Codex runs a hook only once its trust is recorded (see codex_trust.go):
+// writing the file is half of an install, and the caller records the
+// trust through Codex itself ([CodexAppServer]).
+type CodexInstaller struct {
+	// Home is Codex's home directory ($CODEX_HOME, where Codex reads the
+	// user's hooks.json); empty means HOME/.codex.
+	Home string
+}
 
 var codexFile = hooksFile{agent: Codex, what: "the Codex hooks file",
 	events: []hookEvent{{"PreToolUse", "*"}, {"PostToolUse", "*"}, {"SessionStart", ""}},
@@ -22,8 +30,15 @@ var codexFile = hooksFile{agent: Codex, what: "the Codex hooks file",
 // Agent returns Codex.
 func (CodexInstaller) Agent() Agent { return Codex }
 
-// Path is ~/.codex/hooks.json or PROJECT/.codex/hooks.json.
-func (CodexInstaller) Path(scope Scope, home, project string) (string, error) {
+// Path is CODEX_HOME/hooks.json (~/.codex/hooks.json) or
+// PROJECT/.codex/hooks.json.
+func (c CodexInstaller) Path(scope Scope, home, project string) (string, error) {
+	if scope == ScopeUser && c.Home != "" {
+		if !filepath.IsAbs(c.Home) {
+			return "", fmt.Errorf("CODEX_HOME %q is not an absolute path", c.Home)
+		}
+		return filepath.Join(c.Home, "hooks.json"), nil
+	}
 	return scopedPath(scope, home, project, ".codex", "hooks.json")
 }
 

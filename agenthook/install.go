@@ -49,6 +49,79 @@ func InstallerFor(a Agent) (Installer, bool) {
 	return nil, false
 }
 
+// Installed is what an agent's configuration file holds of Norma's hook.
+type Installed struct {
+	// Events are the events Norma answers that have an entry of Norma's,
+	// and Missing those that have none, each in the installer's order.
+	Events, Missing []string
+	// Commands are the distinct commands of Norma's entries, in the order
+	// they first appear.
+	Commands []string
+}
+
+// Complete reports whether every event Norma answers has Norma's entry,
+// all running one command.
+func (i Installed) Complete() bool { return len(i.Missing) == 0 && len(i.Commands) == 1 }
+
+// InstalledIn reads content (agent a's configuration file, as its
+// [Installer] edits it; empty when there is none) for Norma's entries.
+func InstalledIn(a Agent, content []byte) (Installed, error) {
+	f, ok := hooksFileOf(a)
+	if !ok {
+		return Installed{}, fmt.Errorf("agenthook: no hook installer for %q", a)
+	}
+	var in Installed
+	top, err := parseObject(content)
+	if err != nil {
+		return in, fmt.Errorf("%s are not a JSON object: %w", f.what, err)
+	}
+	hooks := &object{vals: map[string]json.RawMessage{}}
+	if raw, ok := top.get("hooks"); ok {
+		if hooks, err = parseObject(raw); err != nil {
+			return in, fmt.Errorf("%s' hooks are not a JSON object: %w", f.what, err)
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range f.events {
+		var groups []claudeGroup
+		if raw, ok := hooks.get(e.name); ok {
+			json.Unmarshal(raw, &groups) // a list Norma cannot read holds no entry of its
+		}
+		found := false
+		for _, g := range groups {
+			for _, h := range g.Hooks {
+				if !IsNormaCommand(h.Command, a) {
+					continue
+				}
+				found = true
+				if !seen[h.Command] {
+					seen[h.Command] = true
+					in.Commands = append(in.Commands, h.Command)
+				}
+			}
+		}
+		if found {
+			in.Events = append(in.Events, e.name)
+		} else {
+			in.Missing = append(in.Missing, e.name)
+		}
+	}
+	return in, nil
+}
+
+// hooksFileOf is the hooks file shape of agent a.
+func hooksFileOf(a Agent) (hooksFile, bool) {
+	switch a {
+	case ClaudeCode:
+		return claudeFile, true
+	case Codex:
+		return codexFile, true
+	case Gemini:
+		return geminiFile, true
+	}
+	return hooksFile{}, false
+}
+
 // IsNormaCommand reports whether a hook's command line is Norma's hook for
 // agent a: `.../norma [--home DIR] hook AGENT`, however the binary is named
 // or where it lies.

@@ -49,10 +49,15 @@ Gemini CLI's (BeforeTool, AfterTool, SessionStart, SessionEnd), each in its
 own format. Their hooks honour only a deny, so a call Norma would ask about
 is denied with a message saying to approve it in Norma. "norma hook install
 codex|gemini" writes ~/.codex/hooks.json or ~/.gemini/settings.json (or the
-project's, with --scope project).`,
+project's, with --scope project); for Codex it also records the hooks' trust
+in Codex's config.toml, without which Codex skips them.
+
+"norma hook status" shows, for each agent, whether Norma's hook is
+installed, whether the agent runs it (Codex: trusted), and when Norma last
+heard from it; --check drives one decision through each installed hook.`,
 	}
 	c.AddCommand(newHookAnswerCmd(agenthook.ClaudeCode), newHookAnswerCmd(agenthook.Codex), newHookAnswerCmd(agenthook.Gemini),
-		newHookInstallCmd(), newHookUninstallCmd(), newHookExecCmd())
+		newHookInstallCmd(), newHookUninstallCmd(), newHookStatusCmd(), newHookExecCmd())
 	return c
 }
 
@@ -235,6 +240,9 @@ func hookFailure(format string, a ...any) error {
 type hookInstallFlags struct {
 	scope, project string
 	yes            bool
+	// codex is the Codex binary that records its hook trust (install
+	// codex); empty means codex on PATH.
+	codex string
 }
 
 func newHookInstallCmd() *cobra.Command {
@@ -247,19 +255,33 @@ answers, keeping every other key and hook of the file as it was. The command
 written is the absolute path of this norma binary (with --home when a state
 directory other than the default is in use). Installing twice changes
 nothing; an entry of an older binary is replaced. The diff is shown first;
-on a terminal you are asked, otherwise --yes is needed.`,
+on a terminal you are asked, otherwise --yes is needed.
+
+Codex runs a hook only once its trust is recorded (what its /hooks review
+does), and skips any other without a word. "norma hook install codex"
+writes $CODEX_HOME/hooks.json (~/.codex/hooks.json) or the project's
+.codex/hooks.json, and, under the same consent, records the trust of
+Norma's hooks in Codex's config.toml: it asks Codex itself ("codex
+app-server": the hooks it loads, with their keys and hashes), shows the
+hooks.state entries first, has Codex write them, and checks that Codex
+now runs every Norma hook. When it cannot, the install fails and says
+what to run. --codex names the Codex binary (default: codex on PATH).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			command, err := hookCommand(cmd, agenthook.Agent(args[0]))
+			a := agenthook.Agent(args[0])
+			command, err := hookCommand(cmd, a)
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
-			return editAgentSettings(cmd, args[0], f, func(in agenthook.Installer, old []byte) ([]byte, error) {
-				return in.Install(old, command)
-			})
+			edit := func(in agenthook.Installer, old []byte) ([]byte, error) { return in.Install(old, command) }
+			if a == agenthook.Codex {
+				return installCodexHook(cmd, f, edit)
+			}
+			return editAgentSettings(cmd, args[0], f, edit)
 		},
 	}
 	hookScopeFlags(c, &f)
+	c.Flags().StringVar(&f.codex, "codex", "", "the Codex binary that records the trust of Norma's hooks (install codex; default: codex on PATH)")
 	return c
 }
 
@@ -283,58 +305,107 @@ func hookScopeFlags(c *cobra.Command, f *hookInstallFlags) {
 	c.Flags().BoolVar(&f.yes, "yes", false, "write without asking")
 }
 
-// editAgentSettings shows the change edit makes to the agent's settings
-// file of f.scope, asks (or takes --yes), and writes it atomically.
-func editAgentSettings(cmd *cobra.Command, agent string, f hookInstallFlags, edit func(agenthook.Installer, []byte) ([]byte, error)) error {
-	in, ok := agenthook.InstallerFor(agenthook.Agent(agent))
+// installerFor is agent's installer, with Codex's home from $CODEX_HOME
+// (where Codex reads the user's hooks.json).
+func installerFor(agent string) (agenthook.Installer, bool) {
+	if agenthook.Agent(agent) == agenthook.Codex {
+		return agenthook.CodexInstaller{Home: os.Getenv("CODEX_HOME")}, true
+	}
+	return agenthook.InstallerFor(agenthook.Agent(agent))
+}
+
+// agentSettingsEdit is one planned change of an agent's settings file.
+type agentSettingsEdit struct {
+	path         string
+	old, updated []byte
+	perm         os.FileMode
+}
+
+func (e *agentSettingsEdit) changed() bool { return string(e.updated) != string(e.old) }
+
+// planAgentSettings reads the agent's settings file of f.scope and
+// applies edit to it, writing nothing.
+func planAgentSettings(agent string, f hookInstallFlags, edit func(agenthook.Installer, []byte) ([]byte, error)) (*agentSettingsEdit, error) {
+	in, ok := installerFor(agent)
 	if !ok {
-		return exitWith(exitUsage, fmt.Errorf("no hook installer for %q (claude-code, codex, gemini)", agent))
+		return nil, exitWith(exitUsage, fmt.Errorf("no hook installer for %q (claude-code, codex, gemini)", agent))
 	}
 	home, _ := os.UserHomeDir()
 	project, err := filepath.Abs(f.project)
 	if err != nil {
-		return exitWith(exitUsage, err)
+		return nil, exitWith(exitUsage, err)
 	}
 	path, err := in.Path(agenthook.Scope(f.scope), home, project)
 	if err != nil {
-		return exitWith(exitUsage, err)
+		return nil, exitWith(exitUsage, err)
 	}
-	old, err := os.ReadFile(path)
+	e := &agentSettingsEdit{path: path, perm: 0o600}
+	e.old, err = os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, exitWith(exitFailed, err)
+	}
+	if fi, err := os.Stat(path); err == nil {
+		e.perm = fi.Mode().Perm()
+	}
+	if e.updated, err = edit(in, e.old); err != nil {
+		return nil, exitWith(exitFailed, fmt.Errorf("%s: %w", path, err))
+	}
+	return e, nil
+}
+
+// show prints the change as a unified diff.
+func (e *agentSettingsEdit) show(w io.Writer) {
+	fmt.Fprint(w, termtext.EscapeText(textdiff.Unified(e.path, e.path, string(e.old), string(e.updated))))
+}
+
+// write writes the change atomically.
+func (e *agentSettingsEdit) write() error {
+	if err := os.MkdirAll(filepath.Dir(e.path), 0o755); err != nil {
 		return exitWith(exitFailed, err)
 	}
-	perm := os.FileMode(0o600)
-	if fi, err := os.Stat(path); err == nil {
-		perm = fi.Mode().Perm()
+	if err := atomicfile.Write(e.path, e.updated, e.perm); err != nil {
+		return exitWith(exitFailed, err)
 	}
-	updated, err := edit(in, old)
-	if err != nil {
-		return exitWith(exitFailed, fmt.Errorf("%s: %w", path, err))
-	}
-	w := cmd.OutOrStdout()
-	if string(updated) == string(old) {
-		fmt.Fprintf(w, "%s: nothing to change\n", termtext.Escape(path))
+	return nil
+}
+
+// confirmWrite asks question on a terminal, or takes --yes.
+func confirmWrite(cmd *cobra.Command, f hookInstallFlags, question string) error {
+	if f.yes {
 		return nil
 	}
-	fmt.Fprint(w, termtext.EscapeText(textdiff.Unified(path, path, string(old), string(updated))))
-	if !f.yes {
-		if !stdinIsTerminal(cmd.InOrStdin()) {
-			return exitWith(exitConsent, errors.New("not written: pass --yes to write it without a terminal"))
-		}
-		fmt.Fprintf(w, "Write %s? [y/N] ", termtext.Escape(path))
-		var answer string
-		fmt.Fscanln(cmd.InOrStdin(), &answer)
-		if answer != "y" && answer != "Y" && answer != "yes" {
-			return exitWith(exitConsent, errors.New("not written"))
-		}
+	if !stdinIsTerminal(cmd.InOrStdin()) {
+		return exitWith(exitConsent, errors.New("not written: pass --yes to write it without a terminal"))
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return exitWith(exitFailed, err)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s [y/N] ", question)
+	var answer string
+	fmt.Fscanln(cmd.InOrStdin(), &answer)
+	if answer != "y" && answer != "Y" && answer != "yes" {
+		return exitWith(exitConsent, errors.New("not written"))
 	}
-	if err := atomicfile.Write(path, updated, perm); err != nil {
-		return exitWith(exitFailed, err)
+	return nil
+}
+
+// editAgentSettings shows the change edit makes to the agent's settings
+// file of f.scope, asks (or takes --yes), and writes it atomically.
+func editAgentSettings(cmd *cobra.Command, agent string, f hookInstallFlags, edit func(agenthook.Installer, []byte) ([]byte, error)) error {
+	e, err := planAgentSettings(agent, f, edit)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(w, "wrote %s\n", termtext.Escape(path))
+	w := cmd.OutOrStdout()
+	if !e.changed() {
+		fmt.Fprintf(w, "%s: nothing to change\n", termtext.Escape(e.path))
+		return nil
+	}
+	e.show(w)
+	if err := confirmWrite(cmd, f, "Write "+termtext.Escape(e.path)+"?"); err != nil {
+		return err
+	}
+	if err := e.write(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "wrote %s\n", termtext.Escape(e.path))
 	return nil
 }
 
