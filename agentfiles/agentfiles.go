@@ -92,6 +92,8 @@ var catalogue = []Entry{
 	{".git/config", Code, Project, "git", "core.fsmonitor, core.hooksPath, core.sshCommand, filters, aliases: run by the next git command", git},
 	{".git/hooks/**", Code, Project, "git", "hooks run by commit, checkout, merge, push", git},
 	{".git/info/**", Code, Project, "git", "info/attributes selects filters and diff drivers that config names", git},
+	{".git/**/commondir", Code, Project, "git", "names the directory whose config and hooks git uses instead (a linked worktree's, or one the writer made): read by the next git command", git},
+	{".git/**/config.worktree", Code, Project, "git", "config of a worktree, read as .git/config once extensions.worktreeConfig is set (git sparse-checkout sets it)", git},
 	{".git/modules/*/config", Code, Project, "git", "a submodule's config, as .git/config", git},
 	{".git/modules/*/hooks/**", Code, Project, "git", "a submodule's hooks", git},
 	{".envrc", Code, Project, "direnv", "evaluated by the shell on cd once allowed", direnv},

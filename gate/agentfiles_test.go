@@ -105,6 +105,9 @@ func TestAgentFilesFloor(t *testing.T) {
 			{write("docs/AGENTS.md"), ask, capability.ReasonInstructionFile},
 			{write(".git/index"), capability.Allow, capability.ReasonAllowed},
 			{write("cfg/notes.txt"), capability.Allow, capability.ReasonAllowed},
+			// cfg is what the agent loads as .claude.
+			{write("cfg/settings.local.json"), capability.Deny, capability.ReasonAgentFileProtected},
+			{write("cfg/agents/x.md"), capability.Deny, capability.ReasonAgentFileProtected},
 		} {
 			e := f.g.Explain(t.Context(), tc.c)
 			reason := e.Decision.Reason

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/norma-run/norma/agentfiles"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -396,8 +397,10 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_
 // name; the policy's globs, the permission rules and the agent-file floor
 // are written for names: a deny of .claude/settings.local.json must hold
 // when .claude is a link to cfg, and a deny of cfg/** when cfg is reached
-// as .claude. Every request must be allowed, so either name matching a
-// deny protects.
+// as .claude. A path under the target of such a link is also requested by
+// the link's name (agentfiles.Aliases): cfg/settings.json is what the
+// agent loads as .claude/settings.json. Every request must be allowed,
+// so any name matching a deny protects.
 func (g *Gate) fsRequests(reqs []capability.Request, k capability.Kind, p string) ([]capability.Request, string, error) {
 	np, err := g.path(p)
 	if err != nil {
@@ -406,6 +409,13 @@ func (g *Gate) fsRequests(reqs []capability.Request, k capability.Kind, p string
 	reqs = append(reqs, capability.Request{Kind: k, Path: np})
 	if lp, err := fsguard.Clean(p); err == nil && lp != np {
 		reqs = append(reqs, capability.Request{Kind: k, Path: lp})
+	}
+	if g.wsDir != "" {
+		// A catalogued directory that links lead elsewhere (.claude → cfg):
+		// cfg/settings.json is .claude/settings.json to the agent.
+		for _, n := range agentfiles.Names(agentfiles.Aliases(g.wsDir), np) {
+			reqs = append(reqs, capability.Request{Kind: k, Path: n})
+		}
 	}
 	return reqs, "", nil
 }

@@ -68,7 +68,7 @@ var rules = []struct {
 		name: "the agent-file catalogue is a leaf",
 		pkgs: []string{"agentfiles"},
 		BadDeps: map[string]string{
-			mod + "/...": "the catalogue of agent files is asked by the gate, the sandbox and the hooks alike; it decides from names only",
+			mod + "/...": "the catalogue of agent files is asked by the gate, the sandbox and the hooks alike; it reads names and the workspace's links, nothing of Norma",
 		},
 	},
 	{name: "manifest is declarative", pkgs: []string{"manifest"}, BadDeps: declarative},

@@ -285,3 +285,34 @@ func TestAgentFilesStayReadOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestDeriveHidesThroughAlias: with .claude a link to cfg, a deny of
+// .claude/settings.json hides cfg/settings.json, the file the agent loads
+// by that name, and a deny glob of .git/hooks/** the hooks directory a
+// link makes of hooks/.
+func TestDeriveHidesThroughAlias(t *testing.T) {
+	r := floorRunner(t, func(ws string) {
+		write(t, filepath.Join(ws, "cfg", "settings.json"), "{}\n")
+		write(t, filepath.Join(ws, "cfg", "notes.md"), "x\n")
+		write(t, filepath.Join(ws, "hooks", "pre-commit"), "x\n")
+		write(t, filepath.Join(ws, ".git", "config"), "[core]\n")
+		if err := os.Symlink("cfg", filepath.Join(ws, ".claude")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../hooks", filepath.Join(ws, ".git", "hooks")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	p, err := Derive(t.Context(), r.ws, r.cfg.Policy, Protected{}, r.cfg.Layers[0], RootCandidate)
+	if err != nil {
+		t.Fatalf("Derive: %v", err)
+	}
+	for _, rel := range []string{"cfg/settings.json", "hooks/pre-commit"} {
+		if !slices.ContainsFunc(p.Deny, func(d string) bool { return d == filepath.Join(r.ws, rel) || strings.HasPrefix(filepath.Join(r.ws, rel), d+"/") }) {
+			t.Errorf("%s is not hidden: Deny = %q", rel, p.Deny)
+		}
+	}
+	if slices.Contains(p.Deny, filepath.Join(r.ws, "cfg", "notes.md")) {
+		t.Errorf("cfg/notes.md is hidden; no agent loads it")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/norma-run/norma/agentfiles"
 	"io/fs"
 	"os"
 	"path"
@@ -206,6 +207,22 @@ func granted(ctx context.Context, set *policy.Set, kind capability.Kind, cands [
 	return out
 }
 
+// allowedAll reports whether set allows kind on rel and on every name
+// the agent-file aliases give it (cfg/settings.json is
+// .claude/settings.json when .claude leads to cfg): a file hidden by one
+// of its names is hidden.
+func allowedAll(ctx context.Context, set *policy.Set, kind capability.Kind, rel string, aliases []agentfiles.Alias) bool {
+	if set.Decide(ctx, capability.Request{Kind: kind, Path: rel}).Mode != capability.Allow {
+		return false
+	}
+	for _, n := range agentfiles.Names(aliases, rel) {
+		if set.Decide(ctx, capability.Request{Kind: kind, Path: n}).Mode != capability.Allow {
+			return false
+		}
+	}
+	return true
+}
+
 // Protected is a set of directories known by identity (device and
 // inode), recorded by [Protect]. The zero value protects nothing. It is
 // immutable and safe for concurrent use.
@@ -230,6 +247,7 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid
 	var deny []string
 	var links []linked // allowed regular files with more than one name
 	seen := 0
+	aliases := agentfiles.Aliases(ws)
 	for _, root := range slices.Concat(p.ReadOnly, p.ReadWrite) {
 		kind := capability.FSRead
 		if slices.Contains(p.ReadWrite, root) {
@@ -259,7 +277,7 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid
 				return nil // granted by the decision in Derive
 			}
 			rel, _ := filepath.Rel(ws, abs)
-			if set.Decide(ctx, capability.Request{Kind: kind, Path: filepath.ToSlash(rel)}).Mode == capability.Allow {
+			if allowedAll(ctx, set, kind, filepath.ToSlash(rel), aliases) {
 				if id, ok := multiLink(d); ok {
 					links = append(links, linked{abs, id})
 				}
