@@ -308,7 +308,9 @@ func TestDeriveHidesThroughAlias(t *testing.T) {
 		t.Fatalf("Derive: %v", err)
 	}
 	for _, rel := range []string{"cfg/settings.json", "hooks/pre-commit"} {
-		if !slices.ContainsFunc(p.Deny, func(d string) bool { return d == filepath.Join(r.ws, rel) || strings.HasPrefix(filepath.Join(r.ws, rel), d+"/") }) {
+		if !slices.ContainsFunc(p.Deny, func(d string) bool {
+			return d == filepath.Join(r.ws, rel) || strings.HasPrefix(filepath.Join(r.ws, rel), d+"/")
+		}) {
 			t.Errorf("%s is not hidden: Deny = %q", rel, p.Deny)
 		}
 	}
