@@ -145,19 +145,42 @@ type Match struct {
 // itself an entry: creating it creates nothing that runs, and the sandbox
 // keeps what is under it.
 func Lookup(rel, home string) (Match, bool) {
-	name := fold(rel)
+	name, home := fold(rel), fold(home)
+	ns := strings.Split(name, "/")
 	var best Match
 	found := false
-	for _, e := range catalogue {
-		cand, ok := scoped(name, e.Scope, fold(home))
-		if !ok || !globMatch(fold(e.Glob), cand) {
+	for i := range compiled {
+		c := &compiled[i]
+		segs := ns
+		if c.Scope == User {
+			cand, ok := scoped(name, User, home)
+			if !ok {
+				continue
+			}
+			segs = strings.Split(cand, "/")
+		}
+		if !segsMatch(c.segs, segs) {
 			continue
 		}
-		if !found || e.Class < best.Class {
-			best, found = Match{Entry: e, Name: rel}, true
+		if !found || c.Class < best.Class {
+			best, found = Match{Entry: c.Entry, Name: rel}, true
 		}
 	}
 	return best, found
+}
+
+// compiled is the catalogue with each glob folded and split once.
+var compiled = func() []compiledEntry {
+	out := make([]compiledEntry, len(catalogue))
+	for i, e := range catalogue {
+		out[i] = compiledEntry{Entry: e, segs: strings.Split(fold(e.Glob), "/")}
+	}
+	return out
+}()
+
+type compiledEntry struct {
+	Entry
+	segs []string
 }
 
 // fold is s with case folded as case-insensitive file systems fold it,

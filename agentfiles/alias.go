@@ -1,9 +1,12 @@
 package agentfiles
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
 // aliasRoots are the names under which the catalogue's project files
@@ -77,4 +80,58 @@ func Names(aliases []Alias, rel string) []string {
 		}
 	}
 	return out
+}
+
+// AliasCache remembers the aliases of one workspace while neither its
+// root directory nor its .git changed (their modification times, when
+// older than racy): a link is made or replaced by an entry in one of
+// them, so two stats stand for the walk of Aliases. The zero value is ready; it is
+// safe for concurrent use.
+type AliasCache struct {
+	mu  sync.Mutex
+	key string
+	val []Alias
+}
+
+// Get returns Aliases(ws), from the cache when still current.
+func (c *AliasCache) Get(ws string) []Alias {
+	key, ok := aliasKey(ws)
+	if !ok {
+		return Aliases(ws)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.key != key {
+		c.key, c.val = key, Aliases(ws)
+	}
+	return c.val
+}
+
+// racy is how recent a modification time may be and still be trusted
+// to change at the next change: file systems stamp with a coarse clock
+// (a jiffy on ext4, 2 s on FAT), so a link made in the same tick as the
+// stamp would leave it as it was (git's "racy" index entries, the same
+// answer).
+const racy = 2 * time.Second
+
+// aliasKey is the stamp of ws and ws/.git that Get compares; false when
+// it cannot be trusted (a directory changed within racy of now).
+func aliasKey(ws string) (string, bool) {
+	var b strings.Builder
+	now := time.Now()
+	for _, p := range []string{ws, filepath.Join(ws, ".git")} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			if p == ws {
+				return "", false
+			}
+			b.WriteString("-;")
+			continue
+		}
+		if now.Sub(fi.ModTime()) < racy {
+			return "", false
+		}
+		fmt.Fprintf(&b, "%d:%d:%v;", fi.ModTime().UnixNano(), fi.Size(), fi.Mode())
+	}
+	return b.String(), true
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/settings"
@@ -26,6 +27,14 @@ func BenchmarkDecideWrite(b *testing.B) {
 	}
 	if err := os.WriteFile(filepath.Join(userDir, "settings.yaml"), []byte("permissions:\n  allow: [\"Bash(git status:*)\"]\n"), 0o644); err != nil {
 		b.Fatal(err)
+	}
+	// A workspace is not made the moment before its first call: stamps
+	// older than a file system's clock tick.
+	past := time.Now().Add(-time.Hour)
+	for _, d := range []string{ws, userDir} {
+		if err := os.Chtimes(d, past, past); err != nil {
+			b.Fatal(err)
+		}
 	}
 	eng, err := NewEngine(EngineOptions{Home: b.TempDir(), Settings: settings.Options{UserDir: userDir}, Audit: &gatetest.MemorySink{}})
 	if err != nil {

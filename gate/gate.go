@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/norma-run/norma/agentfiles"
 	"io"
 	"log/slog"
 	"slices"
@@ -163,6 +164,7 @@ type Gate struct {
 	approver  approval.Authorizer
 	wsDir     string // Options.Workspace
 	home      string // the user's home relative to wsDir, or "" (homeIn)
+	aliases   agentfiles.AliasCache
 	wsID      string // its approval.WorkspaceID
 	ledger    approval.Ledger
 	hooks     *hook.Registry

@@ -413,7 +413,7 @@ func (g *Gate) fsRequests(reqs []capability.Request, k capability.Kind, p string
 	if g.wsDir != "" {
 		// A catalogued directory that links lead elsewhere (.claude → cfg):
 		// cfg/settings.json is .claude/settings.json to the agent.
-		for _, n := range agentfiles.Names(agentfiles.Aliases(g.wsDir), np) {
+		for _, n := range agentfiles.Names(g.aliases.Get(g.wsDir), np) {
 			reqs = append(reqs, capability.Request{Kind: k, Path: n})
 		}
 	}
