@@ -290,3 +290,17 @@ func TableRow(e Entry) string {
 	return "| " + e.Scope.String() + " | `" + e.Glob + "` | " + e.Class.String() + " | " + e.Agent + " | " +
 		strings.ReplaceAll(e.Loads, "|", `\|`) + " | " + e.Checked + " |"
 }
+
+// sweepNames are the names that make git or an agent load code once a
+// process creates them, and that no mount can keep missing without
+// creating them: git's pointers to another config (.git/commondir,
+// .git/config.worktree), a new repository (.git, whose config the process
+// writes), a bare repository made of the workspace itself (HEAD at its
+// root, beside a config), and the root files of SandboxFiles that do not
+// exist. The sandbox looks for those missing when a command starts once
+// its whole process tree has ended, and moves any that appeared aside.
+var sweepNames = []string{".git", ".git/commondir", ".git/config.worktree", "HEAD", ".mcp.json", ".envrc"}
+
+// SweepNames returns the workspace names the sandbox sweeps (see
+// sweepNames).
+func SweepNames() []string { return slices.Clone(sweepNames) }

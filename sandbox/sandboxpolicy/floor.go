@@ -80,6 +80,16 @@ func agentFloor(ws string, p Paths) ([]string, error) {
 	if fi, err := os.Stat(filepath.Join(ws, ".git")); err == nil && !fi.IsDir() {
 		files = append(files, ".git")
 	}
+	// A submodule's git directory holds its own config and hooks, which
+	// git runs for a command in the submodule (and a status of the
+	// superproject): each existing one is frozen as .git's are.
+	if mods, err := filepath.Glob(filepath.Join(ws, ".git", "modules", "*")); err == nil {
+		for _, m := range mods {
+			rel, _ := filepath.Rel(ws, m)
+			rel = filepath.ToSlash(rel)
+			files = append(files, rel+"/config", rel+"/hooks", rel+"/info")
+		}
+	}
 	for _, f := range files {
 		abs := filepath.Join(ws, filepath.FromSlash(f))
 		if !slices.ContainsFunc(grants, func(g string) bool { return within(abs, g) }) {

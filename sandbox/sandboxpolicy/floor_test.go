@@ -318,3 +318,60 @@ func TestDeriveHidesThroughAlias(t *testing.T) {
 		t.Errorf("cfg/notes.md is hidden; no agent loads it")
 	}
 }
+
+// TestSweep: what no mount can keep missing — .git/commondir (git follows
+// it to another config), HEAD at the root (a bare repository of the
+// workspace), .mcp.json, a new .git in a workspace that had none — is
+// moved aside once the command's whole tree has ended, background
+// children included, and the command's stderr says so; a name that
+// existed before is left alone.
+func TestSweep(t *testing.T) {
+	sandboxtest.Require(t)
+	for _, tc := range []struct {
+		name, script string
+		repo         bool
+		gone         []string // must not exist afterwards
+		kept         []string // must exist afterwards
+	}{
+		{"commondir", "mkdir -p evil && echo ../evil > .git/commondir", true, []string{".git/commondir"}, []string{"evil"}},
+		{"bare", "cp .git/HEAD HEAD && printf '[core]\\n\\tbare = true\\n' > config", true, []string{"HEAD"}, []string{"config", ".git/HEAD"}},
+		{"mcp and envrc in the background", "(sleep 0.2; echo '{}' > .mcp.json; echo x > .envrc) & sleep 0.5", true, []string{".mcp.json", ".envrc"}, nil},
+		{"git init", "git init -q . && git config core.fsmonitor 'touch /tmp/x'", false, []string{".git"}, nil},
+		{"existing left alone", "echo more >> notes.md", true, nil, []string{"notes.md"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := floorRunner(t, func(ws string) {
+				if tc.repo {
+					if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
+						t.Fatalf("git init: %v %s", err, out)
+					}
+				}
+				write(t, filepath.Join(ws, "notes.md"), "x\n")
+			})
+			var stderr bytes.Buffer
+			res, err := r.Run(t.Context(), tool.Command{Argv: []string{"/bin/bash", "--norc", "--noprofile", "-c", tc.script}, Stderr: &stderr})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			for _, g := range tc.gone {
+				if _, err := os.Lstat(filepath.Join(r.ws, g)); err == nil {
+					t.Errorf("%s is still there (exit %d, %s)", g, res.ExitCode, stderr.String())
+				}
+				if m, _ := filepath.Glob(filepath.Join(r.ws, g+".norma-quarantine-*")); len(m) != 1 {
+					t.Errorf("%s was not moved aside: %v", g, m)
+				}
+				if !strings.Contains(stderr.String(), "created "+g+",") {
+					t.Errorf("stderr does not report %s: %q", g, stderr.String())
+				}
+			}
+			for _, k := range tc.kept {
+				if _, err := os.Lstat(filepath.Join(r.ws, k)); err != nil {
+					t.Errorf("%s is gone: %v", k, err)
+				}
+			}
+			if len(tc.gone) == 0 && strings.Contains(stderr.String(), "norma:") {
+				t.Errorf("stderr reports a sweep: %q", stderr.String())
+			}
+		})
+	}
+}

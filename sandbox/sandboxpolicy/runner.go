@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/codeenv"
@@ -200,10 +201,12 @@ func (r *Runner) Run(ctx context.Context, cmd tool.Command) (tool.CommandResult,
 		stderr = &capped{}
 		s.Stderr = stderr
 	}
+	sw := newSweep(r.ws)
 	res, err := r.cfg.Sandbox.Run(ctx, s)
 	if err != nil {
 		return tool.CommandResult{}, err
 	}
+	sw.run(s.Stderr)
 	out := result(res)
 	if stdout != nil {
 		out.Stdout = stdout.b
@@ -236,11 +239,12 @@ func (r *Runner) Start(ctx context.Context, cmd tool.Command) (tool.Process, err
 			s.Stderr = null
 		}
 	}
+	sw := newSweep(r.ws)
 	p, err := r.cfg.Sandbox.Start(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	return process{p}, nil
+	return process{p: p, sweep: sw, stderr: cmd.Stderr, once: new(sync.Once)}, nil
 }
 
 // RootCandidate, passed to Derive as one more layer, makes the workspace
@@ -319,13 +323,22 @@ func result(r sandbox.Result) tool.CommandResult {
 	return tool.CommandResult{ExitCode: r.ExitCode, Signal: int(r.Signal), TimedOut: r.TimedOut, MemoryExceeded: r.MemoryExceeded}
 }
 
-// process adapts a *sandbox.Process to tool.Process.
-type process struct{ p *sandbox.Process }
+// process adapts a *sandbox.Process to tool.Process; Wait sweeps what
+// the tree must not leave behind once it has ended (see sweep).
+type process struct {
+	p      *sandbox.Process
+	sweep  sweep
+	stderr io.Writer
+	once   *sync.Once
+}
 
 func (p process) Wait() (tool.CommandResult, error) {
 	r, err := p.p.Wait()
+	p.sweepOnce()
 	return result(r), err
 }
+
+func (p process) sweepOnce() { p.once.Do(func() { p.sweep.run(p.stderr) }) }
 
 func (p process) Kill() error { return p.p.Kill() }
 
