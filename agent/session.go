@@ -1025,8 +1025,14 @@ var errPending = errors.New("agent: approval pending")
 
 func (a *sessionApprover) Authorize(ctx context.Context, r approval.Request) (approval.Ticket, error) {
 	s := a.s
+	// The event is what --json prints and observers log: redacted as the
+	// approval service stores the request (a token in an Edit's context).
+	target, preview := r.Target, r.Preview
+	if red := s.cfg.redactor; red != nil {
+		target, preview = red.Redact(target), red.Redact(preview)
+	}
 	s.emit(Event{Kind: EventApprovalRequested, Principals: r.Principals, Approval: &ApprovalEvent{
-		ToolUseID: r.ToolUseID, Tool: r.Tool, Target: r.Target, Preview: r.Preview}})
+		ToolUseID: r.ToolUseID, Tool: r.Tool, Target: target, Preview: preview}})
 	slot := &pendingSlot{}
 	t, err := a.inner.Authorize(context.WithValue(ctx, pendingSlotKey{}, slot), r)
 	ref := ApprovalRef{ToolUseID: r.ToolUseID, Tool: r.Tool, ApprovalID: t.ApprovalID, State: "granted"}

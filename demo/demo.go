@@ -224,7 +224,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 			return nil, err
 		}
 	}
-	svc, err := approval.NewService(db, &approval.Options{Sink: log, Approver: approver, Redactor: redactor})
+	svc, err := workspace.NewApprovals(db, log, redactor, approver)
 	if err != nil {
 		return nil, err
 	}

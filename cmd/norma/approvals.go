@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/norma-run/norma/workspace"
 	"io"
 	"os/user"
 	"strings"
@@ -39,7 +40,7 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	svc, err := approval.NewService(db, &approval.Options{Sink: log})
+	svc, err := workspace.NewApprovals(db, log, nil, nil)
 	if err != nil {
 		log.Close()
 		db.Close()

@@ -190,7 +190,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	// The approver asks the client, known once the proxy is built; the
 	// service is needed before.
 	var ask lateApprover
-	svc, err := approval.NewService(db, &approval.Options{Sink: log, Approver: agent.PendingApprover(&ask, approval.DefaultTTL)})
+	svc, err := workspace.NewApprovals(db, log, red, agent.PendingApprover(&ask, approval.DefaultTTL))
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}

@@ -224,7 +224,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if err := recordRunStarted(ctx, log, runID, f.resume != "", stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON); err != nil {
 		return exitWith(exitInternal, err)
 	}
-	svc, err := approval.NewService(db, &approval.Options{Sink: log, Approver: agent.PendingApprover(ask, wait)})
+	svc, err := workspace.NewApprovals(db, log, red, agent.PendingApprover(ask, wait))
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/norma-run/norma/workspace"
 	"io"
 	"net"
 	"path/filepath"
@@ -77,7 +78,7 @@ func openTeamServer(cmd *cobra.Command, home, addr, certFile, keyFile string, lo
 		ln.Close()
 	}
 	// No Approver: a request filed through the API waits for a person.
-	svc, err := approval.NewService(db, &approval.Options{Sink: log, Redactor: secret.NewRedactor()})
+	svc, err := workspace.NewApprovals(db, log, nil, nil)
 	if err != nil {
 		closeAll()
 		return nil, nil, exitWith(exitInternal, err)
