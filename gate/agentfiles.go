@@ -14,9 +14,7 @@ import (
 // (INSTRUCTION_FILE_WRITE), whatever the policy, the rules and the mode
 // say. Each write request is asked about by the name the call gave and by
 // the name its links resolve to (see fsRequests), so either matching
-// protects. A write that another agent makes itself (an unconfined call)
-// of a file with more than one name is refused too (HARDLINK_REFUSED):
-// its other names are not known.
+// protects.
 func (x *exec) agentFloor() (capability.Decision, bool) {
 	var ask capability.Decision
 	asked := false
@@ -24,11 +22,6 @@ func (x *exec) agentFloor() (capability.Decision, bool) {
 		r := &x.reqs[i]
 		if r.Kind != capability.FSWrite {
 			continue
-		}
-		if x.unconfined && x.g.wsDir != "" && hardLinked(filepath.Join(x.g.wsDir, filepath.FromSlash(r.Path))) {
-			// Another agent writes the file itself, perhaps in place: a
-			// second name of it may be an agent's file, or a denied one.
-			return deny(capability.ReasonHardlinkRefused, capability.LayerGate, "", r.String()), true
 		}
 		m, ok := agentfiles.Lookup(r.Path, x.g.home)
 		if !ok {

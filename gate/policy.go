@@ -7,6 +7,7 @@ import (
 	"github.com/norma-run/norma/agentfiles"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/norma-run/norma/capability"
@@ -307,7 +308,11 @@ func (g *Gate) normalize(toolName string, acc []tool.Access, u *unconfined) (req
 			}
 			reqs = append(reqs, capability.Request{Kind: a.Kind, Tool: t, Target: a.Target})
 		case capability.FSRead, capability.FSWrite:
-			reqs, what, err = g.fsRequests(reqs, a.Kind, a.Path)
+			n := len(reqs)
+			if reqs, what, err = g.fsRequests(reqs, a.Kind, a.Path); err == nil && u != nil && a.Kind == capability.FSWrite {
+				err = g.linkedWrite(reqs[n])
+				what = reqs[n].String()
+			}
 		default:
 			var r capability.Request
 			if r, what, err = g.request(a); err == nil {
@@ -418,6 +423,18 @@ func (g *Gate) fsRequests(reqs []capability.Request, k capability.Kind, p string
 		}
 	}
 	return reqs, "", nil
+}
+
+// linkedWrite refuses an unconfined write (another agent writes the file
+// itself, perhaps in place) of a file with more than one name
+// (HARDLINK_REFUSED): a second name of it may be an agent's file or a
+// denied one, and the other names are not known. r is the write's
+// canonical request.
+func (g *Gate) linkedWrite(r capability.Request) error {
+	if g.wsDir == "" || !hardLinked(filepath.Join(g.wsDir, filepath.FromSlash(r.Path))) {
+		return nil
+	}
+	return capability.Denied(capability.ReasonHardlinkRefused, r.String(), "the file has more than one name")
 }
 
 // path canonicalizes a workspace path: resolved when possible, cleaned
