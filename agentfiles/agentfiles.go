@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Class is what a file does when its agent or tool loads it.
@@ -186,7 +187,14 @@ type compiledEntry struct {
 // fold is s with case folded as case-insensitive file systems fold it,
 // near enough: upper then lower case, so that ſ (long s) and K (Kelvin)
 // meet s and k.
-func fold(s string) string { return strings.ToLower(strings.ToUpper(s)) }
+func fold(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.ToLower(strings.ToUpper(s))
+		}
+	}
+	return strings.ToLower(s) // ASCII: one pass, no copy when already lower
+}
 
 // scoped is name relative to the scope's base, when it lies inside it.
 func scoped(name string, s Scope, home string) (string, bool) {

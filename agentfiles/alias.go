@@ -1,9 +1,9 @@
 package agentfiles
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -131,7 +131,12 @@ func aliasKey(ws string) (string, bool) {
 		if now.Sub(fi.ModTime()) < racy {
 			return "", false
 		}
-		fmt.Fprintf(&b, "%d:%d:%v;", fi.ModTime().UnixNano(), fi.Size(), fi.Mode())
+		b.WriteString(strconv.FormatInt(fi.ModTime().UnixNano(), 10))
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatInt(fi.Size(), 10))
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatUint(uint64(fi.Mode()), 10))
+		b.WriteByte(';')
 	}
 	return b.String(), true
 }
