@@ -82,9 +82,12 @@ func ParseCheckpoint(text string) (Checkpoint, error) {
 		return c, errors.New("checkpoint size is not a canonical non-negative decimal")
 	}
 	c.Size = n
+	// The decoder skips \r and \n even in Strict mode, so a hash line
+	// with a \r inside would decode to the same hash: accept only the
+	// encoding Text writes, so that one checkpoint has one text.
 	h, err := base64.StdEncoding.Strict().DecodeString(lines[2])
-	if err != nil || len(h) != HashSize {
-		return c, fmt.Errorf("checkpoint hash is not base64 of %d bytes", HashSize)
+	if err != nil || len(h) != HashSize || base64.StdEncoding.EncodeToString(h) != lines[2] {
+		return c, fmt.Errorf("checkpoint hash is not canonical base64 of %d bytes", HashSize)
 	}
 	copy(c.Hash[:], h)
 	return c, nil

@@ -24,6 +24,8 @@ func TestParseCheckpoint(t *testing.T) {
 		{"overflow", "example.com/log\n9223372036854775808\n" + hash + "\n", "canonical"},
 		{"short hash", "example.com/log\n1\nAAAA\n", "32 bytes"},
 		{"unpadded hash", "example.com/log\n1\n" + strings.TrimSuffix(hash, "=") + "\n", "32 bytes"},
+		{"CR inside hash", "example.com/log\n1\n" + hash[:20] + "\r" + hash[20:] + "\n", "canonical base64"},
+		{"CR ending hash", "example.com/log\n1\n" + hash + "\r\n", "canonical base64"},
 		{"url base64", "example.com/log\n1\n" + strings.NewReplacer("+", "-", "/", "_").Replace(hash) + "\n", "32 bytes"},
 		{"not UTF-8", "example.com/\xff\n1\n" + hash + "\n", "UTF-8"},
 	}

@@ -538,11 +538,17 @@ type body struct {
 }
 
 // Parse parses a settings file (YAML, or JSON, which is YAML) of scope.
-// Every problem is reported, as manifest.Errors.
+// Every problem is reported, as manifest.Errors. Lines end in \n or
+// \r\n; a bare \r is refused at its FILE:LINE:COL, since YAML would
+// break a line there that positions, editors and grep do not.
 func Parse(path string, data []byte, scope Scope, workspace string) (*File, error) {
 	schema, err := compiled()
 	if err != nil {
 		return nil, err
+	}
+	if line, col, ok := bareCR(data); ok {
+		return nil, manifest.Errors{{File: path, Line: line, Col: col,
+			Msg: `line break is a bare carriage return (\r): end lines with \n or \r\n`}}
 	}
 	f := &File{Path: path, Scope: scope}
 	if blank(data) {
@@ -680,6 +686,30 @@ func (f *File) plugins(doc *manifest.Document) manifest.Errors {
 		f.pluginSources[ptr] = f.source(doc, ptr)
 	}
 	return probs
+}
+
+// bareCR finds the first \r not followed by \n, at the line and column
+// (in characters) where grep, editors' "go to line" and every position
+// Parse reports count it: lines end at \n. YAML also breaks lines at a
+// bare \r, so a file with one would have rules on lines nobody else
+// sees: "# x\rpermissions: ..." is a comment to a reader (and to blank)
+// and a mapping to the YAML parser, and its positions point past the
+// line they name. Refusing it keeps one line-break rule for everyone.
+func bareCR(data []byte) (line, col int, ok bool) {
+	line, col = 1, 1
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		switch {
+		case r == '\r' && (i+1 == len(data) || data[i+1] != '\n'):
+			return line, col, true
+		case r == '\n':
+			line, col = line+1, 1
+		default:
+			col++
+		}
+		i += n
+	}
+	return 0, 0, false
 }
 
 // blank reports whether data is blank lines and comments only, within the

@@ -71,3 +71,41 @@ func TestInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestLineBreaks: lines end in \n or \r\n, and positions count them the
+// same way; a bare \r is refused at its own position, wherever it is.
+func TestLineBreaks(t *testing.T) {
+	const lf = "permissions:\n  deny: [Read]\n  ask: [\n    Bash]\n"
+	want, err := Parse("s.yaml", []byte(lf), ScopeWorkspace, testWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crlf := strings.ReplaceAll(lf, "\n", "\r\n")
+	got, err := Parse("s.yaml", []byte(crlf), ScopeWorkspace, testWorkspace)
+	if err != nil {
+		t.Fatalf("Parse(%q) = %v", crlf, err)
+	}
+	for i := range want.Rules {
+		if got.Rules[i].Source != want.Rules[i].Source {
+			t.Errorf("rule %q: CRLF source %v, LF source %v", got.Rules[i].Text, got.Rules[i].Source, want.Rules[i].Source)
+		}
+	}
+	tests := []struct {
+		in   string
+		want string // the position of the error
+	}{
+		{"permissions:\n  deny: [\rA]", "s.yaml:2:10:"},
+		{"\rpermissions: {}\n", "s.yaml:1:1:"},
+		{"permissions:\r  deny: [Read]\r", "s.yaml:1:13:"},
+		{"# x\rpermissions:\r  deny: [Read]\n", "s.yaml:1:4:"},
+		{"permissions:\r\r\n  deny: [Read]\r\n", "s.yaml:1:13:"},
+		{"env:\n  A: \"é\r\"\n", "s.yaml:2:8:"}, // columns count characters
+		{"permissions:\n  deny: [Read]\r", "s.yaml:2:15:"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("s.yaml", []byte(tt.in), ScopeWorkspace, testWorkspace)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !strings.Contains(err.Error(), "bare carriage return") {
+			t.Errorf("Parse(%q) = %v, want %s bare carriage return", tt.in, err, tt.want)
+		}
+	}
+}

@@ -8,9 +8,9 @@ import (
 	"github.com/norma-run/norma/store"
 )
 
-// FuzzRedact: whatever the location, a password it holds (in the user
-// info or a *password* query parameter, appearing once) is not in what
-// Redact returns.
+// FuzzRedact: whatever the location, a secret it holds (in the user info
+// or a query parameter named after a credential, in any case: see
+// credentialNames; appearing once) is not in what Redact returns.
 func FuzzRedact(f *testing.F) {
 	for _, s := range []string{
 		"postgres://norma:s3cret-pw@db:5432/norma?tenant=ci",
@@ -19,8 +19,18 @@ func FuzzRedact(f *testing.F) {
 		"postgres://norma:s3cret-pw@db:bad/x",
 		"/var/lib/norma/norma.db",
 		"sqlite:/x.db",
+		"//norma:s3cret-pw@db/n",
+		"host=db password='s3cret pw' dbname=n",
 	} {
 		f.Add(s)
+	}
+	// Every spelling of every credential's name, in a URL and in what is
+	// not one.
+	for _, k := range credentialNames {
+		for _, name := range spellings(k) {
+			f.Add("postgres://db/n?tenant=ci&" + name + "=s3cret-pw")
+			f.Add("?" + name + "=s3cret-pw")
+		}
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got := store.Redact(s)
@@ -33,7 +43,7 @@ func FuzzRedact(f *testing.F) {
 			secrets = append(secrets, pw)
 		}
 		for k, vs := range u.Query() {
-			if strings.Contains(strings.ToLower(k), "password") {
+			if credentialName(k) {
 				secrets = append(secrets, vs...)
 			}
 		}
@@ -43,4 +53,16 @@ func FuzzRedact(f *testing.F) {
 			}
 		}
 	})
+}
+
+// credentialName is the fuzz oracle: k, folded, contains one of
+// credentialNames.
+func credentialName(k string) bool {
+	k = strings.ToLower(strings.ToUpper(k))
+	for _, n := range credentialNames {
+		if strings.Contains(k, n) {
+			return true
+		}
+	}
+	return false
 }

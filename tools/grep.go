@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"runtime"
 	"slices"
 	"strconv"
@@ -90,13 +91,9 @@ type matcher struct {
 }
 
 func newMatcher(a grepArgs) (*matcher, error) {
-	expr := "(?m)" + a.Pattern
-	if a.CaseInsensitive {
-		expr = "(?i)" + expr
-	}
-	re, err := regexp.Compile(expr)
+	re, err := lineRegexp(a.Pattern, a.CaseInsensitive)
 	if err != nil {
-		return nil, fail(capability.ReasonInvalidRequest, "pattern does not compile: %v", err)
+		return nil, err
 	}
 	for _, g := range a.Include {
 		if err := validRelPattern(g); err != nil {
@@ -113,6 +110,76 @@ func newMatcher(a grepArgs) (*matcher, error) {
 	p, complete := re.LiteralPrefix()
 	m.prefix, m.literal = []byte(p), complete && p != "" && !strings.Contains(p, "\n")
 	return m, nil
+}
+
+// lineRegexp compiles pattern to match within one line, as grep does: the
+// matcher runs over a whole file, so the expression is rewritten never to
+// match the line separator. "\n" leaves every character class (".", a
+// negated class, \s, a range such as [\x00-0]); ^ and $ (and \A, \z) are
+// the line's start and end whatever the flags. A match then lies inside
+// one line and matches that line alone, so the file is searched as its
+// lines would be one by one. A pattern that names a newline ("a\nb",
+// [\n], \n?) is refused, as ripgrep refuses it: no line holds one.
+func lineRegexp(pattern string, caseInsensitive bool) (*regexp.Regexp, error) {
+	flags := syntax.Perl &^ syntax.OneLine
+	if caseInsensitive {
+		flags |= syntax.FoldCase
+	}
+	tree, err := syntax.Parse(pattern, flags)
+	if err != nil {
+		return nil, fail(capability.ReasonInvalidRequest, "pattern does not compile: %v", err)
+	}
+	if !withinLine(tree) {
+		return nil, fail(capability.ReasonInvalidRequest, "pattern has a line break (\\n): grep matches one line at a time")
+	}
+	re, err := regexp.Compile(tree.String())
+	if err != nil {
+		return nil, fail(capability.ReasonInvalidRequest, "pattern does not compile: %v", err)
+	}
+	return re, nil
+}
+
+// withinLine rewrites re in place so that it never matches "\n" (see
+// lineRegexp); false when a literal is or holds "\n" or a class held
+// nothing else.
+func withinLine(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if slices.Contains(re.Rune, '\n') {
+			return false
+		}
+	case syntax.OpCharClass:
+		var r []rune
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			lo, hi := re.Rune[i], re.Rune[i+1]
+			if lo <= '\n' && '\n' <= hi {
+				if lo < '\n' {
+					r = append(r, lo, '\n'-1)
+				}
+				if hi > '\n' {
+					r = append(r, '\n'+1, hi)
+				}
+				continue
+			}
+			r = append(r, lo, hi)
+		}
+		if len(r) == 0 && len(re.Rune) > 0 {
+			return false
+		}
+		re.Rune = r
+	case syntax.OpAnyChar:
+		re.Op = syntax.OpAnyCharNotNL
+	case syntax.OpBeginText:
+		re.Op = syntax.OpBeginLine
+	case syntax.OpEndText:
+		re.Op, re.Flags = syntax.OpEndLine, re.Flags&^syntax.WasDollar
+	}
+	for _, sub := range re.Sub {
+		if !withinLine(sub) {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *matcher) included(relPath string) bool {

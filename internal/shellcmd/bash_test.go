@@ -19,9 +19,9 @@ import (
 
 // The differential test runs real bash on a command and compares what it
 // executed with what Parse reported. Every program bash finds on PATH is a
-// shim that records its name and arguments; a wrapper shim (env, xargs,
-// find, bash, ...) records and then runs the real program, so what that
-// runs is recorded too.
+// shim that records the directory it runs in, its name and its arguments;
+// a wrapper shim (env, xargs, find, bash, ...) records and then runs the
+// real program, so what that runs is recorded too.
 
 const bashPath = "/bin/bash"
 
@@ -67,6 +67,10 @@ func getBox(t testing.TB) *bashBox {
 	}
 	boxOnce.Do(func() {
 		root, err := os.MkdirTemp("", "shellcmd-bash-")
+		if err == nil {
+			// $PWD in the shims is the real path.
+			root, err = filepath.EvalSymlinks(root)
+		}
 		if err != nil {
 			boxErr = err
 			return
@@ -81,7 +85,7 @@ func getBox(t testing.TB) *bashBox {
 		os.Chmod(root, 0o755)
 		os.Chmod(b.log, 0o777)
 		os.Chmod(b.work, 0o777)
-		rec := `printf '%s\0' "$#" "${0##*/}" "$@" >>"` + b.log + `/$$"` + "\n"
+		rec := `printf '%s\0' "$#" "$PWD" "${0##*/}" "$@" >>"` + b.log + `/$$"` + "\n"
 		write := func(name, tail string) {
 			if boxErr == nil {
 				boxErr = os.WriteFile(filepath.Join(b.bin, name), []byte("#!/bin/sh\n"+rec+tail), 0o755)
@@ -112,9 +116,18 @@ export PATH
 	return box
 }
 
-// run runs cmd with bash -c in the box and returns the argv of every
-// program it executed from PATH.
-func (b *bashBox) run(t testing.TB, cmd string) [][]string {
+// execution is a program bash executed from PATH: its argv, and the
+// directory it ran in relative to the work directory ("." for it; the
+// absolute path when outside).
+type execution struct {
+	dir  string
+	argv []string
+}
+
+// run runs cmd with bash -c in the box, whose work directory holds the
+// directories dirs (made anew for each run), and returns every program it
+// executed from PATH.
+func (b *bashBox) run(t testing.TB, cmd string, dirs ...string) []execution {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, d := range []string{b.log, b.work} {
@@ -122,6 +135,12 @@ func (b *bashBox) run(t testing.TB, cmd string) [][]string {
 		for _, e := range ents {
 			os.RemoveAll(filepath.Join(d, e.Name()))
 		}
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(b.work, d), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(filepath.Join(b.work, d), 0o777)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -148,13 +167,13 @@ func (b *bashBox) run(t testing.TB, cmd string) [][]string {
 	}
 	_ = c.Wait()
 	syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // background jobs
-	return readLogs(t, b.log)
+	return readLogs(t, b.log, b.work)
 }
 
-// readLogs parses the shims' records: count, name, then count arguments,
-// each NUL-terminated.
-func readLogs(t testing.TB, dir string) [][]string {
-	var recs [][]string
+// readLogs parses the shims' records: count, directory, name, then count
+// arguments, each NUL-terminated.
+func readLogs(t testing.TB, dir, work string) []execution {
+	var recs []execution
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
@@ -162,13 +181,17 @@ func readLogs(t testing.TB, dir string) [][]string {
 			t.Fatal(err)
 		}
 		f := strings.Split(string(data), "\x00")
-		for len(f) > 2 {
+		for len(f) > 3 {
 			n, err := strconv.Atoi(f[0])
-			if err != nil || len(f) < n+2 {
+			if err != nil || len(f) < n+3 {
 				break // a record cut short (a killed shim)
 			}
-			recs = append(recs, slices.Clone(f[1:n+2]))
-			f = f[n+2:]
+			d := f[1]
+			if rel, err := filepath.Rel(work, d); err == nil && filepath.IsLocal(rel) {
+				d = rel
+			}
+			recs = append(recs, execution{dir: d, argv: slices.Clone(f[2 : n+3])})
+			f = f[n+3:]
 		}
 	}
 	return recs
@@ -218,10 +241,9 @@ func checkBash(t *testing.T, cmd string) {
 	if len(cmd) > 2000 {
 		return
 	}
-	ran := getBox(t).run(t, cmd)
-	for _, argv := range ran {
-		if !slices.ContainsFunc(fx.Spawns, func(s []string) bool { return matches(s, argv) }) {
-			t.Errorf("bash -c %q executed %q, which Parse did not report (spawns %q)", cmd, argv, fx.Spawns)
+	for _, x := range getBox(t).run(t, cmd) {
+		if !slices.ContainsFunc(fx.Spawns, func(s []string) bool { return matches(s, x.argv) }) {
+			t.Errorf("bash -c %q executed %q, which Parse did not report (spawns %q)", cmd, x.argv, fx.Spawns)
 		}
 	}
 }
@@ -241,15 +263,16 @@ func FuzzBashDifferential(f *testing.F) {
 }
 
 // TestBashShims: the recording works: a plain command, a wrapper's inner
-// command and a command substitution are all seen.
+// command and a command substitution are all seen, each in the directory
+// it ran in.
 func TestBashShims(t *testing.T) {
-	ran := getBox(t).run(t, `git status; env rm -f x; echo "$(id -u)"`)
+	ran := getBox(t).run(t, `git status; env rm -f x; echo "$(id -u)"; cd sub && cat y`, "sub")
 	var names []string
 	for _, r := range ran {
-		names = append(names, strings.Join(r, " "))
+		names = append(names, r.dir+": "+strings.Join(r.argv, " "))
 	}
 	slices.Sort(names)
-	want := []string{"env rm -f x", "git status", "id -u", "rm -f x"}
+	want := []string{".: env rm -f x", ".: git status", ".: id -u", ".: rm -f x", "sub: cat y"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("recorded %q; want %q", names, want)
 	}

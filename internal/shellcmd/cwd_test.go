@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,11 @@ func TestNamesDirsRealBash(t *testing.T) {
 		{"env -C sub cat ../ok.txt", "../ok.txt"},
 		{"env --chdir=sub/deep cat ../ok.txt", "../ok.txt"},
 		{"cd sub && env -C deep bash -c 'cat ../../ok.txt'", "../../ok.txt"},
+		{"cd sub && {\ntrue&}&wait; cat ok.txt", "ok.txt"},
+		{"cd sub && { true&} && cat ok.txt", "ok.txt"},
+		{`cd sub && { true "x&}"; cat ok.txt; }`, "ok.txt"},
+		{`cd sub && { true x\&}; cat ok.txt; }`, "ok.txt"},
+		{"cd sub && { true }; cat ok.txt; }", "ok.txt"},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			cmd := exec.Command(bashPath, "--norc", "--noprofile", "-c", tc.cmd)
@@ -147,6 +153,19 @@ func TestNamesDirs(t *testing.T) {
 		{cmd: "eval 'cd ./a'; cat x", word: "x", dirUnknown: true},
 		{cmd: "trap 'cd ./a' DEBUG; cat x", word: "x", dirUnknown: true},
 		{cmd: "cd ./a & cat x", word: "x", dirs: []Dir{{Path: "."}}},
+		// A brace group closed after &: the whole and-or list, cd with
+		// it, runs in the background, so what follows stays (bash -c
+		// "cd ./zz && {\n0&}&0 0&{ 0\n}" runs `0 0` in .).
+		{cmd: "cd ./a && {\nb x&}&cat y", word: "y", dirs: []Dir{{Path: "."}}},
+		{cmd: "cd ./a && {\nb x&}&cat y", word: "x", dirs: []Dir{{Path: "a"}}},
+		{cmd: "cd ./a && { b x&}; cat y", word: "y", dirs: []Dir{{Path: "."}, {Path: "a"}}},
+		{cmd: "cd ./a && { b x&} && cat y", word: "y", dirs: []Dir{{Path: "a"}}},
+		{cmd: "cd ./a && { b x; }& cat y", word: "y", dirs: []Dir{{Path: "."}}},
+		// Braces and & inside words are no syntax.
+		{cmd: `cd ./a && { cat "x&}" y; }`, word: "y", dirs: []Dir{{Path: "a"}}},
+		{cmd: `cd ./a && { cat x\&} y; }`, word: "y", dirs: []Dir{{Path: "a"}}},
+		{cmd: "cd ./a && { cat x&}y z; }", word: "z", dirs: []Dir{{Path: "a"}}},
+		{cmd: "cd ./a && { cat }; cat y; }", word: "y", dirs: []Dir{{Path: "a"}}},
 		{cmd: "x=$(cd ./a); cat x", word: "x", dirs: []Dir{{Path: "."}}},
 		{cmd: "tar -C ./a -cf - x", word: "x", dirs: []Dir{{Path: "."}, {Path: "./a"}}},
 		{cmd: "git -C /r diff x", word: "x", dirs: []Dir{{Path: "."}, {Path: "/r"}}},
@@ -171,21 +190,50 @@ func TestNamesDirs(t *testing.T) {
 	}
 }
 
-// FuzzNamesDirs: the tracker never panics, every name has a directory,
-// and a command without cd run after `cd ./zz &&` in a group has every
-// word in zz: nothing it does escapes the directory the shell is in.
+// FuzzNamesDirs: the tracker never panics and every name has a
+// directory; it agrees with real bash on where each word is used; and it
+// is exact where it can be.
+//
+// The command runs after `cd ./zz && {` (a brace group it may close
+// early, background or leave with a cd of its own); for every program
+// bash executes, each argument that Parse lists as a name must have the
+// directory bash ran the program in among that name's directories. And a
+// command that cannot close the group or move (no "}", no cd, no
+// quoting) has every word in zz and nowhere else.
 func FuzzNamesDirs(f *testing.F) {
 	for _, s := range []string{
 		"cat a b",
 		"a && b || c; d | e &",
 		"(a); { b; } && if c; then d; else e; fi",
-		"for x in 1 2; do a $x; done; while b; do c; done",
+		"for x in 1 2; do a x; done; until b; do c; done",
 		"case x in y) a;; z) b;; esac > out < in",
-		"f() { a; }; f x $(g y) <(h z)",
-		"cat ~/x $HOME/y && sh -c 'a q'",
+		"f() { a; }; f x <(b z)",
+		"cat ~/x && sh -c 'a q'",
+		// Brace groups closed, backgrounded or chained inside the command.
+		"a x&}&b y&{ c z",
+		"a x&}; b y; { c z",
+		"a x;}& b y; { c z",
+		"a x;} && b y; { c z",
+		"a x;} || b y; { c z",
+		"}; b y; {",
+		"a x&}|b y;{ c z",
+		// Braces and & inside words, quoted or escaped, are no syntax.
+		"a \"x&}\" y; b \"{\" z",
+		"a 'x&}&y' z",
+		"a x\\&} y",
+		"a x&}y z",
+		"a }; b y",
+		"a { x; b }",
+		"a x}&b y",
+		// cd within, and other ways a program moves.
+		"cd .. && a x; b y",
+		"a x & cd .. & b y",
+		"env -C .. a x",
+		"(cd ..; a x); b y",
 	} {
 		f.Add(s)
 	}
+	_, noBash := os.Stat(bashPath)
 	f.Fuzz(func(t *testing.T, cmd string) {
 		s := Parse(cmd)
 		for _, n := range s.Names {
@@ -193,18 +241,66 @@ func FuzzNamesDirs(f *testing.F) {
 				t.Fatalf("Parse(%q): name %q has no directory", cmd, n.Word)
 			}
 		}
-		if len(cmd) > 300 || strings.ContainsAny(cmd, "'\"\\$`") || strings.Contains(cmd, "cd") || strings.Contains(cmd, "pushd") ||
-			strings.Contains(cmd, "popd") || strings.Contains(cmd, "<<") || strings.Contains(cmd, "-C") || strings.Contains(cmd, "--") {
+		if len(cmd) > 300 || strings.ContainsRune(cmd, 0) {
 			return
 		}
-		s = Parse("cd ./zz && {\n" + cmd + "\n}")
+		full := "cd ./zz && {\n" + cmd + "\n}"
+		s = Parse(full)
 		if s.Unknown != "" || s.DirUnknown != "" {
 			return
 		}
-		for _, n := range s.Names[1:] {
-			if !slices.Equal(n.Dirs, []Dir{{Path: "zz"}}) {
-				t.Errorf("Parse(cd ./zz && { %q }): %q in %v, want zz", cmd, n.Word, n.Dirs)
+		if !strings.ContainsAny(cmd, "}'\"\\$`") && !strings.Contains(cmd, "cd") && !strings.Contains(cmd, "pushd") &&
+			!strings.Contains(cmd, "popd") && !strings.Contains(cmd, "<<") && !strings.Contains(cmd, "-C") && !strings.Contains(cmd, "--") {
+			for _, n := range s.Names[1:] {
+				if !slices.Equal(n.Dirs, []Dir{{Path: "zz"}}) {
+					t.Errorf("Parse(%q): %q in %v, want zz", full, n.Word, n.Dirs)
+				}
+			}
+		}
+		// For bash, no expansion may make a word equal to a name of
+		// another directory: no parameters, substitutions, globs, brace
+		// or sequence expansion.
+		if noBash != nil || strings.ContainsAny(cmd, "$`*?[,") || braceSeq.MatchString(cmd) {
+			return
+		}
+		b := getBox(t)
+		for _, x := range b.run(t, full, "zz") {
+			for _, a := range x.argv[1:] {
+				dirs, named := nameDirs(s.Names, a)
+				if named && !slices.ContainsFunc(dirs, func(d Dir) bool { return b.sameDir(d, x.dir) }) {
+					t.Errorf("bash -c %q ran %q in %s; Parse put %q in %v", full, x.argv, x.dir, a, dirs)
+				}
 			}
 		}
 	})
+}
+
+// braceSeq matches a sequence expression, {a..c}, which expands a word.
+var braceSeq = regexp.MustCompile(`\{[^{}\s]*\.\.[^{}\s]*\}`)
+
+// nameDirs returns the directories of the names with word w that are not
+// relative to the home directory, and whether there are any.
+func nameDirs(names []Name, w string) ([]Dir, bool) {
+	var dirs []Dir
+	named := false
+	for _, n := range names {
+		if n.Word == w && !n.Home {
+			named = true
+			dirs = append(dirs, n.Dirs...)
+		}
+	}
+	return dirs, named
+}
+
+// sameDir reports whether d, as Parse gives it for a command line started
+// in the work directory (with $HOME the work directory), is dir, as
+// readLogs gives it.
+func (b *bashBox) sameDir(d Dir, dir string) bool {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(b.work, p)
+	}
+	return abs(d.Path) == abs(dir)
 }
