@@ -3,6 +3,7 @@ package agenthook
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,7 +46,22 @@ func BenchmarkDecideWrite(b *testing.B) {
 	if out, exit := Handle(b.Context(), Claude{}, eng, in); exit != 0 {
 		b.Fatalf("exit %d: %s", exit, out)
 	}
+	start := cpuTime()
+	n := 0
 	for b.Loop() {
 		Handle(b.Context(), Claude{}, eng, in)
+		n++
 	}
+	// The process's CPU time per decision: on a loaded machine, wall time
+	// also counts the waits for a core; this does not.
+	b.ReportMetric(float64(cpuTime()-start)/float64(n), "cpu-ns/op")
+}
+
+// cpuTime is the user and system CPU time of this process, in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

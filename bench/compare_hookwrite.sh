@@ -2,7 +2,9 @@
 # The hook decision of a Claude Code Write (agenthook BenchmarkDecideWrite)
 # on this tree and on REF, side by side in one run: the benchmark file is
 # copied into a worktree of REF, and the two are run in turns, COUNT times
-# each; medians and the ratio are printed (issue 27: within 10 %).
+# each; medians of wall and CPU time per decision and their ratios are
+# printed (issue 27: within 10 %). On a loaded machine compare the CPU
+# time (cpu-ns/op): wall time also counts waiting for a core.
 #   usage: bench/compare_hookwrite.sh [REF] [COUNT]     (default 16a0e12 10)
 set -eu
 cd "$(dirname "$0")/.."
@@ -21,11 +23,14 @@ out=$(for i in $(seq "$count"); do
 done)
 printf '%s\n' "$out"
 printf '%s\n' "$out" | awk '
-{ n[$1]++; v[$1, n[$1]] = $3 }
+{ n[$1]++; v[$1, n[$1]] = $3; n[$1 "cpu"]++; v[$1 "cpu", n[$1 "cpu"]] = $5 }
 function median(k,   i, j, t, m, a) {
 	m = n[k]
 	for (i = 1; i <= m; i++) a[i] = v[k, i]
 	for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 }
-END { o = median("old"); w = median("new"); printf "\nmedian ns/op: %s %.0f, this tree %.0f, ratio %.3f (goal <= 1.10)\n", "'"$ref"'", o, w, w / o }'
+END {
+	o = median("old"); w = median("new"); printf "\nmedian ns/op: %s %.0f, this tree %.0f, ratio %.3f (goal <= 1.10)\n", "'"$ref"'", o, w, w / o
+	o = median("oldcpu"); w = median("newcpu"); printf "median cpu-ns/op: %s %.0f, this tree %.0f, ratio %.3f (goal <= 1.10)\n", "'"$ref"'", o, w, w / o
+}'
