@@ -312,3 +312,18 @@ var sweepNames = []string{".git", ".git/commondir", ".git/config.worktree", "HEA
 // SweepNames returns the workspace names the sandbox sweeps (see
 // sweepNames).
 func SweepNames() []string { return slices.Clone(sweepNames) }
+
+// userSandboxDirs and userSandboxFiles are the user-scope counterparts of
+// sandboxDirs and sandboxFiles, relative to the home directory: the
+// sandbox keeps them as it keeps the project's when the workspace
+// contains $HOME (a run in /home, or in $HOME itself).
+var (
+	userSandboxDirs  = []string{".claude", ".codex", ".gemini", ".cursor", ".config/git", ".ssh"}
+	userSandboxFiles = []string{".claude.json", ".gitconfig", ".bashrc", ".bash_profile", ".profile", ".zshrc"}
+)
+
+// UserSandboxDirs returns the home-relative directories the sandbox keeps
+// read-only when the workspace contains $HOME, and UserSandboxFiles the
+// files (also swept when missing, as SweepNames).
+func UserSandboxDirs() []string  { return slices.Clone(userSandboxDirs) }
+func UserSandboxFiles() []string { return slices.Clone(userSandboxFiles) }

@@ -140,3 +140,24 @@ func aliasKey(ws string) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// HomeIn is the user's home directory relative to the workspace ws,
+// slash-separated ("." when ws is the home directory), when ws contains
+// it, symbolic links resolved: the catalogue's user files are then
+// workspace files, which the gate and the sandbox keep too.
+func HomeIn(ws string) (string, bool) {
+	h, err := os.UserHomeDir()
+	if err != nil || h == "" || ws == "" {
+		return "", false
+	}
+	for _, p := range []*string{&ws, &h} {
+		if r, err := filepath.EvalSymlinks(*p); err == nil {
+			*p = r
+		}
+	}
+	rel, err := filepath.Rel(ws, h)
+	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}

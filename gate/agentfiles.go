@@ -1,9 +1,6 @@
 package gate
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/norma-run/norma/agentfiles"
 	"github.com/norma-run/norma/capability"
 )
@@ -40,27 +37,4 @@ func (x *exec) agentFloor() (capability.Decision, bool) {
 		*x.trace = append(*x.trace, capability.LayerResult{Layer: ask.Layer, Mode: ask.Mode, Reason: ask.Reason, Rule: ask.Rule})
 	}
 	return ask, asked
-}
-
-// homeIn is the user's home directory relative to the workspace ws ("."
-// when ws is the home directory), or "" when ws does not contain it: the
-// catalogue's user-scope files are then out of every call's reach.
-func homeIn(ws string) string {
-	if ws == "" {
-		return ""
-	}
-	h, err := os.UserHomeDir()
-	if err != nil || h == "" {
-		return ""
-	}
-	for _, p := range []*string{&ws, &h} {
-		if r, err := filepath.EvalSymlinks(*p); err == nil {
-			*p = r
-		}
-	}
-	rel, err := filepath.Rel(ws, h)
-	if err != nil || !(rel == "." || filepath.IsLocal(rel)) {
-		return ""
-	}
-	return filepath.ToSlash(rel)
 }

@@ -210,7 +210,7 @@ func New(opts Options) (*Gate, error) {
 		g.red = secret.NewRedactor()
 	}
 	g.unconf = sync.OnceValue(g.newUnconfined)
-	g.home = homeIn(g.wsDir)
+	g.home, _ = agentfiles.HomeIn(g.wsDir)
 	if g.wsDir != "" {
 		if g.wsID, err = approval.WorkspaceID(g.wsDir); err != nil {
 			return nil, fmt.Errorf("gate: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -21,7 +22,7 @@ import (
 // which, rewritten, would lead git to a config the process wrote). Only
 // names under a grant count.
 //
-// A directory of the floor that does not exist is created empty (0755)
+// A directory of the floor that does not exist is created empty (0700)
 // when the name it leads to, its symbolic links followed, is the last
 // missing one and lies inside a read-write grant (.claude in a workspace
 // without one, .git/hooks in a repository without hooks, the target of a
@@ -48,7 +49,14 @@ func agentFloor(ws string, p Paths) ([]string, error) {
 	}
 	inRW := func(abs string) bool { return slices.ContainsFunc(rw, func(g string) bool { return within(abs, g) }) }
 	var out []string
-	for _, d := range agentfiles.SandboxDirs() {
+	dirs := agentfiles.SandboxDirs()
+	home, inHome := agentfiles.HomeIn(ws)
+	if inHome {
+		for _, d := range agentfiles.UserSandboxDirs() {
+			dirs = append(dirs, path.Join(home, d))
+		}
+	}
+	for _, d := range dirs {
 		abs := filepath.Join(ws, filepath.FromSlash(d))
 		if !slices.ContainsFunc(grants, func(g string) bool { return within(abs, g) }) {
 			continue
@@ -60,7 +68,7 @@ func agentFloor(ws string, p Paths) ([]string, error) {
 		switch {
 		case w.Final != "":
 		case w.Missing != "" && w.Last && inRW(w.Missing):
-			err := os.Mkdir(w.Missing, 0o755)
+			err := os.Mkdir(w.Missing, 0o700)
 			if errors.Is(err, syscall.EROFS) {
 				continue // a read-only file system: the process cannot create it either
 			}
@@ -77,6 +85,11 @@ func agentFloor(ws string, p Paths) ([]string, error) {
 		out = append(out, abs)
 	}
 	files := agentfiles.SandboxFiles()
+	if inHome {
+		for _, f := range agentfiles.UserSandboxFiles() {
+			files = append(files, path.Join(home, f))
+		}
+	}
 	if fi, err := os.Stat(filepath.Join(ws, ".git")); err == nil && !fi.IsDir() {
 		files = append(files, ".git")
 	}

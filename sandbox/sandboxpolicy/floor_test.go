@@ -375,3 +375,37 @@ func TestSweep(t *testing.T) {
 		})
 	}
 }
+
+// TestFloorHome: in a workspace that contains $HOME, the user's agent,
+// git, ssh and shell files are kept as the project's: frozen, the
+// directories made when missing, a shell profile the command creates
+// swept.
+func TestFloorHome(t *testing.T) {
+	sandboxtest.Require(t)
+	var home string
+	r := floorRunner(t, func(ws string) {
+		home = filepath.Join(ws, "u")
+		write(t, filepath.Join(home, ".bashrc"), "# mine\n")
+		write(t, filepath.Join(home, ".claude", "settings.json"), "{}\n")
+	})
+	t.Setenv("HOME", home)
+	var stderr bytes.Buffer
+	script := "echo evil >> u/.bashrc; mkdir -p u/.ssh; echo 'Host *' > u/.ssh/config; echo x > u/.claude/agents.md; echo 'alias ls=x' > u/.zshrc; echo ok > u/notes.txt"
+	if _, err := r.Run(t.Context(), tool.Command{Argv: []string{"/bin/bash", "--norc", "--noprofile", "-c", script}, Stderr: &stderr}); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(b) != "# mine\n" {
+		t.Errorf(".bashrc = %q", b)
+	}
+	for _, n := range []string{".ssh/config", ".claude/agents.md", ".zshrc"} {
+		if _, err := os.Lstat(filepath.Join(home, n)); err == nil {
+			t.Errorf("%s exists after the command (%s)", n, stderr.String())
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(home, ".zshrc.norma-quarantine-*")); len(m) != 1 {
+		t.Errorf(".zshrc was not moved aside: %v (%s)", m, stderr.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, "notes.txt")); string(b) != "ok\n" {
+		t.Errorf("an ordinary file in the home directory was not written: %q", b)
+	}
+}

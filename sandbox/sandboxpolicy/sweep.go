@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -27,7 +28,13 @@ type sweep struct {
 // newSweep records which sweep names are missing in ws now.
 func newSweep(ws string) sweep {
 	s := sweep{ws: ws}
-	for _, n := range agentfiles.SweepNames() {
+	names := agentfiles.SweepNames()
+	if home, ok := agentfiles.HomeIn(ws); ok {
+		for _, f := range agentfiles.UserSandboxFiles() {
+			names = append(names, path.Join(home, f))
+		}
+	}
+	for _, n := range names {
 		if _, err := os.Lstat(filepath.Join(ws, filepath.FromSlash(n))); os.IsNotExist(err) {
 			s.missing = append(s.missing, n)
 		}
