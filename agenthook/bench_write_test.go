@@ -12,19 +12,31 @@ import (
 )
 
 // BenchmarkDecideWrite is one PreToolUse decision of a Claude Code Write
-// in acceptEdits by a warm engine (the daemon's case), through a symbolic
-// link (docs → notes): the gate decides the name given and the resolved
-// one, and asks the agent-file catalogue. bench/compare_hookwrite.sh runs
-// it beside the same file on an earlier commit; it depends on nothing but
-// the package's exported API, so that both build it.
+// in acceptEdits by a warm engine (the daemon's case): of a plain path
+// (docs/a.md), and through a symbolic link (docs → notes), where the gate
+// decides the name given and the resolved one. Both ask the agent-file
+// catalogue. bench/compare_hookwrite.sh runs it beside the same file on
+// an earlier commit; it depends on nothing but the package's exported
+// API, so that both build it.
 func BenchmarkDecideWrite(b *testing.B) {
+	b.Run("plain", func(b *testing.B) { benchDecideWrite(b, false) })
+	b.Run("link", func(b *testing.B) { benchDecideWrite(b, true) })
+}
+
+func benchDecideWrite(b *testing.B, link bool) {
 	ws, _ := filepath.EvalSymlinks(b.TempDir())
 	userDir := b.TempDir()
-	if err := os.Mkdir(filepath.Join(ws, "notes"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.Symlink("notes", filepath.Join(ws, "docs")); err != nil {
-		b.Fatal(err)
+	if !link {
+		if err := os.Mkdir(filepath.Join(ws, "docs"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		if err := os.Mkdir(filepath.Join(ws, "notes"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Symlink("notes", filepath.Join(ws, "docs")); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(userDir, "settings.yaml"), []byte("permissions:\n  allow: [\"Bash(git status:*)\"]\n"), 0o644); err != nil {
 		b.Fatal(err)

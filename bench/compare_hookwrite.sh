@@ -18,7 +18,7 @@ go test -c -o "$wt/new.test" ./agenthook
 (cd "$wt" && go test -c -o "$wt/old.test" ./agenthook)
 out=$(for i in $(seq "$count"); do
 	for v in old new; do
-		"$wt/$v.test" -test.run '^$' -test.bench 'BenchmarkDecideWrite$' -test.benchtime 300x | sed -n "s/^BenchmarkDecideWrite-[0-9]*/$v/p"
+		"$wt/$v.test" -test.run '^$' -test.bench 'BenchmarkDecideWrite/' -test.benchtime 300x | sed -n "s/^BenchmarkDecideWrite\/\([a-z]*\)-[0-9]*/\1-$v/p"
 	done
 done)
 printf '%s\n' "$out"
@@ -31,6 +31,11 @@ function median(k,   i, j, t, m, a) {
 	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 }
 END {
-	o = median("old"); w = median("new"); printf "\nmedian ns/op: %s %.0f, this tree %.0f, ratio %.3f (goal <= 1.10)\n", "'"$ref"'", o, w, w / o
-	o = median("oldcpu"); w = median("newcpu"); printf "median cpu-ns/op: %s %.0f, this tree %.0f, ratio %.3f (goal <= 1.10)\n", "'"$ref"'", o, w, w / o
+	for (i = 1; i <= 2; i++) {
+		c = i == 1 ? "plain" : "link"
+		o = median(c "-old"); w = median(c "-new")
+		printf "\n%-5s median ns/op: %s %.0f, this tree %.0f, ratio %.3f (goal <= 1.10)\n", c, "'"$ref"'", o, w, w / o
+		o = median(c "-oldcpu"); w = median(c "-newcpu")
+		printf "%-5s median cpu-ns/op: %s %.0f, this tree %.0f, ratio %.3f (goal <= 1.10)\n", c, "'"$ref"'", o, w, w / o
+	}
 }'
