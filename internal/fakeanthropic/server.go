@@ -3,11 +3,10 @@ package fakeanthropic
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/norma-run/norma/internal/fakeapi"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 )
 
 // Block is one content block of a scripted answer: a tool_use block when
@@ -29,13 +28,7 @@ type Block struct {
 type Turn []Block
 
 // Request is one request the server received.
-type Request struct {
-	Method, Path string
-	// Header is the request's headers without x-api-key and
-	// Authorization.
-	Header http.Header
-	Body   []byte
-}
+type Request = fakeapi.Request
 
 // Server is a running fake. Its methods are safe for concurrent use.
 type Server struct {
@@ -43,45 +36,18 @@ type Server struct {
 	URL string
 
 	turns []Turn
-	srv   *http.Server
-	ln    net.Listener
-
-	mu   sync.Mutex
-	reqs []Request
+	*fakeapi.Recorder
 }
 
 // New starts a fake on a loopback port that answers with turns.
 func New(turns ...Turn) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{turns: turns}
+	rec, err := fakeapi.Listen("fakeanthropic", func(w http.ResponseWriter, r *http.Request, body []byte) { s.serve(w, r, body) })
 	if err != nil {
-		return nil, fmt.Errorf("fakeanthropic: %w", err)
+		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), turns: turns, ln: ln}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve)}
-	go s.srv.Serve(ln)
+	s.Recorder, s.URL = rec, "http://"+rec.Addr
 	return s, nil
-}
-
-// Close stops the server.
-func (s *Server) Close() error { return s.srv.Close() }
-
-// Requests returns every request received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
-
-// Bodies returns the bodies of every request received so far, joined:
-// what a test scans for text that must (or must not) have reached the
-// model.
-func (s *Server) Bodies() string {
-	var b strings.Builder
-	for _, r := range s.Requests() {
-		b.Write(r.Body)
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 // ToolResult is one tool_result block a client sent back.
@@ -114,22 +80,7 @@ func (s *Server) ToolResults() map[string]ToolResult {
 	return out
 }
 
-func (s *Server) record(r *http.Request, body []byte) {
-	h := r.Header.Clone()
-	h.Del("X-Api-Key")
-	h.Del("Authorization")
-	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: h, Body: body})
-	s.mu.Unlock()
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	if err != nil {
-		http.Error(w, "read body", http.StatusBadRequest)
-		return
-	}
-	s.record(r, body)
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 		s.messages(w, body)

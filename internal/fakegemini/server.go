@@ -3,11 +3,9 @@ package fakegemini
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
+	"github.com/norma-run/norma/internal/fakeapi"
 	"net/http"
 	"strings"
-	"sync"
 )
 
 // Part is one part of a scripted answer: a functionCall when Tool is set,
@@ -25,15 +23,7 @@ type Part struct {
 type Turn []Part
 
 // Request is one request the server received.
-type Request struct {
-	Method, Path string
-	// Query is the URL's query without the key parameter.
-	Query string
-	// Header is the request's headers without x-goog-api-key and
-	// Authorization.
-	Header http.Header
-	Body   []byte
-}
+type Request = fakeapi.Request
 
 // Server is a running fake. Its methods are safe for concurrent use.
 type Server struct {
@@ -42,48 +32,22 @@ type Server struct {
 	URL string
 
 	turns []Turn
-	srv   *http.Server
-
-	mu   sync.Mutex
-	reqs []Request
+	*fakeapi.Recorder
 }
 
 // New starts a fake on a loopback port that answers with turns.
 func New(turns ...Turn) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{turns: turns}
+	rec, err := fakeapi.Listen("fakegemini", func(w http.ResponseWriter, r *http.Request, body []byte) { s.serve(w, r, body) })
 	if err != nil {
-		return nil, fmt.Errorf("fakegemini: %w", err)
+		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), turns: turns}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve)}
-	go s.srv.Serve(ln)
+	s.Recorder, s.URL = rec, "http://"+rec.Addr
 	return s, nil
 }
 
-// Close stops the server.
-func (s *Server) Close() error { return s.srv.Close() }
-
 // CallID is the id the fake gives the functionCall at index i of turn t.
 func CallID(t, i int) string { return fmt.Sprintf("call_fake_%d_%d", t, i) }
-
-// Requests returns every request received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
-
-// Bodies returns the bodies of every request received so far, joined:
-// what a test scans for text that must (or must not) have reached the
-// model.
-func (s *Server) Bodies() string {
-	var b strings.Builder
-	for _, r := range s.Requests() {
-		b.Write(r.Body)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
 
 // FunctionResponse is one functionResponse part a client sent back.
 type FunctionResponse struct {
@@ -137,24 +101,7 @@ func (s *Server) FunctionResponses() map[string]FunctionResponse {
 	return out
 }
 
-func (s *Server) record(r *http.Request, body []byte) {
-	h := r.Header.Clone()
-	h.Del("X-Goog-Api-Key")
-	h.Del("Authorization")
-	q := r.URL.Query()
-	q.Del("key")
-	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Query: q.Encode(), Header: h, Body: body})
-	s.mu.Unlock()
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "read body")
-		return
-	}
-	s.record(r, body)
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	// /v1beta/models/MODEL:METHOD
 	_, rest, ok := strings.Cut(r.URL.Path, "/models/")
 	i := strings.LastIndexByte(rest, ':')

@@ -3,12 +3,10 @@ package fakeopenai
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
+	"github.com/norma-run/norma/internal/fakeapi"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Item is one output item of a scripted answer: a function call when
@@ -26,12 +24,7 @@ type Item struct {
 type Turn []Item
 
 // Request is one request the server received.
-type Request struct {
-	Method, Path string
-	// Header is the request's headers without Authorization.
-	Header http.Header
-	Body   []byte
-}
+type Request = fakeapi.Request
 
 // Server is a running fake. Its methods are safe for concurrent use.
 type Server struct {
@@ -40,49 +33,23 @@ type Server struct {
 	URL string
 
 	turns []Turn
-	srv   *http.Server
-
-	mu   sync.Mutex
-	reqs []Request
+	*fakeapi.Recorder
 }
 
 // New starts a fake on a loopback port that answers with turns.
 func New(turns ...Turn) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{turns: turns}
+	rec, err := fakeapi.Listen("fakeopenai", func(w http.ResponseWriter, r *http.Request, body []byte) { s.serve(w, r, body) })
 	if err != nil {
-		return nil, fmt.Errorf("fakeopenai: %w", err)
+		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String() + "/v1", turns: turns}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve)}
-	go s.srv.Serve(ln)
+	s.Recorder, s.URL = rec, "http://"+rec.Addr+"/v1"
 	return s, nil
 }
-
-// Close stops the server.
-func (s *Server) Close() error { return s.srv.Close() }
 
 // CallID is the call_id the fake gives the function call at index i of
 // turn t.
 func CallID(t, i int) string { return fmt.Sprintf("call_fake_%d_%d", t, i) }
-
-// Requests returns every request received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
-
-// Bodies returns the bodies of every request received so far, joined:
-// what a test scans for text that must (or must not) have reached the
-// model.
-func (s *Server) Bodies() string {
-	var b strings.Builder
-	for _, r := range s.Requests() {
-		b.Write(r.Body)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
 
 // Outputs returns the function_call_output items the client sent back,
 // by call_id: each one's output as text (a string output, or its text
@@ -104,21 +71,7 @@ func (s *Server) Outputs() map[string]string {
 	return out
 }
 
-func (s *Server) record(r *http.Request, body []byte) {
-	h := r.Header.Clone()
-	h.Del("Authorization")
-	s.mu.Lock()
-	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: h, Body: body})
-	s.mu.Unlock()
-}
-
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	if err != nil {
-		http.Error(w, "read body", http.StatusBadRequest)
-		return
-	}
-	s.record(r, body)
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
 		writeError(w, http.StatusNotFound, "not_found", "not served by the fake")
 		return
