@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,17 +56,7 @@ func TestDoorApprovalPreviewRedacted(t *testing.T) {
 	if !strings.Contains(text, "version: 2") || !strings.Contains(text, "[REDACTED:github-token]") || !strings.Contains(text, "[REDACTED:db_password]") {
 		t.Errorf("approvals show lacks the diff with its masks:\n%s", text)
 	}
-	filepath.WalkDir(e.home, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			if d != nil && d.IsDir() && d.Name() == "secrets" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		b, _ := os.ReadFile(p)
-		leaks(p, string(b))
-		return nil
-	})
+	stateFiles(e.home, leaks)
 	if b, _ := os.ReadFile(filepath.Join(e.ws, "notes.txt")); !strings.Contains(string(b), "version: 1") {
 		t.Errorf("the Edit ran before approval: %s", b)
 	}

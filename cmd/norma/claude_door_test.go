@@ -27,19 +27,23 @@ import (
 // symlink inside it points to.
 const outsideCanary = "CANARY-outside-7c2a"
 
-// claudeBin is $NORMA_TEST_CLAUDE: the test skips without it, and fails
+// claudeBin is $NORMA_TEST_CLAUDE (see clientBin).
+func claudeBin(t *testing.T) string { return clientBin(t, "NORMA_TEST_CLAUDE", "claude") }
+
+// clientBin is the real client binary that .ci/run installs and names in
+// the environment variable env: the test skips without it, and fails
 // when CI (NORMA_REQUIRE_SANDBOX=1) runs it without.
-func claudeBin(t *testing.T) string {
+func clientBin(t *testing.T, env, name string) string {
 	t.Helper()
-	p := os.Getenv("NORMA_TEST_CLAUDE")
+	p := os.Getenv(env)
 	if p == "" {
 		if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
-			t.Fatal("NORMA_TEST_CLAUDE is required (the path of the claude binary .ci/run installs)")
+			t.Fatalf("%s is required (the path of the %s binary .ci/run installs)", env, name)
 		}
-		t.Skip("NORMA_TEST_CLAUDE is not set")
+		t.Skipf("%s is not set", env)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("NORMA_TEST_CLAUDE: %v", err)
+		t.Fatalf("%s: %v", env, err)
 	}
 	return p
 }

@@ -21,22 +21,8 @@ import (
 // (those it trusts), and sends the call's output, or the hook's refusal,
 // back to the fake, where the test reads it.
 
-// testCodexBin is $NORMA_TEST_CODEX: the test skips without it, and
-// fails when CI (NORMA_REQUIRE_SANDBOX=1) runs it without.
-func testCodexBin(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("NORMA_TEST_CODEX")
-	if p == "" {
-		if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
-			t.Fatal("NORMA_TEST_CODEX is required (the path of the codex binary .ci/run installs)")
-		}
-		t.Skip("NORMA_TEST_CODEX is not set")
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("NORMA_TEST_CODEX: %v", err)
-	}
-	return p
-}
+// testCodexBin is $NORMA_TEST_CODEX (see clientBin).
+func testCodexBin(t *testing.T) string { return clientBin(t, "NORMA_TEST_CODEX", "codex") }
 
 // codexCatEnv is the call the scripted model asks for, and its call_id.
 var codexCatEnv = fakeopenai.CallID(0, 1)

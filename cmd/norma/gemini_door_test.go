@@ -23,22 +23,8 @@ import (
 // call's output, or the hook's refusal, back to the fake, where the test
 // reads it.
 
-// testGeminiBin is $NORMA_TEST_GEMINI: the test skips without it, and
-// fails when CI (NORMA_REQUIRE_SANDBOX=1) runs it without.
-func testGeminiBin(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("NORMA_TEST_GEMINI")
-	if p == "" {
-		if os.Getenv("NORMA_REQUIRE_SANDBOX") == "1" {
-			t.Fatal("NORMA_TEST_GEMINI is required (the path of the gemini binary .ci/run installs)")
-		}
-		t.Skip("NORMA_TEST_GEMINI is not set")
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("NORMA_TEST_GEMINI: %v", err)
-	}
-	return p
-}
+// testGeminiBin is $NORMA_TEST_GEMINI (see clientBin).
+func testGeminiBin(t *testing.T) string { return clientBin(t, "NORMA_TEST_GEMINI", "gemini") }
 
 // geminiEnv is one Gemini CLI world: Norma's state directory and user
 // settings, the user's home (Gemini's settings and trusted folders in

@@ -120,17 +120,7 @@ func TestDoorRunRedactsSecrets(t *testing.T) {
 	}
 	// Every file of the state directory but the (encrypted) vault: the
 	// audit database and its journal, spill files, run state.
-	filepath.WalkDir(e.home, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			if d != nil && d.IsDir() && d.Name() == "secrets" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		b, _ := os.ReadFile(p)
-		leaks(p, string(b))
-		return nil
-	})
+	stateFiles(e.home, leaks)
 
 	code, aout, aerr := door(t, "--home", e.home, "audit", "query", "--type", "output_redacted", "--run", runID, "--json")
 	if code != 0 {
@@ -231,4 +221,21 @@ func runStateFile(t *testing.T, home, out string) (string, []byte) {
 		t.Fatal(err)
 	}
 	return runID, state
+}
+
+// stateFiles calls check with every file of the state directory home
+// but the (encrypted) vault: the audit and approval database and its
+// journal, spill files, run state.
+func stateFiles(home string, check func(where, content string)) {
+	filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			if d != nil && d.IsDir() && d.Name() == "secrets" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		check(p, string(b))
+		return nil
+	})
 }
