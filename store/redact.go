@@ -8,21 +8,24 @@ import (
 
 // Redact returns a store location fit to print. Hidden, as "xxxxx": the
 // password of a URL's user info, and the value of every parameter whose
-// name is a credential's ([CredentialKey]), in the query, the fragment or
-// a string that is not a URL at all (a keyword/value connection string
-// typed as a path, "host=db password=pw"). A database URL is a full-power
-// credential; every message that names a store names it through Redact.
+// name is a credential's ([CredentialKey]), in a URL's query or fragment,
+// or anywhere in a string that is not a URL (a keyword/value connection
+// string typed as a path, "host=db password=pw"). A database URL is a
+// full-power credential; every message that names a store names it
+// through Redact.
 //
-// A hidden value runs to the next "&" (and in a URL to the next "#"), the
-// way a query is split; in a keyword/value string that hides the
-// parameters after a password too, which is the price of never leaving
+// A parameter is read as a query is, only more widely: its name is all
+// that precedes its "=" back to the previous "&" (in a keyword/value
+// string, "host=db password" is the name of pw, and still a credential's),
+// and its value runs to the next "&", which in a keyword/value string
+// hides the parameters after a password too: the price of never leaving
 // part of a password with spaces in it. A URL that does not parse is
 // hidden after its scheme.
 func Redact(location string) string {
 	scheme, _, hasScheme := strings.Cut(location, "://")
 	if !hasScheme && !strings.HasPrefix(location, "//") {
 		// A path, or something typed as one.
-		return hideParams(location, "&")
+		return hideParams(location)
 	}
 	u, err := url.Parse(location)
 	if err != nil {
@@ -34,25 +37,22 @@ func Redact(location string) string {
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
-	// The parameters of the query, and any in the fragment or the path:
-	// the whole printed URL is scanned, so no part of it is a side door.
-	return hideParams(u.String(), "&#")
+	u.RawQuery = hideParams(u.RawQuery)
+	frag := u.EscapedFragment()
+	u.Fragment, u.RawFragment = "", ""
+	if frag != "" {
+		return u.String() + "#" + hideParams(frag)
+	}
+	return u.String()
 }
 
 // hideParams replaces with "xxxxx" the value after every "=" whose name
-// is a credential's. The name is what precedes the "=" back to the
-// previous "&", "?", "#", ";" or "=" (so "db password" in "host=db
-// password=pw", still a credential's name); the value runs, after any
-// spaces, to the next byte of end or the end of s.
-func hideParams(s, end string) string {
+// is a credential's (see Redact).
+func hideParams(s string) string {
 	var b strings.Builder
 	done := 0 // s[:done] is written
 	for i := 0; i < len(s); i++ {
-		if s[i] != '=' {
-			continue
-		}
-		start := strings.LastIndexAny(s[:i], "&?#;=") + 1
-		if start < done || !CredentialKey(s[start:i]) {
+		if s[i] != '=' || !CredentialKey(s[strings.LastIndexByte(s[:i], '&')+1:i]) {
 			continue
 		}
 		v := i + 1
@@ -60,7 +60,7 @@ func hideParams(s, end string) string {
 			v++
 		}
 		stop := len(s)
-		if n := strings.IndexAny(s[v:], end); n >= 0 {
+		if n := strings.IndexByte(s[v:], '&'); n >= 0 {
 			stop = v + n
 		}
 		if v == stop {

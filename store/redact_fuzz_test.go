@@ -30,6 +30,8 @@ func FuzzRedact(f *testing.F) {
 		for _, name := range spellings(k) {
 			f.Add("postgres://db/n?tenant=ci&" + name + "=s3cret-pw")
 			f.Add("?" + name + "=s3cret-pw")
+			f.Add("postgres://db/n?x?" + name + "?=s3cret-pw#" + name + "=s3cret-pw")
+			f.Add("?x;" + name + "=s3cret-pw")
 		}
 	}
 	f.Fuzz(func(t *testing.T, s string) {

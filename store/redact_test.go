@@ -26,6 +26,13 @@ func TestRedact(t *testing.T) {
 		{"postgres://db/n?password=s3cret#x", "postgres://db/n?password=xxxxx#x"},
 		{"postgres://db/n#password=s3cret", "postgres://db/n#password=xxxxx"},
 		{"postgres://db/n?password=", "postgres://db/n?password="},
+		// A name is all that precedes its "=" back to the previous "&":
+		// "?" and ";" are part of it, as url.Query reads them.
+		{"postgres://db/n?a?password=s3cret", "postgres://db/n?a?password=xxxxx"},
+		{"postgres://db/n?pAsS?=s3cret&tenant=ci", "postgres://db/n?pAsS?=xxxxx&tenant=ci"},
+		{"postgres://db/n?x;pwd=s3cret", "postgres://db/n?x;pwd=xxxxx"},
+		{"?pAsS?=s3cret", "?pAsS?=xxxxx"},
+		{"x.db?a=1=pass=s3cret", "x.db?a=1=pass=xxxxx"},
 		// User info without a scheme, and what does not parse.
 		{"//norma:s3cret@db/n", "//norma:xxxxx@db/n"},
 		{"//norma:s3cret@db:bad/n", "(unparsable URL hidden)"},
