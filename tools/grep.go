@@ -54,7 +54,7 @@ func grepTool() tool.Spec {
 	return tool.Spec{
 		Name:        "Grep",
 		Description: "Search workspace files with a regular expression.",
-		Prompt: "Searches file contents with an RE2 regular expression (Go syntax: no backreferences or lookaround), line by line like grep. " +
+		Prompt: "Searches file contents with an RE2 regular expression (Go syntax: no backreferences or lookaround), line by line like grep: a match never spans a line end, and a pattern with a newline (\\n) is refused. " +
 			"output_mode: files_with_matches (default: the paths of matching files), content (path:line:text, with context lines around each match), or count (path:matching-line count). " +
 			"include limits the search to files matching any of its globs (a glob without / is matched against the file name, e.g. *.go; with / against the path). " +
 			"Binary files, files over 16 MiB, .git and node_modules are skipped; denied files and directories are never read or entered. Output is sorted by path and bounded by head_limit (default 250).",

@@ -23,6 +23,7 @@ func TestGrep(t *testing.T) {
 		"node_modules/m.js": "TOKEN hunter2\n",
 		"bin.dat":           "TOKEN\x00hunter2",
 		"ctx.txt":           "1\n2\nmatch\n4\n5\n6\n7\nmatch\n9\n",
+		"lines.txt":         "ab\ncd\n",
 	})
 	tests := []struct {
 		name, input string
@@ -44,6 +45,14 @@ func TestGrep(t *testing.T) {
 		{name: "denied file as root", input: `{"pattern":"TOKEN","path":".env"}`, reason: capability.ReasonFilesystemReadDenied},
 		{name: "escape", input: `{"pattern":"TOKEN","path":".."}`, reason: capability.ReasonPathEscape},
 		{name: "bad regexp", input: `{"pattern":"(a"}`, reason: capability.ReasonInvalidRequest},
+		// A match never spans a line end, whatever the pattern says.
+		{name: "class across lines", input: `{"pattern":"b[^x]c","path":"lines.txt"}`, want: "no matches"},
+		{name: "range across lines", input: `{"pattern":"b[\\x00-z]c","path":"lines.txt"}`, want: "no matches"},
+		{name: "space across lines", input: `{"pattern":"b\\s*c","path":"lines.txt"}`, want: "no matches"},
+		{name: "dot all across lines", input: `{"pattern":"(?s)b.c","path":"lines.txt"}`, want: "no matches"},
+		{name: "text anchors are line anchors", input: `{"pattern":"(?-m)^c.$|\\Aa\\z|^a.$","path":"lines.txt","output_mode":"content","case_insensitive":true}`, want: "lines.txt:1:ab\nlines.txt:2:cd"},
+		{name: "newline refused", input: `{"pattern":"b\\nc","path":"lines.txt"}`, reason: capability.ReasonInvalidRequest},
+		{name: "newline in a class refused", input: `{"pattern":"b[\\n]c","path":"lines.txt"}`, reason: capability.ReasonInvalidRequest},
 		{name: "bad include", input: `{"pattern":"a","include":["../*"]}`, reason: capability.ReasonPathEscape},
 	}
 	for _, tt := range tests {
