@@ -18,7 +18,6 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/openai/openai-go/v3 v3.99.0
 	github.com/prometheus/common v0.72.0
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	go.opentelemetry.io/otel v1.47.0
@@ -102,4 +101,3 @@ require (
 
 // Patched copy of v6.0.3 that compiles its metaschemas on first use instead
 // of at init (cold start, issue 20); see third_party/README.md.
-replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema

@@ -5,7 +5,6 @@ go 1.26.8
 replace github.com/norma-run/norma => ../
 
 // As in the main module: the patched copy (third_party/README.md).
-replace github.com/santhosh-tekuri/jsonschema/v6 => ../third_party/jsonschema
 
 require (
 	github.com/cedar-policy/cedar-go v1.9.1
@@ -32,7 +31,6 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rs/xid v1.2.1 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/stripe/goproxy v0.0.0-20260826103935-0cd07c409a76 // indirect
 	golang.org/x/exp v0.0.0-20220921023135-46d9e7742f1e // indirect
 	golang.org/x/mod v0.42.0 // indirect

@@ -15,7 +15,7 @@ import (
 	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/norma-run/norma/internal/jsonschema"
 )
 
 // benchSchema is the small object schema of the benchmarks: a path with a

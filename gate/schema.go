@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/norma-run/norma/tool"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/norma-run/norma/internal/jsonschema"
+	"github.com/norma-run/norma/internal/jsonschema/kind"
 )
 
 // Schema is a compiled tool input schema (JSON Schema 2020-12, formats

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/norma-run/norma/internal/jsonschema"
 )
 
 // Schema is a compiled JSON Schema (2020-12, formats asserted) of another

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/norma-run/norma/internal/jsonschema"
+	"github.com/norma-run/norma/internal/jsonschema/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/norma-run/norma/internal/jsonschema/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
