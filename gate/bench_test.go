@@ -13,9 +13,9 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/gate/gatetest"
+	"github.com/norma-run/norma/internal/jsonschema"
 	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/tool"
-	"github.com/norma-run/norma/internal/jsonschema"
 )
 
 // benchSchema is the small object schema of the benchmarks: a path with a

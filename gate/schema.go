@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/norma-run/norma/tool"
 	"github.com/norma-run/norma/internal/jsonschema"
 	"github.com/norma-run/norma/internal/jsonschema/kind"
+	"github.com/norma-run/norma/tool"
 )
 
 // Schema is a compiled tool input schema (JSON Schema 2020-12, formats
