@@ -10,19 +10,19 @@ import (
 	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/tools"
+	"github.com/norma-run/norma/tool/builtin"
 )
 
-// BuiltinPolicy compiles the built-in tools' manifest (tools.Manifest: the
+// BuiltinPolicy compiles the built-in tools' manifest (builtin.Manifest: the
 // whole workspace readable and writable except .env files and the workspace
 // policy, processes only with the OS sandbox, no network, no external
 // writes) under the workspace and run ceilings (either may be nil). sandbox
 // says whether the OS sandbox is available; without it the policy's host
 // layer denies process spawning. A host that configures network rules or a
-// search backend compiles tools.Build's manifest instead and passes it with
+// search backend compiles builtin.Build's manifest instead and passes it with
 // [WithBuiltinPolicy].
 func BuiltinPolicy(workspace, run *manifest.Layer, sandbox bool) (*policy.Set, error) {
-	m, err := tools.Manifest()
+	m, err := builtin.Manifest()
 	if err != nil {
 		return nil, fmt.Errorf("agent: built-in manifest: %w", err)
 	}

@@ -4,11 +4,11 @@
 # `norma sandbox exec --net none -- /bin/true` beside the equivalent bwrap
 # command line (the flags of sandbox's BenchmarkBwrapTrue), interleaved in
 # one run (bench/coldstart/main.go; medians of wall and CPU time).
-# It measures norma as scripts/build installs it (bin/norma, the static
-# front build, which executes bin/norma-full for run, serve, mcp, plugin and
-# demo) beside the single binary `go build ./cmd/norma` (or `go install`)
-# gives, every command linked and dynamically linked ("single").
-# BASELINE, when given, is another norma binary (say, built from main)
+# It measures norma as scripts/build installs it (bin/norma: static,
+# stripped) beside what `go build ./cmd/norma` (or `go install`) gives,
+# unstripped and dynamically linked ("single").
+# BASELINE, when given, is another norma binary (say, built from main, or
+# the front build of the pair before issue 30 with norma-full beside it)
 # measured in the same run, for before/after.
 # Usage: bench/coldstart.sh [RUNS] [BASELINE]   (from the repository root)
 set -eu

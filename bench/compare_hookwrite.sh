@@ -13,8 +13,8 @@ count=${2:-10}
 wt=$(mktemp -d "${TMPDIR:-/tmp}/norma-hookwrite.XXXXXX")
 trap 'git worktree remove --force "$wt" >/dev/null 2>&1 || true; rm -rf "$wt"' EXIT
 git worktree add -q --detach "$wt" "$ref"
-cp agenthook/bench_write_test.go "$wt/agenthook/"
-go test -c -o "$wt/new.test" ./agenthook
+cp door/agenthook/bench_write_test.go "$wt/agenthook/"
+go test -c -o "$wt/new.test" ./door/agenthook
 (cd "$wt" && go test -c -o "$wt/old.test" ./agenthook)
 out=$(for i in $(seq "$count"); do
 	for v in old new; do

@@ -2,26 +2,28 @@
 # Hook latency (issue 18): what one decision costs Claude Code, side by
 # side in one run (bench/hooklat/main.go; medians and p90):
 #   - command hooks, process start to answer (norma as scripts/build
-#     installs it, and the single binary of go build, deciding itself), stdin = a real-shaped
+#     installs it, the unstripped binary of go build, and BASELINE, another
+#     norma binary, when given; each deciding itself), stdin = a real-shaped
 #     PreToolUse JSON (a Read of a workspace file): `norma hook
 #     claude-code` deciding itself, the same forwarding to a running
 #     `norma serve`, and a minimal Python and Node hook that only read the
 #     JSON and answer allow;
 #   - http hooks on a kept-alive connection: `norma serve --http`, and a
 #     minimal Python and Node server that do the same as their hooks.
-# Usage: bench/hooklat.sh [RUNS]   (from the repository root)
+# Usage: bench/hooklat.sh [RUNS] [BASELINE]   (from the repository root)
 set -eu
 runs=${1:-200}
+base=${2:-}
 tmp=$(mktemp -d /tmp/hooklat.XXXXXX)
 pids=
 trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
-scripts/build "$tmp/bin"                  # as installed: the front build, norma-full beside it
+scripts/build "$tmp/bin"                  # as installed: one static, stripped binary
 go build -o "$tmp/single/norma" ./cmd/norma # the single binary go install gives
 (cd bench && go build -o "$tmp/hooklat" ./hooklat)
 cp bench/hooklat/*.py bench/hooklat/*.js "$tmp/"
 python=$(python3 -c 'import sys; print(sys.executable)') # not a pyenv shim
 node=$(command -v node)
-mkdir -p "$tmp/ws/docs" "$tmp/self" "$tmp/self2" "$tmp/daemon"
+mkdir -p "$tmp/ws/docs" "$tmp/self" "$tmp/self2" "$tmp/self3" "$tmp/daemon"
 echo '# Intro' >"$tmp/ws/docs/intro.md"
 printf '{"session_id":"9f1c2a7e-0b3d-4c56-8e9f-1a2b3c4d5e6f","transcript_path":"%s/t.jsonl","cwd":"%s","prompt_id":"p-1","permission_mode":"default","effort":"medium","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"%s/docs/intro.md"},"tool_use_id":"toolu_01"}' \
 	"$tmp/ws" "$tmp/ws" "$tmp/ws" >"$tmp/pre.json"
@@ -46,6 +48,7 @@ cd "$tmp/ws"
 	"cmd:$tmp/bin/norma --home $tmp/self hook claude-code" \
 	"cmd:$tmp/bin/norma --home $tmp/daemon hook claude-code" \
 	"cmd:$tmp/single/norma --home $tmp/self2 hook claude-code" \
+	${base:+"cmd:$base --home $tmp/self3 hook claude-code"} \
 	"cmd:$python $tmp/hook.py" \
 	"cmd:$node $tmp/hook.js" \
 	"http:$url/hooks/claude-code $tok" \

@@ -21,7 +21,7 @@ import (
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/fsguard"
+	"github.com/norma-run/norma/guard/fspath"
 	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/internal/shellcmd"
@@ -115,7 +115,7 @@ type Options struct {
 	Capabilities func(tool.Plugin) (tool.Env, error)
 	// Resolve maps a workspace path to its canonical form for policy and
 	// rules (fsguard's FS.Resolve). Nil means lexical cleaning only
-	// (fsguard.Clean). A path that does not exist yet is cleaned.
+	// (fspath.Clean). A path that does not exist yet is cleaned.
 	Resolve func(name string) (string, error)
 	// Resolver looks up host names for an unconfined call's fetch (see
 	// Unconfined), as the network guard would at connect time; nil means
@@ -232,7 +232,7 @@ func New(opts Options) (*Gate, error) {
 		g.log = slog.New(slog.DiscardHandler)
 	}
 	if g.resolve == nil {
-		g.resolve = fsguard.Clean
+		g.resolve = fspath.Clean
 	}
 	if g.capture, err = newCapture(opts.Output, g.now); err != nil {
 		return nil, err

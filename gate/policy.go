@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/fsguard"
+	"github.com/norma-run/norma/guard/fspath"
 	"github.com/norma-run/norma/guard/netguard"
 	"github.com/norma-run/norma/guard/netguard/weburl"
 	"github.com/norma-run/norma/internal/shellcmd"
@@ -412,7 +412,7 @@ func (g *Gate) fsRequests(reqs []capability.Request, k capability.Kind, p string
 		return reqs, k.String() + " " + boundMsg(p, 200), err
 	}
 	reqs = append(reqs, capability.Request{Kind: k, Path: np})
-	if lp, err := fsguard.Clean(p); err == nil && lp != np {
+	if lp, err := fspath.Clean(p); err == nil && lp != np {
 		reqs = append(reqs, capability.Request{Kind: k, Path: lp})
 	}
 	if g.wsDir != "" {
@@ -447,7 +447,7 @@ func (g *Gate) path(p string) (string, error) {
 	if capability.ReasonOf(err) != "" {
 		return "", err
 	}
-	return fsguard.Clean(p)
+	return fspath.Clean(p)
 }
 
 // askNames returns the first ask rule matching one of the call's further

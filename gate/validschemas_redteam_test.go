@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/gate"
-	"github.com/norma-run/norma/tools"
+	"github.com/norma-run/norma/tool/builtin"
 )
 
 // TestNearBuiltinSchemaIsValidated: a plugin or MCP server that sends a
@@ -16,7 +16,7 @@ import (
 // and $schema, gets no pass from the list of known-valid schemas: only the
 // exact bytes are, and everything else is validated and refused.
 func TestNearBuiltinSchemaIsValidated(t *testing.T) {
-	docs, err := tools.InputSchemas(context.Background())
+	docs, err := builtin.InputSchemas(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/gate"
-	"github.com/norma-run/norma/tools"
+	"github.com/norma-run/norma/tool/builtin"
 )
 
 var update = flag.Bool("update", false, "rewrite validschemas.go from the built-in tools")
@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite validschemas.go from the built-
 // tools' input schemas, each of which passes validation against its
 // metaschema; -update rewrites it.
 func TestValidSchemasCurrent(t *testing.T) {
-	docs, err := tools.InputSchemas(context.Background())
+	docs, err := builtin.InputSchemas(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

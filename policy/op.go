@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/guard/fsguard"
+	"github.com/norma-run/norma/guard/fspath"
 	"github.com/norma-run/norma/guard/netguard/weburl"
 )
 
@@ -42,7 +42,7 @@ func ParseOp(op string, resolve func(string) (string, error)) (capability.Reques
 		if resolve != nil {
 			req.Path, err = resolve(args[0])
 		} else {
-			req.Path, err = fsguard.Clean(args[0])
+			req.Path, err = fspath.Clean(args[0])
 		}
 		return req, err
 	case capability.NetRequest:

@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/norma-run/norma/workspace"
+	"github.com/norma-run/norma/runtime"
 	"io"
 	"os/user"
 	"strings"
@@ -40,7 +40,7 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 		db.Close()
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	svc, err := workspace.NewApprovals(db, log, nil, nil)
+	svc, err := runtime.NewApprovals(db, log, nil, nil)
 	if err != nil {
 		log.Close()
 		db.Close()

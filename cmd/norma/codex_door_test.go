@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/norma-run/norma/agenthook"
+	"github.com/norma-run/norma/door/agenthook"
 	"github.com/norma-run/norma/internal/fakeopenai"
 )
 

@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -8,15 +6,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/norma-run/norma/demo"
+	"github.com/norma-run/norma/door/demo"
 	"github.com/spf13/cobra"
 )
 
 func newDemoCmd() *cobra.Command {
 	var yes, keep, asJSON bool
 	c := &cobra.Command{
-		Use:   demoCmdName.use,
-		Short: demoCmdName.short,
+		Use:   "demo [--yes] [--keep] [--json]",
+		Short: "The offline end-to-end showcase (run from the repository root)",
 		Long: "Build and sign the example plugins, serve a local TLS issue API, install issue-helper with a\n" +
 			"narrowed grant, run a scripted agent session (allowed calls, an approved comment, denials with\n" +
 			"their reasons, the hostile mallory plugin), update issue-helper to a version that asks for more\n" +

@@ -113,16 +113,14 @@ func nobodyDemo(t *testing.T, root string) (*exec.Cmd, func(), error) {
 	if out, err := exec.Command("cp", "-al", filepath.Join(strings.TrimSpace(string(modCache)), "cache", "download"), proxy).CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("copy the module cache: %v: %s", err, out))
 	}
-	// The installed pair: the front build and norma-full beside it.
+	// The binary as installed, in a directory nobody may write to.
 	norma := filepath.Join(run, "norma")
-	for src, dst := range map[string]string{normaBin(t): norma, fullBin(t): filepath.Join(run, fullExe)} {
-		bin, err := os.ReadFile(src)
-		if err != nil {
-			return fail(err)
-		}
-		if err := os.WriteFile(dst, bin, 0o755); err != nil {
-			return fail(err)
-		}
+	bin, err := os.ReadFile(normaBin(t))
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(norma, bin, 0o755); err != nil {
+		return fail(err)
 	}
 	for _, p := range []string{run, home} {
 		if err := os.Chown(p, nobody, nobody); err != nil {

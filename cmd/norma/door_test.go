@@ -35,9 +35,7 @@ func normaBin(t *testing.T) string {
 			built.err = err
 			return
 		}
-		// As installed (scripts/build): the front build as norma, the
-		// full one beside it as norma-full, so every door test of run,
-		// serve, mcp, plugin and demo also passes through the front.
+		// As installed (scripts/build): one static, stripped binary.
 		built.path = filepath.Join(dir, "norma")
 		build := exec.Command("scripts/build", dir)
 		build.Dir = "../.."

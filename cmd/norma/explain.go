@@ -16,7 +16,7 @@ import (
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin/host"
 	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/workspace"
+	"github.com/norma-run/norma/runtime"
 )
 
 type explainFlags struct {
@@ -83,7 +83,7 @@ Exit 0 when a decision was made (allow, deny or approval_required), 1 on bad inp
 	fl := c.Flags()
 	fl.StringVar(&f.Manifest, "manifest", "", "a plugin manifest (not installed) whose tool or request to decide")
 	fl.StringVar(&f.Grant, "grant", "", "user grant layer file (with --manifest)")
-	fl.StringVar(&f.WorkspacePolicy, "workspace-policy", "", "workspace policy file (default DIR/"+workspace.PolicyFile+")")
+	fl.StringVar(&f.WorkspacePolicy, "workspace-policy", "", "workspace policy file (default DIR/"+runtime.PolicyFile+")")
 	fl.StringVar(&f.RunPolicy, "run-policy", "", "run policy file")
 	fl.StringVar(&f.Settings, "settings", "", "one more settings file, as norma run's --settings")
 	fl.StringVar(&f.Workspace, "workspace", ".", "workspace directory, as norma run's: paths are resolved in it (symlinks followed)")
@@ -103,7 +103,7 @@ func (f LayerFiles) layers() (ws, run *manifest.Layer, err error) {
 			return nil, nil, err
 		}
 	} else if f.Workspace != "" {
-		if ws, err = workspace.LoadPolicy(f.Workspace); err != nil {
+		if ws, err = runtime.LoadPolicy(f.Workspace); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -119,12 +119,12 @@ func (f LayerFiles) layers() (ws, run *manifest.Layer, err error) {
 // layers of f: with f.Manifest, that plugin declared as if installed with
 // f.Grant; else, with installed, the installed plugins as they were last
 // served (explaining starts nothing, opens no vault, writes no state).
-func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed bool) (*workspace.Runtime, error) {
+func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed bool) (*runtime.Runtime, error) {
 	ws, run, err := f.layers()
 	if err != nil {
 		return nil, err
 	}
-	o := workspace.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run,
+	o := runtime.Options{Dir: f.Workspace, Mode: mode, Audit: discardSink{}, Policy: ws, RunPolicy: run,
 		ModeGiven: cmd.Flags().Lookup("mode") != nil && cmd.Flags().Changed("mode"), Settings: settingsFiles(f.Settings),
 		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }}
 	// The workspace's own policy and settings files count as far as the
@@ -141,16 +141,16 @@ func openRuntime(cmd *cobra.Command, f LayerFiles, mode gate.Mode, installed boo
 		if err != nil {
 			return nil, err
 		}
-		o.Declared = []workspace.Declaration{d}
+		o.Declared = []runtime.Declaration{d}
 	case installed:
 		o.Describe = true
 	}
-	return workspace.OpenExplain(cmd.Context(), o)
+	return runtime.OpenExplain(cmd.Context(), o)
 }
 
 // declaration is the plugin of --manifest with --grant.
-func (f LayerFiles) declaration() (workspace.Declaration, error) {
-	var d workspace.Declaration
+func (f LayerFiles) declaration() (runtime.Declaration, error) {
+	var d runtime.Declaration
 	var err error
 	if d.Manifest, err = manifest.ParseFile(f.Manifest); err != nil {
 		return d, err

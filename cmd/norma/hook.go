@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/agenthook"
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/door/agenthook"
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/internal/textdiff"

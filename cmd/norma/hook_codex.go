@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/agenthook"
+	"github.com/norma-run/norma/door/agenthook"
 	"github.com/norma-run/norma/internal/termtext"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/internal/termtext"
+	"github.com/norma-run/norma/runtime"
 	"github.com/norma-run/norma/tool"
-	"github.com/norma-run/norma/workspace"
 )
 
 // exitNotRun is the exit code of `norma hook exec` when the command did
@@ -63,7 +63,7 @@ func hookExec(cmd *cobra.Command, ws, command string) error {
 	// sandboxed tree goes with it.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	rt, err := workspace.OpenExplain(ctx, workspace.Options{Dir: ws, Home: home, Mode: gate.ModeDefault, Settings: settingsFiles(""), Audit: discardSink{},
+	rt, err := runtime.OpenExplain(ctx, runtime.Options{Dir: ws, Home: home, Mode: gate.ModeDefault, Settings: settingsFiles(""), Audit: discardSink{},
 		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }})
 	if err != nil {
 		return notRun(err)

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/agenthook"
-	"github.com/norma-run/norma/daemon"
+	"github.com/norma-run/norma/door/agenthook"
+	"github.com/norma-run/norma/door/daemon"
 )
 
 // serveSocketFile is the daemon's socket in the state directory.

@@ -6,14 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/agenthook"
+	"github.com/norma-run/norma/door/agenthook"
 	"github.com/norma-run/norma/internal/termtext"
-	"github.com/norma-run/norma/workspace"
+	"github.com/norma-run/norma/runtime"
 )
 
 // The subagent, skill and command definitions of a workspace (Claude
 // Code's .claude/agents, .claude/skills, .claude/commands; see
-// workspace.Definitions) are accepted by `norma hooks trust` with the
+// runtime.Definitions) are accepted by `norma hooks trust` with the
 // workspace's hook programs: both are workspace files whose content runs
 // on the host (a definition's frontmatter hooks and MCP servers when it
 // starts), accepted by digest, refused once changed. `norma hooks list`
@@ -23,26 +23,26 @@ import (
 // and are not trusted as they are now, each with the digest it holds:
 // read before anything is trusted, so that one that cannot be read
 // trusts nothing.
-func pendingDefinitions(cmd *cobra.Command, dir string) ([]workspace.Definition, error) {
+func pendingDefinitions(cmd *cobra.Command, dir string) ([]runtime.Definition, error) {
 	store, err := definitionTrust(cmd)
 	if err != nil {
 		return nil, err
 	}
-	defs, err := workspace.Definitions(dir, agenthook.ClaudeSources())
+	defs, err := runtime.Definitions(dir, agenthook.ClaudeSources())
 	if err != nil {
 		return nil, err
 	}
-	var out []workspace.Definition
+	var out []runtime.Definition
 	for _, d := range defs {
 		if !d.NeedsTrust {
 			continue
 		}
-		if _, err := workspace.DefinitionDigest(d); err != nil {
+		if _, err := runtime.DefinitionDigest(d); err != nil {
 			return nil, err
 		}
 		if s, err := store.State(d); err != nil {
 			return nil, err
-		} else if s != workspace.DefinitionTrusted {
+		} else if s != runtime.DefinitionTrusted {
 			out = append(out, d)
 		}
 	}
@@ -51,7 +51,7 @@ func pendingDefinitions(cmd *cobra.Command, dir string) ([]workspace.Definition,
 
 // trustDefinitions records each of defs as accepted, printing it with the
 // digest recorded, and returns how many.
-func trustDefinitions(cmd *cobra.Command, defs []workspace.Definition) (int, error) {
+func trustDefinitions(cmd *cobra.Command, defs []runtime.Definition) (int, error) {
 	store, err := definitionTrust(cmd)
 	if err != nil {
 		return 0, err
@@ -73,7 +73,7 @@ func listDefinitions(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	defs, err := workspace.Definitions(dir, agenthook.ClaudeSources())
+	defs, err := runtime.Definitions(dir, agenthook.ClaudeSources())
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
@@ -85,9 +85,9 @@ func listDefinitions(cmd *cobra.Command, dir string) error {
 		switch s, err := store.State(d); {
 		case err != nil:
 			state = "REFUSED: " + err.Error()
-		case s == workspace.DefinitionChanged:
+		case s == runtime.DefinitionChanged:
 			state = "CHANGED since trusted: Claude Code's calls that start it are denied until `norma hooks trust`"
-		case s != workspace.DefinitionTrusted:
+		case s != runtime.DefinitionTrusted:
 			state = "NOT TRUSTED: Claude Code's calls that start it are denied until `norma hooks trust`"
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n  %s\n  %s\n", d.Kind, termtext.Escape(d.Rel), describeDefinition(d), termtext.Escape(state))
@@ -95,17 +95,17 @@ func listDefinitions(cmd *cobra.Command, dir string) error {
 	return nil
 }
 
-func definitionTrust(cmd *cobra.Command) (*workspace.DefinitionTrust, error) {
+func definitionTrust(cmd *cobra.Command) (*runtime.DefinitionTrust, error) {
 	home, err := stateDir(cmd)
 	if err != nil {
 		return nil, err
 	}
-	return workspace.OpenDefinitionTrust(home)
+	return runtime.OpenDefinitionTrust(home)
 }
 
 // describeDefinition is what the user accepts of d: its names and what
 // it runs on the host.
-func describeDefinition(d workspace.Definition) string {
+func describeDefinition(d runtime.Definition) string {
 	names := "names " + strings.Join(d.Names, ", ")
 	if d.AnyName {
 		names = "any name (its frontmatter does not parse)"

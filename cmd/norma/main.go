@@ -92,15 +92,12 @@ func run(args []string) int { return runWith(args, os.Stdin, os.Stdout, os.Stder
 
 // runWith is run with explicit streams; tests call it.
 func runWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if completesInFull(args) {
-		return exitCode(stderr, execFull(args))
-	}
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return exitCode(stderr, root.ExecuteContext(context.WithValue(context.Background(), argsKey{}, args)))
+	return exitCode(stderr, root.ExecuteContext(context.Background()))
 }
 
 // exitCode prints err, when it says something, and returns its exit code.

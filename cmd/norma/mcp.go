@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -11,19 +9,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/norma-run/norma/door/mcpadd"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
-	"github.com/norma-run/norma/plugin/mcpadd"
 	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/secret"
 )
 
 func newMCPCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   mcpCmdName.use,
-		Short: mcpCmdName.short,
+		Use:   "mcp",
+		Short: "Add, list, show, remove and import MCP servers (npx, uvx, python -m, node, a program), confined",
 	}
 	c.AddCommand(newMCPAddCmd(), newMCPListCmd(), newMCPGetCmd(), newMCPRemoveCmd(), newMCPImportCmd(), newMCPProxyCmd())
 	return c

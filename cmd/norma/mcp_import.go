@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -8,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/norma-run/norma/door/mcpadd"
 	"github.com/norma-run/norma/internal/termtext"
-	"github.com/norma-run/norma/plugin/mcpadd"
 )
 
 func newMCPImportCmd() *cobra.Command {

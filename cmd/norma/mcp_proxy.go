@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -18,14 +16,14 @@ import (
 
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/door/mcpproxy"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin/host"
-	"github.com/norma-run/norma/plugin/proxy"
 	"github.com/norma-run/norma/provider"
+	"github.com/norma-run/norma/runtime"
 	"github.com/norma-run/norma/secret"
-	"github.com/norma-run/norma/workspace"
 )
 
 // proxyFlags are the flags of `norma mcp proxy`.
@@ -97,7 +95,7 @@ func newMCPProxyCmd() *cobra.Command {
 type proxyTarget struct {
 	server string // the name its tools go by
 	id     string // the installed plugin's id
-	dev    *workspace.Declaration
+	dev    *runtime.Declaration
 }
 
 // findProxyTarget resolves args: NAME, or with --manifest the command of
@@ -125,12 +123,12 @@ func findProxyTarget(cmd *cobra.Command, f proxyFlags, args []string, ws string)
 // devDeclaration is the plugin of the manifest at path, not installed,
 // with the grant layer at grant ("": none) and its server started by argv
 // in the manifest's directory.
-func devDeclaration(path, grant string, argv []string) (workspace.Declaration, error) {
+func devDeclaration(path, grant string, argv []string) (runtime.Declaration, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return workspace.Declaration{}, err
+		return runtime.Declaration{}, err
 	}
-	d := workspace.Declaration{Dir: filepath.Dir(abs), Launch: argv}
+	d := runtime.Declaration{Dir: filepath.Dir(abs), Launch: argv}
 	if d.Manifest, err = manifest.ParseFile(abs); err != nil {
 		return d, err
 	}
@@ -164,7 +162,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 		return err
 	}
 	server := tgt.server
-	var declared []workspace.Declaration
+	var declared []runtime.Declaration
 	if tgt.dev != nil {
 		declared = append(declared, *tgt.dev)
 	}
@@ -190,11 +188,11 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	// The approver asks the client, known once the proxy is built; the
 	// service is needed before.
 	var ask lateApprover
-	svc, err := workspace.NewApprovals(db, log, red, agent.PendingApprover(&ask, approval.DefaultTTL))
+	svc, err := runtime.NewApprovals(db, log, red, agent.PendingApprover(&ask, approval.DefaultTTL))
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
-	rt, err := workspace.Open(ctx, workspace.Options{
+	rt, err := runtime.Open(ctx, runtime.Options{
 		Dir: ws, Home: home, Mode: mode, ModeGiven: f.headless, Audit: log, Settings: settingsFiles(f.settings), Declared: declared,
 		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		Redactor: red,
@@ -220,7 +218,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 		return exitWith(exitFailed, err)
 	}
 	defer sess.Close()
-	p, err := proxy.New(proxy.Options{Door: sess, Server: server, Version: proxyVersion(), Approvals: svc})
+	p, err := mcpproxy.New(mcpproxy.Options{Door: sess, Server: server, Version: proxyVersion(), Approvals: svc})
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
@@ -250,7 +248,7 @@ func (l *lateApprover) set(a approval.Approver) { l.a = a }
 
 func (l *lateApprover) Approve(ctx context.Context, r approval.Record) (approval.Verdict, error) {
 	if l.a == nil {
-		return proxy.Refuse{}.Approve(ctx, r)
+		return mcpproxy.Refuse{}.Approve(ctx, r)
 	}
 	return l.a.Approve(ctx, r)
 }

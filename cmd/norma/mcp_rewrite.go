@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -10,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/norma-run/norma/door/mcpadd"
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/internal/textdiff"
-	"github.com/norma-run/norma/plugin/mcpadd"
 )
 
 // backupSuffix names the copy of a client's file `mcp import --rewrite`

@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -11,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/norma-run/norma/door/mcpadd"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
-	"github.com/norma-run/norma/plugin/mcpadd"
 	"github.com/norma-run/norma/secret"
 )
 

@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -24,8 +22,8 @@ import (
 
 func newPluginCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   pluginCmdName.use,
-		Short: pluginCmdName.short,
+		Use:   "plugin",
+		Short: "Sign, verify, trust, install, update and remove plugin packages",
 	}
 	c.AddCommand(newPluginWrapCmd(), newPluginKeygenCmd(), newPluginPackCmd(), newPluginSignCmd(), newPluginVerifyCmd(),
 		newPluginTrustCmd(), newPluginInstallCmd(false), newPluginInstallCmd(true), newPluginConsentCmd(),

@@ -14,7 +14,7 @@ import (
 	"github.com/norma-run/norma/guard/fsguard"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/policy"
-	"github.com/norma-run/norma/workspace"
+	"github.com/norma-run/norma/runtime"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +37,7 @@ func newPolicyTrustCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "trust [--workspace DIR] [--yes]",
 		Short: "Show how the workspace's policy and settings files changed since accepted, and accept them",
-		Long: `Show the delta of each workspace file that decides what runs (` + strings.Join(workspace.TrustedFiles, ", ") + `)
+		Long: `Show the delta of each workspace file that decides what runs (` + strings.Join(runtime.TrustedFiles, ", ") + `)
 against the version accepted last (at first sight, against the built-in
 defaults), then record what the files hold now as accepted, in the state
 directory. A run applies a change that only narrows at once; one that widens
@@ -54,7 +54,7 @@ not accepted.`,
 			if err != nil {
 				return exitWith(exitUsage, err)
 			}
-			changes, err := workspace.Changes(abs, home)
+			changes, err := runtime.Changes(abs, home)
 			if err != nil {
 				printProblems(cmd.ErrOrStderr(), err)
 				return exitWith(exitFailed, nil)
@@ -67,7 +67,7 @@ not accepted.`,
 			widens := false
 			for _, c := range changes {
 				fmt.Fprintf(w, "%s:%s\n", c.File, map[bool]string{true: " widens", false: " only narrows"}[c.Held])
-				for _, l := range workspace.DeltaLines(c.Delta) {
+				for _, l := range runtime.DeltaLines(c.Delta) {
 					fmt.Fprintln(w, "  "+l)
 				}
 				widens = widens || c.Held
@@ -80,7 +80,7 @@ not accepted.`,
 					return exitWith(exitConsent, errors.New("not accepted; runs keep the accepted versions"))
 				}
 			}
-			if err := workspace.Trust(abs, home, "norma policy trust", changes); err != nil {
+			if err := runtime.Trust(abs, home, "norma policy trust", changes); err != nil {
 				printProblems(cmd.ErrOrStderr(), err)
 				return exitWith(exitFailed, nil)
 			}

@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -27,10 +25,10 @@ import (
 	"github.com/norma-run/norma/provider/anthropic"
 	"github.com/norma-run/norma/provider/openai"
 	"github.com/norma-run/norma/provider/scripted"
+	"github.com/norma-run/norma/runtime"
 	"github.com/norma-run/norma/sandbox"
 	"github.com/norma-run/norma/sandbox/sandboxpolicy"
 	"github.com/norma-run/norma/secret"
-	"github.com/norma-run/norma/workspace"
 )
 
 type runFlags struct {
@@ -44,8 +42,8 @@ type runFlags struct {
 func newRunCmd() *cobra.Command {
 	var f runFlags
 	c := &cobra.Command{
-		Use:   runCmdName.use,
-		Short: runCmdName.short,
+		Use:   "run [flags] PROMPT",
+		Short: "Run an agent session: every tool call goes through the gate",
 		Long: `Run an agent session with the built-in tools and the installed plugins.
 
 Assistant text is streamed, with one status line per tool call (tool, target,
@@ -224,19 +222,19 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if err := recordRunStarted(ctx, log, runID, f.resume != "", stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON); err != nil {
 		return exitWith(exitInternal, err)
 	}
-	svc, err := workspace.NewApprovals(db, log, red, agent.PendingApprover(ask, wait))
+	svc, err := runtime.NewApprovals(db, log, red, agent.PendingApprover(ask, wait))
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
 
-	rt, err := workspace.Open(ctx, workspace.Options{
+	rt, err := runtime.Open(ctx, runtime.Options{
 		Dir: ws, Home: home, RunID: runID, Resume: f.resume != "", Mode: mode, Audit: log,
 		ModeGiven: cmd.Flags().Changed("mode"), Settings: settingsFiles(f.settings),
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		UnsafeNoSandbox: f.unsafeNoSandbox, Redactor: red,
 		Limits: limits,
 		Warn: func(err error) {
-			if _, ok := errors.AsType[*workspace.PluginFailure](err); !ok { // reported below
+			if _, ok := errors.AsType[*runtime.PluginFailure](err); !ok { // reported below
 				fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error()))
 			}
 		},
@@ -287,7 +285,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 // (--allow-missing-plugins) it returns the error that stops the run
 // before the model is called: exit 3 when every failure is a hold that
 // consent releases, else 1.
-func pluginFailures(cmd *cobra.Command, out *runPrinter, runID string, fs []*workspace.PluginFailure, allow bool) error {
+func pluginFailures(cmd *cobra.Command, out *runPrinter, runID string, fs []*runtime.PluginFailure, allow bool) error {
 	if len(fs) == 0 {
 		return nil
 	}
@@ -564,7 +562,7 @@ func (p *runPrinter) line(v map[string]any) {
 // policyChanges reports, in --json, the workspace policy and settings
 // files that differ from the versions the user accepted: a held one is
 // not applied (the warning on stderr shows its delta too).
-func (p *runPrinter) policyChanges(cs []workspace.FileChange) {
+func (p *runPrinter) policyChanges(cs []runtime.FileChange) {
 	if !p.json {
 		return
 	}
@@ -579,11 +577,11 @@ func (p *runPrinter) policyChanges(cs []workspace.FileChange) {
 // acceptOnTerminal asks, on a terminal, whether to accept a held change
 // of a workspace policy or settings file, after showing its delta (as
 // `norma policy trust` does); elsewhere nil: the change stays held.
-func acceptOnTerminal(cmd *cobra.Command, out *runPrinter, terminal bool) func(workspace.FileChange) bool {
+func acceptOnTerminal(cmd *cobra.Command, out *runPrinter, terminal bool) func(runtime.FileChange) bool {
 	if !terminal {
 		return nil
 	}
-	return func(c workspace.FileChange) bool {
+	return func(c runtime.FileChange) bool {
 		out.pause(true)
 		defer out.pause(false)
 		w := cmd.OutOrStdout()
@@ -616,7 +614,7 @@ func (p *runPrinter) endLine() {
 
 // pluginFailed prints, in --json, the plugin_load_failed event of f;
 // continued says the run goes on without it.
-func (p *runPrinter) pluginFailed(runID string, f *workspace.PluginFailure, continued bool) {
+func (p *runPrinter) pluginFailed(runID string, f *runtime.PluginFailure, continued bool) {
 	if !p.json {
 		return
 	}

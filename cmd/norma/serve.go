@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -18,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/agenthook"
-	"github.com/norma-run/norma/daemon"
+	"github.com/norma-run/norma/door/agenthook"
+	"github.com/norma-run/norma/door/daemon"
 	"github.com/norma-run/norma/internal/termtext"
 )
 
@@ -40,8 +38,8 @@ const serveTokenFile = "serve.token"
 
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   serveCmdName.use,
-		Short: serveCmdName.short,
+		Use:   "serve",
+		Short: "Answer agents' hooks from one long-lived daemon (Unix socket, optional loopback HTTP)",
 		Long: `Serve answers agents' hooks with one shared decision engine, so that a
 decision costs one request instead of one process start:
 

@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -7,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/agenthook"
-	"github.com/norma-run/norma/daemon"
+	"github.com/norma-run/norma/door/agenthook"
+	"github.com/norma-run/norma/door/daemon"
 )
 
 // serveHooks answers the daemon's hook requests: one agenthook.Engine for

@@ -1,11 +1,9 @@
-//go:build !norma_front
-
 package main
 
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/team/inbox"
+	"github.com/norma-run/norma/door/team/inbox"
 )
 
 // The approval inbox's pages are served by the team server under

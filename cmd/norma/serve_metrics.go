@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (
@@ -10,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/audit/metrics"
+	"github.com/norma-run/norma/door/team"
 	"github.com/norma-run/norma/internal/termtext"
-	"github.com/norma-run/norma/team"
 )
 
 func init() { teamMounts = append(teamMounts, mountMetrics) }

@@ -1,12 +1,10 @@
-//go:build !norma_front
-
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/norma-run/norma/workspace"
+	"github.com/norma-run/norma/runtime"
 	"io"
 	"net"
 	"path/filepath"
@@ -17,11 +15,11 @@ import (
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/door/team"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
-	"github.com/norma-run/norma/team"
 )
 
 // teamServer is the team listener of `norma serve --team`: the team API
@@ -78,7 +76,7 @@ func openTeamServer(cmd *cobra.Command, home, addr, certFile, keyFile string, lo
 		ln.Close()
 	}
 	// No Approver: a request filed through the API waits for a person.
-	svc, err := workspace.NewApprovals(db, log, nil, nil)
+	svc, err := runtime.NewApprovals(db, log, nil, nil)
 	if err != nil {
 		closeAll()
 		return nil, nil, exitWith(exitInternal, err)

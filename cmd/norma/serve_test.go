@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/norma-run/norma/agenthook"
+	"github.com/norma-run/norma/door/agenthook"
 )
 
 // TestServeHooksConcurrent runs the daemon's one engine from many

@@ -14,9 +14,9 @@ import (
 
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/internal/termtext"
+	"github.com/norma-run/norma/runtime"
 	"github.com/norma-run/norma/settings"
 	"github.com/norma-run/norma/store"
-	"github.com/norma-run/norma/workspace"
 )
 
 func newSettingsCmd() *cobra.Command {
@@ -233,11 +233,11 @@ func newSettingsImportCmd() *cobra.Command {
 				return exitWith(exitFailed, err)
 			}
 			// The user wrote a workspace settings file: what it holds is
-			// what they accepted (see workspace.TrustedFiles).
-			if rel, ok := workspace.TrustedFileOf(dir, out); ok {
+			// what they accepted (see runtime.TrustedFiles).
+			if rel, ok := runtime.TrustedFileOf(dir, out); ok {
 				home, err := stateDir(cmd)
 				if err == nil {
-					err = workspace.AcceptContent(dir, home, rel, conv, "norma settings import")
+					err = runtime.AcceptContent(dir, home, rel, conv, "norma settings import")
 				}
 				if err != nil {
 					return exitWith(exitInternal, fmt.Errorf("settings import: %s written, but not recorded as accepted: %w", out, err))
@@ -262,7 +262,7 @@ func hookTrust(cmd *cobra.Command) (*hook.TrustStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return hook.OpenTrustStore(filepath.Join(home, workspace.HookTrustFile))
+	return hook.OpenTrustStore(filepath.Join(home, runtime.HookTrustFile))
 }
 
 func newHooksListCmd() *cobra.Command {
@@ -283,7 +283,7 @@ func newHooksListCmd() *cobra.Command {
 			for _, h := range st.Hooks {
 				state := "trusted (" + h.Source.Scope.String() + ")"
 				dir, _ := filepath.Abs(f.workspace)
-				if needs, err := workspace.HookNeedsTrust(dir, h); err != nil {
+				if needs, err := runtime.HookNeedsTrust(dir, h); err != nil {
 					state = "REFUSED: " + err.Error()
 				} else if needs {
 					state = "trusted"
@@ -324,7 +324,7 @@ func newHooksTrustCmd() *cobra.Command {
 			// Every program is checked before any is trusted: all or nothing.
 			dir, _ := filepath.Abs(f.workspace)
 			for _, h := range st.Hooks {
-				if _, err := workspace.HookNeedsTrust(dir, h); err != nil {
+				if _, err := runtime.HookNeedsTrust(dir, h); err != nil {
 					return exitWith(exitFailed, fmt.Errorf("%s: nothing trusted: %w", h.Source, err))
 				}
 			}
@@ -334,7 +334,7 @@ func newHooksTrustCmd() *cobra.Command {
 			}
 			n := 0
 			for _, h := range st.Hooks {
-				if needs, _ := workspace.HookNeedsTrust(dir, h); !needs {
+				if needs, _ := runtime.HookNeedsTrust(dir, h); !needs {
 					continue
 				}
 				d, err := ts.Trust(h.Argv[0], h.Argv[1:]...)

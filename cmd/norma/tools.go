@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/norma-run/norma/tools"
+	"github.com/norma-run/norma/tool/builtin"
 )
 
 func newToolsCmd() *cobra.Command {
@@ -14,7 +14,7 @@ func newToolsCmd() *cobra.Command {
 		Short: "Every built-in tool with its read-only, concurrency, approval metadata, effects and install condition",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			infos, err := tools.Catalogue(c.Context())
+			infos, err := builtin.Catalogue(c.Context())
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}
@@ -22,7 +22,7 @@ func newToolsCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out, infos)
 			}
-			_, err = out.Write([]byte(tools.CatalogueMarkdown(infos)))
+			_, err = out.Write([]byte(builtin.CatalogueMarkdown(infos)))
 			return err
 		},
 	}

@@ -1,5 +1,3 @@
-//go:build !norma_front
-
 package main
 
 import (

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/guard/fspath"
 	"github.com/norma-run/norma/internal/fileid"
 )
 
@@ -20,7 +18,7 @@ import (
 // name: "workspace://docs/a.md" names the same file as "docs/a.md". The scheme
 // is matched case-insensitively; the rest is taken literally (no percent
 // decoding).
-const Scheme = "workspace://"
+const Scheme = fspath.Scheme
 
 // maxSymlinks bounds the symbolic links followed while resolving one name,
 // the same bound Linux uses (MAXSYMLINKS).
@@ -246,50 +244,11 @@ func (f *FS) Resolve(name string) (string, error) {
 }
 
 func (f *FS) resolveName(name string, follow bool) (string, error) {
-	rel, err := cleanName(name)
+	rel, err := fspath.Clean(name)
 	if err != nil {
 		return "", err
 	}
 	return f.resolve(rel, follow)
-}
-
-// cleanName is the lexical half of name resolution: it strips the workspace://
-// scheme, refuses what can never name a path inside the workspace, and cleans
-// the rest. The result is "." or a path for which fs.ValidPath is true.
-// Refusals are *capability.Error values with code PATH_ESCAPE (or
-// INVALID_REQUEST for the empty name).
-func cleanName(name string) (string, error) {
-	if name == "" {
-		return "", capability.Denied(capability.ReasonInvalidRequest, "", "empty path")
-	}
-	rest := name
-	if len(rest) >= len(Scheme) && strings.EqualFold(rest[:len(Scheme)], Scheme) {
-		rest = rest[len(Scheme):]
-		if rest == "" {
-			return ".", nil
-		}
-	} else if strings.Contains(rest, "://") {
-		return "", escape("only relative paths and workspace:// URIs are accepted")
-	}
-	switch {
-	case !utf8.ValidString(rest):
-		// Policy globs, audit records and explanations are UTF-8 text; a
-		// name they cannot represent faithfully is not accepted.
-		return "", capability.Denied(capability.ReasonInvalidRequest, "", "path is not valid UTF-8")
-	case strings.IndexByte(rest, 0) >= 0:
-		return "", escape("path contains a NUL byte")
-	case strings.IndexByte(rest, '\\') >= 0:
-		// A separator on Windows and a trick elsewhere; refused everywhere
-		// so that a name means the same file on every platform.
-		return "", escape("path contains a backslash")
-	case rest[0] == '/':
-		return "", escape("absolute paths are not accepted")
-	}
-	c := path.Clean(rest)
-	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", escape("path leads outside the workspace")
-	}
-	return c, nil
 }
 
 func escape(detail string) *capability.Error {
@@ -418,7 +377,7 @@ func (f *FS) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	// The decision comes before any error is reported, so a denied name
 	// never reveals whether it exists. A name with a link on the way takes
 	// the full path below, which resolves links inside the root first.
-	if rel, err := cleanName(name); err == nil && rel != "." {
+	if rel, err := fspath.Clean(name); err == nil && rel != "." {
 		fd, oerr, link := f.sysOpenNoLinks(rel)
 		if !link {
 			if err := f.check(ctx, capability.FSRead, rel); err != nil {

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -160,54 +158,4 @@ func TestRemoveAndRename(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(base, "ws/out/r2.md")); err != nil {
 		t.Error(err)
 	}
-}
-
-// FuzzCleanName checks the lexical normalizer: whatever it accepts is a
-// clean, relative, NUL-free path inside the root that it maps to itself,
-// and it agrees with filepath.IsLocal, a second implementation.
-func FuzzCleanName(f *testing.F) {
-	for _, seed := range []string{
-		"../secret.txt",                    // the issue: dotdot
-		"output/../../secret.txt",          // the issue: dotdot after a directory
-		"/absolute/path.txt",               // the issue: absolute
-		"output/link-to-outside/token.txt", // the issue: through a link (lexically fine)
-		"output/file.txt\x00.png",          // the issue: NUL byte
-		"workspace://docs/a.md",            // URI form
-		"workspace://../x",                 // URI escaping
-		"WORKSPACE:///etc",                 // URI, absolute
-		"file:///etc/passwd",               // another scheme
-		`..\..\x`,                          // backslash
-		"./a/./b/../c/",                    // dots and trailing slash
-		"a//b",                             // empty component
-		".",                                // the root
-		"",                                 // empty
-		"....//..",                         // dots that are names
-	} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		got, err := cleanName(name)
-		if err != nil {
-			if capability.ReasonOf(err) == "" {
-				t.Fatalf("cleanName(%q) error %v has no reason code", name, err)
-			}
-			return
-		}
-		if got != "." && !fs.ValidPath(got) {
-			t.Fatalf("cleanName(%q) = %q, not a valid relative path", name, got)
-		}
-		if got != path.Clean(got) || strings.ContainsAny(got, "\x00\\") {
-			t.Fatalf("cleanName(%q) = %q, not clean", name, got)
-		}
-		if again, err := cleanName(got); err != nil || again != got {
-			t.Fatalf("cleanName(cleanName(%q)) = %q, %v; want %q", name, again, err, got)
-		}
-		rest := name
-		if len(rest) >= len(Scheme) && strings.EqualFold(rest[:len(Scheme)], Scheme) {
-			rest = rest[len(Scheme):]
-		}
-		if rest != "" && !filepath.IsLocal(rest) {
-			t.Fatalf("cleanName(%q) = %q, but filepath.IsLocal(%q) is false", name, got, rest)
-		}
-	})
 }

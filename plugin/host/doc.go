@@ -71,7 +71,7 @@
 //     net.Listener over the sandbox's broker connections.
 //   - wrap.go: Wrap, the one engine that starts an existing MCP server once
 //     in the sandbox and proposes its manifest (effects from its annotations,
-//     marked untrusted); `plugin wrap` and plugin/mcpadd use it.
+//     marked untrusted); `plugin wrap` and door/mcpadd use it.
 //   - client.go: ClientOptions (the one set of client capabilities and
 //     handlers, for Load and Wrap), connect, notices.
 //   - features.go: the resource and prompt tools.

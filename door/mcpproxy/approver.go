@@ -1,0 +1,161 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/norma-run/norma/approval"
+	"github.com/norma-run/norma/approval/prompt"
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/gate"
+)
+
+// Approvals is the approval service as the proxy uses it: to show a
+// pending request to the client and record its answer
+// (*approval.Service satisfies it).
+type Approvals interface {
+	Get(ctx context.Context, id string) (approval.Record, error)
+	Decide(ctx context.Context, id string, approve bool, who, why string) (approval.Record, error)
+}
+
+// Approver returns the approver the door's approval service should wrap
+// in agent.PendingApprover. For a client that declared elicitation it
+// leaves the request pending at once (approval.ErrNoDecision): the tool
+// call then returns an input request (an elicitation, SEP-2322; the SDK
+// sends it as elicitation/create to an older client) and the client's
+// answer decides the stored request, which the repeated call redeems
+// (the service binds it to the action hash). For any other client it
+// asks fallback (nil: [Refuse]).
+func (p *Proxy) Approver(fallback approval.Approver) approval.Approver {
+	if fallback == nil {
+		fallback = Refuse{}
+	}
+	return approverFunc(func(ctx context.Context, r approval.Record) (approval.Verdict, error) {
+		if ss, _ := ctx.Value(sessionKey{}).(*mcp.ServerSession); ss != nil && canElicit(ss) && p.o.Approvals != nil {
+			return approval.Verdict{}, approval.ErrNoDecision
+		}
+		return fallback.Approve(ctx, r)
+	})
+}
+
+type approverFunc func(context.Context, approval.Record) (approval.Verdict, error)
+
+func (f approverFunc) Approve(ctx context.Context, r approval.Record) (approval.Verdict, error) {
+	return f(ctx, r)
+}
+
+// canElicit reports whether the client declared form elicitation.
+func canElicit(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return false
+	}
+	e := ip.Capabilities.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
+// The input request of an approval: one enum field.
+const (
+	inputKey      = "norma-approval"
+	choiceField   = "decision"
+	choiceApprove = "approve"
+	choiceDeny    = "deny"
+)
+
+var choiceSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		choiceField: map[string]any{"type": "string", "title": "Allow this action?", "enum": []string{choiceApprove, choiceDeny},
+			"enumNames": []string{"yes, this once", "no"}},
+	},
+	"required": []string{choiceField},
+}
+
+// askClient returns the input-required result that shows the client the
+// pending approval id (the box the terminal prompt shows, with the
+// preview the gate built), and remembers which call it was asked for.
+func (p *Proxy) askClient(ctx context.Context, id, tool string, in json.RawMessage) (*mcp.CallToolResult, bool) {
+	rec, err := p.o.Approvals.Get(ctx, id)
+	if err != nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	p.asked[id] = callKey(tool, in)
+	p.mu.Unlock()
+	msg := "Norma: approval required (" + rec.ID + ")\n" + prompt.Box(rec, time.Now())
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{inputKey: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: choiceSchema}},
+		RequestState:  id,
+	}, true
+}
+
+// answered records the client's answer to the approval it was asked for
+// this very call (tool and input), once. ok is false when the call
+// carries no answer; a refusal is returned when the answer does not
+// approve or does not belong to the call.
+func (p *Proxy) answered(ctx context.Context, ss *mcp.ServerSession, req *mcp.CallToolParamsRaw, tool string, in json.RawMessage) (refusal *gate.Result, ok bool) {
+	resp, has := req.InputResponses[inputKey]
+	if !has {
+		return nil, false
+	}
+	id := req.RequestState
+	p.mu.Lock()
+	key, known := p.asked[id]
+	delete(p.asked, id)
+	p.mu.Unlock()
+	refuse := func(reason capability.Reason, msg string) (*gate.Result, bool) {
+		return &gate.Result{Tool: tool, IsError: true, Reason: reason, Content: msg, ApprovalID: id}, true
+	}
+	if !known || key != callKey(tool, in) {
+		return refuse(capability.ReasonInvalidRequest, "the answer names no approval this proxy asked for this call")
+	}
+	er, _ := resp.(*mcp.ElicitResult)
+	by := "mcp-client"
+	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
+		by += ":" + ip.ClientInfo.Name
+	}
+	approve := er != nil && er.Action == "accept" && er.Content[choiceField] == choiceApprove
+	why := "answered by the MCP client: yes, this once"
+	if !approve {
+		why = "answered by the MCP client: no"
+		if er != nil && er.Action != "accept" {
+			why = "the MCP client's user answered " + er.Action
+		}
+	}
+	if _, err := p.o.Approvals.Decide(ctx, id, approve, by, why); err != nil {
+		if r := capability.ReasonOf(err); r != "" {
+			return refuse(r, err.Error())
+		}
+		return refuse(capability.ReasonApprovalStoreUnavailable, err.Error())
+	}
+	if !approve {
+		return refuse(capability.ReasonApprovalDenied, "approval "+id+" was not given: "+why)
+	}
+	return nil, true
+}
+
+// callKey identifies a call by tool and canonical input.
+func callKey(tool string, in json.RawMessage) string {
+	var v any
+	if json.Unmarshal(in, &v) == nil {
+		if b, err := json.Marshal(v); err == nil {
+			in = b
+		}
+	}
+	return tool + "\x00" + string(in)
+}
+
+// Refuse is the approver when nobody can answer (no elicitation and
+// --approval-wait 0): every request is refused at once, the approval
+// denied and audited as such.
+type Refuse struct{}
+
+// RefuseBy is who a [Refuse] verdict is by.
+const RefuseBy = "norma:mcp-proxy"
+
+func (Refuse) Approve(ctx context.Context, r approval.Record) (approval.Verdict, error) {
+	return approval.Verdict{By: RefuseBy, Why: "no approver: the MCP client cannot be asked (no elicitation) and the proxy does not wait (--approval-wait 0)"}, nil
+}
