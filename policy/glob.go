@@ -83,7 +83,18 @@ func compileGlob(pattern, rule string) glob {
 }
 
 // match reports whether the clean, relative path p matches.
+//
+// The empty path names no file and has no segment for a specialised kind to
+// look at (its last segment is "", which the `*` of `**/*` would match), so
+// it goes to doublestar. Its rule for an empty name: the pattern must be one
+// that matches a zero-length string, that is "", `*`, `**`, `**/`, `/**`,
+// `/**/`, or braces reducing to one of them. `**/*`, `**/x*` and `*/**` are
+// not: a `**/` matching zero directories leaves a `*` that needs a name.
 func (g *glob) match(p string) bool {
+	if p == "" {
+		ok, _ := doublestar.Match(g.pattern, "")
+		return ok
+	}
 	switch g.kind {
 	case globAll:
 		return true

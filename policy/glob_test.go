@@ -54,3 +54,56 @@ func FuzzGlobMatch(f *testing.F) {
 		}
 	})
 }
+
+// TestGlobEmptyPath: on the empty path every kind answers as doublestar.
+// A `**/` that matches zero directories leaves a `*` (or `x*`, `?`) that
+// needs a non-empty name, so `**/*` does not match "" (FuzzGlobMatch found
+// that the last-segment kind did). Only the patterns doublestar treats as
+// matching a zero-length string match "": `**`, `**/`, `*` and braces that
+// reduce to one of them. Each row also asks doublestar, the reference, so a
+// change of its rule shows here.
+func TestGlobEmptyPath(t *testing.T) {
+	tests := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"**/*", "", false}, // the fuzz finding: a last-segment glob on ""
+		{"**/x*", "", false},
+		{"**/*x", "", false},
+		{"**/?", "", false},
+		{"**/[a]", "", false},
+		{"**/*.md", "", false},
+		{"**/.env*", "", false},
+		{"*/**", "", false},
+		{"**/*/**", "", false},
+		{"**/.git/**", "", false},
+		{"docs/**", "", false},
+		{"**/{a,}", "", false},
+		{"?", "", false},
+		{"**", "", true},  // as doublestar: everything, the empty name too
+		{"**/", "", true}, // as doublestar: zero directories and nothing after
+		{"*", "", true},   // as doublestar: `*` matches a zero-length name
+		{"{,a}", "", true},
+
+		// The same patterns on a name: the fix is for "" alone.
+		{"**/*", "a", true},
+		{"**/x*", "a", false},
+		{"**/?", "a", true},
+		{"*/**", "a", true},
+		{"**/*/**", "a", true},
+		{"**", "a", true},
+		{"**/", "a", false},
+		{"*", "a", true},
+		{"**/*", "a/", true},
+		{"**/*", "a/b", true},
+	}
+	for _, tt := range tests {
+		g := compileGlob(tt.pattern, "")
+		if got := g.match(tt.path); got != tt.want {
+			t.Errorf("compileGlob(%q).match(%q) = %v, want %v", tt.pattern, tt.path, got, tt.want)
+		}
+		if ds, _ := doublestar.Match(tt.pattern, tt.path); ds != tt.want {
+			t.Errorf("doublestar.Match(%q, %q) = %v, want %v", tt.pattern, tt.path, ds, tt.want)
+		}
+	}
+}
