@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParse feeds arbitrary bytes to the parser. Properties: no panic; a
@@ -21,9 +22,11 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse("fuzz.yaml", data)
 		if err != nil {
-			if _, ok := err.(Errors); !ok {
+			probs, ok := err.(Errors)
+			if !ok {
 				t.Fatalf("error of type %T", err)
 			}
+			checkPositions(t, data, probs)
 			return
 		}
 		for _, tl := range m.Tools {
@@ -41,6 +44,26 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = m.Digest()
 	})
+}
+
+// checkPositions: every position a problem reports is inside the file, on
+// a line as grep and editors count them (lines end at \n), at a column of
+// that line or just past its end.
+func checkPositions(t *testing.T, data []byte, probs Errors) {
+	t.Helper()
+	lines := strings.Split(string(data), "\n")
+	for _, p := range probs {
+		if p.Line == 0 && p.Col == 0 {
+			continue // a problem of the whole file
+		}
+		if p.Line < 1 || p.Line > len(lines) {
+			t.Errorf("%v: line %d of a file of %d lines", p, p.Line, len(lines))
+			continue
+		}
+		if n := utf8.RuneCountInString(lines[p.Line-1]); p.Col < 1 || p.Col > n+1 {
+			t.Errorf("%v: column %d of a line of %d characters", p, p.Col, n)
+		}
+	}
 }
 
 // FuzzNormalizeGlob: a normalized glob never leaves the workspace and is a

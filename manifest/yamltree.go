@@ -39,7 +39,14 @@ type tree struct {
 	floats map[string]bool // pointers whose value was written as a float
 }
 
+// tokPos is where t starts. An implicit null (the missing value of "id:"
+// or "-") names no text: the parser places it one or two columns after
+// the ':' or '-' it follows, which can be past the end of the line or the
+// file, so it is reported at that token instead.
 func tokPos(t *token.Token) pos {
+	if t != nil && t.Type == token.ImplicitNullType && t.Prev != nil && t.Prev.Position != nil {
+		t = t.Prev
+	}
 	if t == nil || t.Position == nil {
 		return pos{}
 	}
@@ -47,7 +54,8 @@ func tokPos(t *token.Token) pos {
 }
 
 // loadTree parses data into a tree, enforcing the limits. Problems are
-// returned as Errors.
+// returned as Errors. Lines end in \n or \r\n; a bare \r is refused at
+// its FILE:LINE:COL (bareCR).
 func loadTree(file string, data []byte) (*tree, error) {
 	if len(data) > MaxFileSize {
 		return nil, Errors{{File: file, Msg: fmt.Sprintf("file is %d bytes; the limit is %d", len(data), MaxFileSize)}}
@@ -61,6 +69,10 @@ func loadTree(file string, data []byte) (*tree, error) {
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if strings.ContainsRune(string(data), 0) {
 		return nil, Errors{{File: file, Msg: "file contains a NUL byte"}}
+	}
+	if line, col, ok := bareCR(data); ok {
+		return nil, Errors{{File: file, Line: line, Col: col,
+			Msg: `line break is a bare carriage return (\r): end lines with \n or \r\n`}}
 	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
@@ -94,6 +106,24 @@ func loadTree(file string, data []byte) (*tree, error) {
 		return nil, Errors{c.t.problem("/schema_version", false, "must be the integer 2, written as 2")}
 	}
 	return c.t, nil
+}
+
+// bareCR finds the first \r not followed by \n, at the line and column
+// (in characters, after a byte order mark) where grep, editors' "go to
+// line" and every position loadTree reports count it: lines end at \n.
+// YAML also breaks lines at a bare \r, so a file with one would have
+// fields on lines nobody else sees: "# x\rid: ..." is a comment to a
+// reader and a mapping to the YAML parser, and the positions of what
+// follows point past the line they name, or past the end of the file.
+// Refusing it keeps one line-break rule for everyone, as settings does.
+func bareCR(data []byte) (line, col int, ok bool) {
+	for i, b := range data {
+		if b == '\r' && (i+1 == len(data) || data[i+1] != '\n') {
+			start := bytes.LastIndexByte(data[:i], '\n') + 1
+			return bytes.Count(data[:i], []byte("\n")) + 1, utf8.RuneCount(data[start:i]) + 1, true
+		}
+	}
+	return 0, 0, false
 }
 
 func firstInvalidUTF8(b []byte) (line, col int) {
