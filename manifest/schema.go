@@ -10,6 +10,7 @@ import (
 
 	"github.com/norma-run/norma/internal/jsonschema"
 	"github.com/norma-run/norma/internal/jsonschema/kind"
+	"github.com/norma-run/norma/internal/suggest"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -114,7 +115,7 @@ func schemaProblems(t *tree, ptr string, k jsonschema.ErrorKind, fields []string
 			msg := fmt.Sprintf("unknown field %q", name)
 			if name == "allow_private" {
 				msg = "allow_private belongs in a workspace or run policy, not in a manifest or grant"
-			} else if s := suggest(name, fields); s != "" {
+			} else if s := suggest.Closest(name, fields); s != "" && s != name {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			out = append(out, t.problem(ptr+"/"+escapePtr(name), true, msg))
@@ -147,39 +148,6 @@ var knownFields = []string{
 	"filesystem", "read", "write", "deny", "network", "requests", "origin", "methods", "paths",
 	"allow_private", "secrets", "purpose", "scopes", "inject_as", "header", "env",
 	"process", "spawn", "external_writes", "default", "kind",
-}
-
-// suggest returns the known field closest to name when it is a likely typo.
-func suggest(name string, fields []string) string {
-	best, bestD := "", 3
-	for _, f := range fields {
-		if d := editDistance(name, f); d < bestD || (d == bestD && best != "" && f < best) {
-			if d < bestD {
-				best, bestD = f, d
-			}
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func sortProblems(ps []Problem) {
