@@ -74,11 +74,16 @@ type Session struct {
 	now   func() time.Time
 }
 
+// errNoModel: Run of a session built without a provider.
+var errNoModel = errors.New("agent: Run: the session has no model (WithProvider); it serves Execute and Explain only")
+
 // NewSession builds a session: it registers the tools (built-in, plugin and
 // Task), compiles the built-in policy, creates the gate, and opens the run
 // (or, with [WithResume], restores it from its state file with its
-// conversation and unlock set). [WithProvider] and [WithAudit] are
-// required. Errors are *capability.Error values (layer agent) or
+// conversation and unlock set). [WithAudit] is required. Without
+// [WithProvider] the session has no model: it is a door (Execute, Explain,
+// ToolSpecs) for calls that come from elsewhere — an agent's hooks, an MCP
+// client, `policy explain` — and Run fails with no turn taken. Errors are *capability.Error values (layer agent) or
 // configuration errors.
 func NewSession(ctx context.Context, opts ...Option) (*Session, error) {
 	c := config{user: DefaultUser, maxDepth: DefaultMaxSubagentDepth}
@@ -91,8 +96,6 @@ func NewSession(ctx context.Context, opts ...Option) (*Session, error) {
 		}
 	}
 	switch {
-	case c.prov == nil:
-		return nil, errors.New("agent: NewSession: no provider (WithProvider)")
 	case c.sink == nil:
 		return nil, errors.New("agent: NewSession: no audit sink (WithAudit)")
 	case c.resume && c.stateDir == "":
@@ -315,7 +318,10 @@ func (s *Session) open(context.Context) error {
 		s.chain = []string{c.user, AgentPrincipal}
 		s.st = &State{Version: StateVersion, RunID: c.runID, Created: now, Status: StatusRunning}
 	}
-	s.st.Provider, s.st.Model, s.st.BaseURL, s.st.Mode = c.prov.Name(), c.model, c.baseURL, s.g.Mode().String()
+	if c.prov != nil {
+		s.st.Provider = c.prov.Name()
+	}
+	s.st.Model, s.st.BaseURL, s.st.Mode = c.model, c.baseURL, s.g.Mode().String()
 	for _, n := range c.unlock {
 		if err := s.Unlock(n); err != nil {
 			return err
@@ -396,8 +402,11 @@ var errWallTime = errors.New("agent: session time limit reached")
 // nil for every orderly end (limits, pending approval, halt) — read
 // Outcome.Status — and a *capability.Error (layer agent) for failures
 // (provider, state store, broken pairing); the Outcome is filled in either
-// case.
+// case. A session without a model (no [WithProvider]) does not run.
 func (s *Session) Run(ctx context.Context, prompt string) (out Outcome, err error) {
+	if s.cfg.prov == nil {
+		return Outcome{}, errNoModel
+	}
 	if !s.runMu.TryLock() {
 		return Outcome{}, errors.New("agent: Run: the session is already running")
 	}

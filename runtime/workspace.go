@@ -203,8 +203,10 @@ type Runtime struct {
 	hooks    *hook.Registry
 	changes  []FileChange
 
-	once    sync.Once // the registry serves one session
-	explain *agent.Session
+	mu      sync.Mutex     // guards served and explain
+	once    sync.Once      // the registry serves one session
+	served  *agent.Session // the session Session started
+	explain *agent.Session // the model-less session of Explain, when Session was not called
 }
 
 // Open reads the workspace policy, builds the built-in tools with their
@@ -640,14 +642,20 @@ func (r *Runtime) options() []agent.Option {
 // WithRunID or WithResume (by default the runtime's run id).
 func (r *Runtime) Session(ctx context.Context, extra ...agent.Option) (*agent.Session, error) {
 	if !r.claim() {
-		return nil, errors.New("workspace: the runtime already serves a session")
+		return nil, errors.New("runtime: the runtime already serves a session")
 	}
 	run := agent.WithRunID(r.opts.RunID)
 	if r.opts.Resume {
 		run = agent.WithResume(r.opts.RunID)
 	}
 	opts := append(r.options(), run)
-	return agent.NewSession(ctx, append(opts, extra...)...)
+	s, err := agent.NewSession(ctx, append(opts, extra...)...)
+	if err == nil {
+		r.mu.Lock()
+		r.served = s
+		r.mu.Unlock()
+	}
+	return s, err
 }
 
 func (r *Runtime) claim() bool {
@@ -686,29 +694,34 @@ func OpenExplain(ctx context.Context, o Options) (*Runtime, error) {
 // Explain reports what a run in this workspace decides for one call of
 // toolName with input, in the runtime's mode and rules: the gate's own
 // decision path (lookup, schema, mode and rules, capability layers)
-// without approval and without the call. The first Explain claims the
-// runtime's one session; later ones reuse it.
+// without approval and without the call. It asks the session Session
+// started, if any (so an embedder may run a session and explain calls
+// beside it); otherwise the first Explain starts a session without a
+// model, which later ones reuse.
 func (r *Runtime) Explain(ctx context.Context, toolName string, input json.RawMessage) (gate.Explanation, error) {
-	if r.explain == nil {
-		if !r.claim() {
-			return gate.Explanation{}, errors.New("workspace: the runtime already serves a session")
-		}
-		opts := append(r.options(), agent.WithRunID(r.opts.RunID), agent.WithProvider(noModel{}, "explain"))
-		s, err := agent.NewSession(ctx, opts...)
-		if err != nil {
-			return gate.Explanation{}, err
-		}
-		r.explain = s
+	s, err := r.explainer(ctx)
+	if err != nil {
+		return gate.Explanation{}, err
 	}
-	return r.explain.Explain(ctx, toolName, input), nil
+	return s.Explain(ctx, toolName, input), nil
 }
 
-// noModel is the provider of an explaining session: it has no model, and a
-// turn is an error.
-type noModel struct{}
-
-func (noModel) Name() string { return "none" }
-
-func (noModel) Complete(context.Context, provider.Request, func(string)) (provider.Response, error) {
-	return provider.Response{}, errors.New("workspace: an explaining session has no model")
+// explainer is the session Explain asks.
+func (r *Runtime) explainer(ctx context.Context) (*agent.Session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.served != nil:
+		return r.served, nil
+	case r.explain != nil:
+		return r.explain, nil
+	case !r.claim():
+		return nil, errors.New("runtime: the runtime's session is being started")
+	}
+	s, err := agent.NewSession(ctx, append(r.options(), agent.WithRunID(r.opts.RunID))...)
+	if err != nil {
+		return nil, err
+	}
+	r.explain = s
+	return s, nil
 }

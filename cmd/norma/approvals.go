@@ -3,18 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/norma-run/norma/runtime"
 	"io"
 	"os/user"
 	"strings"
 	"time"
+
+	"github.com/norma-run/norma/runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/termtext"
-	"github.com/norma-run/norma/secret"
 )
 
 func newApprovalsCmd() *cobra.Command {
@@ -31,22 +31,12 @@ func approvalService(cmd *cobra.Command) (*approval.Service, func(), error) {
 	if err != nil {
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	db, err := openStore(cmd.Context(), cmd, home)
+	// Previews and reasons: token formats masked.
+	svcs, err := openServices(cmd, home, runtime.ServicesOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
-	log, err := openAuditLog(cmd.Context(), home, db, secret.NewRedactor()) // previews and reasons: token formats masked
-	if err != nil {
-		db.Close()
-		return nil, nil, exitWith(exitInternal, err)
-	}
-	svc, err := runtime.NewApprovals(db, log, nil, nil)
-	if err != nil {
-		log.Close()
-		db.Close()
-		return nil, nil, exitWith(exitInternal, err)
-	}
-	return svc, func() { closeAuditLog(cmd, log); db.Close() }, nil
+	return svcs.Approvals, func() { closeServices(cmd, svcs) }, nil
 }
 
 func printApproval(w io.Writer, r approval.Record, long bool) {

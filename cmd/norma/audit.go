@@ -13,6 +13,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
+	"github.com/norma-run/norma/runtime"
 )
 
 func newAuditCmd() *cobra.Command {
@@ -208,8 +209,8 @@ a key found in the database proves nothing.`,
 			if err != nil {
 				return exitWith(exitFailed, err)
 			}
-			opts, err := auditVerifyOptions(cmd.Context(), home, db, files)
-			if errors.Is(err, errNoAuditKey) {
+			opts, err := runtime.AuditVerifyOptions(cmd.Context(), home, db, files)
+			if errors.Is(err, runtime.ErrNoAuditKey) {
 				return exitWith(exitFailed, err)
 			} else if err != nil {
 				return exitWith(exitInternal, err)
@@ -274,7 +275,7 @@ state directory's owner cannot rewrite, and check it later with
 				return err
 			}
 			defer db.Close()
-			cp, err := auditCheckpointer(cmd.Context(), home, db)
+			cp, err := runtime.AuditCheckpointer(cmd.Context(), home, db)
 			if err != nil {
 				return exitWith(exitInternal, err)
 			}

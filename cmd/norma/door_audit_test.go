@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/audit"
+	"github.com/norma-run/norma/runtime"
 	"github.com/norma-run/norma/store"
 )
 
@@ -120,14 +121,14 @@ func TestDoorAuditCheckpoint(t *testing.T) {
 		{"truncate and delete every checkpoint", func(t *testing.T, home string, raw *sql.DB, n int) {
 			execSQL(t, raw, "DROP TRIGGER audit_events_no_delete", "DELETE FROM audit_events WHERE seq > "+strconv.Itoa(n-3),
 				"DROP TRIGGER audit_checkpoints_no_delete", "DELETE FROM audit_checkpoints")
-			os.Remove(filepath.Join(home, auditCheckpointFile))
+			os.Remove(filepath.Join(home, runtime.AuditCheckpointFile))
 		}, []string{"FAILED AUDIT_CHECKPOINT_MISSING"},
 			[]string{"FAILED AUDIT_EVENTS_MISSING: events {n-2}..{n} are missing: the checkpoint in {exported} covers {n} events"}, false},
 		{"truncate and replace the key", func(t *testing.T, home string, raw *sql.DB, n int) {
 			execSQL(t, raw, "DROP TRIGGER audit_events_no_delete", "DELETE FROM audit_events WHERE seq > "+strconv.Itoa(n-3),
 				"DROP TRIGGER audit_checkpoints_no_delete", "DELETE FROM audit_checkpoints")
-			os.Remove(filepath.Join(home, auditCheckpointFile))
-			os.RemoveAll(filepath.Join(home, keyStoreDir))
+			os.Remove(filepath.Join(home, runtime.AuditCheckpointFile))
+			os.RemoveAll(filepath.Join(home, runtime.KeyStoreDir))
 			if code, out, errs := door(t, "--home", home, "audit", "checkpoint"); code != 0 {
 				t.Fatalf("attacker's checkpoint: exit %d\n%s%s", code, out, errs)
 			}
@@ -162,7 +163,7 @@ func TestDoorAuditCheckpoint(t *testing.T) {
 			tt.tamper(t, e.home, raw, n)
 			expand := strings.NewReplacer("{n}", strconv.Itoa(n), "{n-2}", strconv.Itoa(n-2), "{n-3}", strconv.Itoa(n-3), "{exported}", exported)
 			stored := countCheckpoints(t, raw)
-			copyBefore, _ := os.ReadFile(filepath.Join(e.home, auditCheckpointFile))
+			copyBefore, _ := os.ReadFile(filepath.Join(e.home, runtime.AuditCheckpointFile))
 
 			for _, c := range []struct {
 				args []string
@@ -193,7 +194,7 @@ func TestDoorAuditCheckpoint(t *testing.T) {
 			if code != 0 || !strings.Contains(errs, "audit: checkpoint: AUDIT_") {
 				t.Errorf("second run: exit %d; want 0 with the checkpoint refusal on stderr\n%s%s", code, out, errs)
 			}
-			copyAfter, _ := os.ReadFile(filepath.Join(e.home, auditCheckpointFile))
+			copyAfter, _ := os.ReadFile(filepath.Join(e.home, runtime.AuditCheckpointFile))
 			if got := countCheckpoints(t, raw); got != stored || !bytes.Equal(copyBefore, copyAfter) {
 				t.Errorf("checkpoints: %d stored before, %d after verify and a run; copy changed %v; want nothing written",
 					stored, got, !bytes.Equal(copyBefore, copyAfter))

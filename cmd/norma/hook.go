@@ -18,7 +18,7 @@ import (
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/internal/textdiff"
-	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/runtime"
 )
 
 // maxHookInput bounds one hook input: a Write of Norma's largest file
@@ -196,39 +196,30 @@ func within(f func(), d time.Duration) {
 // the log holds by the token formats (an event carries names, hashes and
 // codes, never a call's content), so no vault is opened.
 func openHookEngine(cmd *cobra.Command) (*agenthook.Engine, func(), error) {
-	ctx := cmd.Context()
 	home, err := stateDir(cmd)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := openStore(ctx, cmd, home)
+	svcs, err := openServices(cmd, home, runtime.ServicesOptions{})
 	if err != nil {
-		return nil, nil, err
-	}
-	log, err := openAuditLog(ctx, home, db, secret.NewRedactor())
-	if err != nil {
-		db.Close()
 		return nil, nil, err
 	}
 	// Claude Code's Bash commands run inside the sandbox, by this binary
 	// (norma hook exec); without its path they could not.
 	self, err := selfArgv(cmd)
 	if err != nil {
-		log.Close()
-		db.Close()
+		closeServices(cmd, svcs)
 		return nil, nil, err
 	}
-	eng, err := agenthook.NewEngine(agenthook.EngineOptions{Home: home, Settings: settingsFiles(""), Audit: log, Exec: self,
+	eng, err := agenthook.NewEngine(agenthook.EngineOptions{Home: home, Settings: settingsFiles(""), Audit: svcs.Audit, Exec: self,
 		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }})
 	if err != nil {
-		log.Close()
-		db.Close()
+		closeServices(cmd, svcs)
 		return nil, nil, err
 	}
 	return eng, func() {
 		eng.Close()
-		closeAuditLog(cmd, log)
-		db.Close()
+		closeServices(cmd, svcs)
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/internal/fakeanthropic"
+	"github.com/norma-run/norma/runtime"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
 )
 
@@ -27,7 +28,7 @@ func TestDoorHookLockedStateDir(t *testing.T) {
 	if code, out, _ := h.hook(t, read); code != 0 || parsePre(t, out).HookSpecificOutput.PermissionDecision != "deny" {
 		t.Fatalf("first hook: exit %d %s", code, out)
 	}
-	lock, err := os.OpenFile(filepath.Join(h.home, keyStoreDir, ".lock"), os.O_RDWR, 0)
+	lock, err := os.OpenFile(filepath.Join(h.home, runtime.KeyStoreDir, ".lock"), os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

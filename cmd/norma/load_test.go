@@ -20,6 +20,7 @@ import (
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/pgtest"
 	"github.com/norma-run/norma/provider/scripted"
+	"github.com/norma-run/norma/runtime"
 )
 
 // The load tests start several `norma run` processes at once, each in a
@@ -582,7 +583,7 @@ func checkVerify(t *testing.T, store string, runs []*loadRun, events int, trust 
 		trust = append(trust, r.home)
 	}
 	for _, home := range trust {
-		args = append(args, "--trust-key", filepath.Join(home, keyStoreDir, "audit-checkpoint.pub"))
+		args = append(args, "--trust-key", filepath.Join(home, runtime.KeyStoreDir, "audit-checkpoint.pub"))
 	}
 	code, out, errs := door(t, args...)
 	var v struct {

@@ -21,7 +21,6 @@ import (
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin/host"
-	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/runtime"
 	"github.com/norma-run/norma/secret"
 )
@@ -166,31 +165,21 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	if tgt.dev != nil {
 		declared = append(declared, *tgt.dev)
 	}
-	db, err := openStore(ctx, cmd, home)
+	// The approver asks the client, known once the proxy is built; the
+	// services are needed before.
+	var ask lateApprover
+	svcs, err := openServices(cmd, home, runtime.ServicesOptions{
+		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
+		Approver: agent.PendingApprover(&ask, approval.DefaultTTL)})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	red, err := runRedactor(cmd, home)
-	if err != nil {
-		return err
-	}
-	log, err := openAuditLog(ctx, home, db, red)
-	if err != nil {
-		return exitWith(exitInternal, err)
-	}
-	defer closeAuditLog(cmd, log)
+	defer closeServices(cmd, svcs)
+	log, red, svc := svcs.Audit, svcs.Redactor, svcs.Approvals
 	stderr := cmd.ErrOrStderr()
 	mode := gate.ModeDefault
 	if f.headless {
 		mode = gate.ModeDontAsk
-	}
-	// The approver asks the client, known once the proxy is built; the
-	// service is needed before.
-	var ask lateApprover
-	svc, err := runtime.NewApprovals(db, log, red, agent.PendingApprover(&ask, approval.DefaultTTL))
-	if err != nil {
-		return exitWith(exitInternal, err)
 	}
 	rt, err := runtime.Open(ctx, runtime.Options{
 		Dir: ws, Home: home, Mode: mode, ModeGiven: f.headless, Audit: log, Settings: settingsFiles(f.settings), Declared: declared,
@@ -212,8 +201,8 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 			return exitWith(exitFailed, fmt.Errorf("mcp proxy: %s not loaded: %s: %s", termtext.Escape(server), pf.Reason, pf.Detail))
 		}
 	}
-	sess, err := rt.Session(ctx, agent.WithProvider(noModel{}, "mcp-proxy"), agent.WithApprovalService(svc),
-		agent.WithSpillDir(filepath.Join(home, "spill")), agent.WithLedger(db), agent.WithUser("user:"+whoami()))
+	sess, err := rt.Session(ctx, agent.WithApprovalService(svc),
+		agent.WithSpillDir(filepath.Join(home, "spill")), agent.WithLedger(svcs.Store), agent.WithUser("user:"+whoami()))
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}
@@ -224,7 +213,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	}
 	var fallback approval.Approver
 	if f.approvalWait > 0 {
-		fallback = timedApprover{approval.Waiter{Store: db}, f.approvalWait}
+		fallback = timedApprover{approval.Waiter{Store: svcs.Store}, f.approvalWait}
 	}
 	ask.set(p.Approver(fallback))
 	if d := tgt.dev; d != nil {
@@ -269,16 +258,6 @@ func (t timedApprover) Approve(ctx context.Context, r approval.Record) (approval
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
-// noModel is the provider of the proxy's session: the client is the
-// agent, the session never calls a model.
-type noModel struct{}
-
-func (noModel) Name() string { return "none" }
-
-func (noModel) Complete(context.Context, provider.Request, func(string)) (provider.Response, error) {
-	return provider.Response{}, errors.New("mcp proxy: the session has no model")
-}
 
 // proxyVersion is the version the proxy advertises: the binary's module
 // version.

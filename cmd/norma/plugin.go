@@ -16,7 +16,7 @@ import (
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
 	"github.com/norma-run/norma/plugin/host"
-	"github.com/norma-run/norma/secret"
+	"github.com/norma-run/norma/runtime"
 	"github.com/spf13/cobra"
 )
 
@@ -376,16 +376,12 @@ func manager(cmd *cobra.Command, interactive bool, wsFile string, quiet bool) (*
 	if err != nil {
 		return nil, nil, exitWith(exitInternal, err)
 	}
-	db, err := openStore(cmd.Context(), cmd, home)
+	svcs, err := openServices(cmd, home, runtime.ServicesOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
-	log, err := openAuditLog(cmd.Context(), home, db, secret.NewRedactor())
-	if err != nil {
-		db.Close()
-		return nil, nil, exitWith(exitInternal, err)
-	}
-	closer := func() { closeAuditLog(cmd, log); db.Close() }
+	db, log := svcs.Store, svcs.Audit
+	closer := func() { closeServices(cmd, svcs) }
 	o := plugin.Options{Home: home, Audit: log, Out: cmd.OutOrStdout(), Progress: progress(cmd.ErrOrStderr(), "staging", quiet),
 		Consents: db, Who: plugin.DefaultWho(), Host: plugin.DefaultHost()}
 	if quiet {

@@ -145,38 +145,42 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
 	// The run is this process's from before its state is read to the
 	// end: a second norma on the same run stops here, having started
 	// nothing.
 	unlock, err := db.LockRun(ctx, runID)
-	if capability.ReasonOf(err) == capability.ReasonRunLocked {
-		return exitWith(exitBusy, err)
-	}
 	if err != nil {
+		db.Close()
+		if capability.ReasonOf(err) == capability.ReasonRunLocked {
+			return exitWith(exitBusy, err)
+		}
 		return exitWith(exitInternal, err)
 	}
+	// The approver is chosen below, once the printer exists; the services
+	// are needed before.
+	var late lateApprover
+	svcs, err := runtime.OpenServices(ctx, home, db, runtime.ServicesOptions{
+		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
+		Approver: &late})
+	if err != nil {
+		unlock()
+		return exitWith(exitInternal, fmt.Errorf("run: %w", err))
+	}
+	// Closing the services signs a checkpoint of the log's head: the
+	// run's end. The lock is released first.
+	defer closeServices(cmd, svcs)
 	defer unlock()
+	log, red, svc := svcs.Audit, svcs.Redactor, svcs.Approvals
 	var resumed *agent.State
 	if f.resume != "" {
 		if resumed, err = agent.LoadState(home, runID); err != nil {
 			return exitWith(exitFailed, err)
 		}
 	}
-	red, err := runRedactor(cmd, home)
-	if err != nil {
-		return err
-	}
 	prov, model, baseURL, err := buildProvider(cmd, f, home, resumed, red)
 	if err != nil {
 		return err
 	}
-	log, err := openAuditLog(ctx, home, db, red)
-	if err != nil {
-		return exitWith(exitInternal, err)
-	}
-	// Closing the log signs a checkpoint of its head: the run's end.
-	defer closeAuditLog(cmd, log)
 
 	terminal := cmd.OutOrStdout() == os.Stdout && isTerminal(os.Stdout)
 	out := &runPrinter{w: cmd.OutOrStdout(), json: f.asJSON, provider: prov.Name(), last: time.Now(),
@@ -222,10 +226,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if err := recordRunStarted(ctx, log, runID, f.resume != "", stdinIsTerminal(cmd.InOrStdin()) && !f.asJSON); err != nil {
 		return exitWith(exitInternal, err)
 	}
-	svc, err := runtime.NewApprovals(db, log, red, agent.PendingApprover(ask, wait))
-	if err != nil {
-		return exitWith(exitInternal, err)
-	}
+	late.set(agent.PendingApprover(ask, wait))
 
 	rt, err := runtime.Open(ctx, runtime.Options{
 		Dir: ws, Home: home, RunID: runID, Resume: f.resume != "", Mode: mode, Audit: log,
@@ -411,39 +412,6 @@ func apiKey(cmd *cobra.Command, home, env, vaultName string, red *secret.Redacto
 		return provider.APIKey{}, nil // not stored: no key
 	}
 	return provider.NewAPIKey(string(val.Reveal())), nil
-}
-
-// runRedactor returns the run's redactor: it knows every value of the
-// vault, when one exists (it is not created for this), and the token
-// formats. A vault that exists but cannot be read stops the run: its
-// values could not be masked. Values are never printed, not even in the
-// error.
-func runRedactor(cmd *cobra.Command, home string) (*secret.Redactor, error) {
-	red := secret.NewRedactor()
-	if !fileExists(filepath.Join(home, "secrets", secret.KeyFileName)) {
-		return red, nil
-	}
-	fail := func(err error) error {
-		return exitWith(exitInternal, fmt.Errorf("run: the vault's values cannot be loaded to mask them in tool output: %w", err))
-	}
-	v, err := openVault(cmd)
-	if err != nil {
-		return nil, fail(err)
-	}
-	names, err := v.List(cmd.Context())
-	if err != nil {
-		return nil, fail(err)
-	}
-	for _, n := range names {
-		val, err := v.Get(cmd.Context(), n)
-		if err != nil {
-			return nil, fail(err)
-		}
-		if err := red.AddValue(n, val); err != nil {
-			return nil, fail(err)
-		}
-	}
-	return red, nil
 }
 
 // runPrinter renders session events as text lines or JSON lines. Every

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/norma-run/norma/runtime"
 	"io"
 	"net"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/norma-run/norma/runtime"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +19,6 @@ import (
 	"github.com/norma-run/norma/door/team"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/plugin"
-	"github.com/norma-run/norma/secret"
 	"github.com/norma-run/norma/store"
 )
 
@@ -56,30 +56,18 @@ func openTeamServer(cmd *cobra.Command, home, addr, certFile, keyFile string, lo
 	if err != nil {
 		return nil, nil, exitWith(exitUsage, err)
 	}
-	ctx := cmd.Context()
-	db, err := openStore(ctx, cmd, home)
+	// No Approver: a request filed through the API waits for a person.
+	svcs, err := openServices(cmd, home, runtime.ServicesOptions{})
 	if err != nil {
 		ln.Close()
 		return nil, nil, err
 	}
-	log, err := openAuditLog(ctx, home, db, secret.NewRedactor())
-	if err != nil {
-		db.Close()
-		ln.Close()
-		return nil, nil, exitWith(exitInternal, err)
-	}
+	db, log, svc := svcs.Store, svcs.Audit, svcs.Approvals
 	closeAll := func() {
-		if err := log.Close(); err != nil {
+		if err := svcs.Close(); err != nil {
 			logf("team: closing the audit log: %v", err)
 		}
-		db.Close()
 		ln.Close()
-	}
-	// No Approver: a request filed through the API waits for a person.
-	svc, err := runtime.NewApprovals(db, log, nil, nil)
-	if err != nil {
-		closeAll()
-		return nil, nil, exitWith(exitInternal, err)
 	}
 	opts := team.Options{
 		Tokens: teamTokens(home), Approvals: svc, Audit: db,
@@ -109,7 +97,7 @@ func openTeamServer(cmd *cobra.Command, home, addr, certFile, keyFile string, lo
 // /api/v1/audit/verify answers it: the chain and the checkpoints home's
 // audit key can check.
 func verifyStore(ctx context.Context, home string, db store.Store) (audit.VerifyResult, error) {
-	opts, err := auditVerifyOptions(ctx, home, db, nil)
+	opts, err := runtime.AuditVerifyOptions(ctx, home, db, nil)
 	if err != nil {
 		return audit.VerifyResult{}, err
 	}

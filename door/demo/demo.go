@@ -17,7 +17,6 @@ import (
 	"github.com/norma-run/norma/agent"
 	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/approval/prompt"
-	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/manifest"
 	"github.com/norma-run/norma/plugin"
@@ -148,18 +147,26 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	p.line("issue API on https://api.example.invalid (→ %s for this demo only, no privilege needed)", w.api.Addr)
 	p.line("workspace %s (with a .env the policy denies)", w.ws)
 
-	// 2. State: store, audit, vault, plugin manager.
-	db, err := store.Open(ctx, sum.AuditDB)
+	// 2. State: the services (store, audit, approvals), vault, plugin manager.
+	var approver approval.Approver = approval.Auto{Grant: true, By: "norma demo --yes"}
+	if !o.Yes {
+		if !o.Interactive {
+			return nil, errors.New("norma demo posts a comment that needs your approval: run it on a terminal, or pass --yes")
+		}
+		if approver, err = prompt.New(o.In, o.Out, nil); err != nil {
+			return nil, err
+		}
+	}
+	db, err := runtime.OpenStore(ctx, runtime.StoreLocation{SQLite: sum.AuditDB})
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	redactor := secret.NewRedactor()
-	log, err := audit.Open(db, &audit.Options{Redactor: redactor})
+	svcs, err := runtime.OpenServices(ctx, w.home, db, runtime.ServicesOptions{Approver: approver})
 	if err != nil {
 		return nil, err
 	}
-	defer log.Close()
+	defer svcs.Close()
+	log, redactor, svc := svcs.Audit, svcs.Redactor, svcs.Approvals
 	if w.vault, err = secret.OpenFileVault(ctx, filepath.Join(w.home, "secrets"), nil); err != nil {
 		return nil, err
 	}
@@ -214,19 +221,6 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	defer rt.Close()
 	if n := len(rt.Plugins()); n != 2 {
 		return nil, fmt.Errorf("the demo's two plugins did not both load (%d did)", n)
-	}
-	var approver approval.Approver = approval.Auto{Grant: true, By: "norma demo --yes"}
-	if !o.Yes {
-		if !o.Interactive {
-			return nil, errors.New("norma demo posts a comment that needs your approval: run it on a terminal, or pass --yes")
-		}
-		if approver, err = prompt.New(o.In, o.Out, nil); err != nil {
-			return nil, err
-		}
-	}
-	svc, err := runtime.NewApprovals(db, log, redactor, approver)
-	if err != nil {
-		return nil, err
 	}
 	canaries, err := newCanaries(w)
 	if err != nil {

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { sandboxtest.Main(m) }
 func TestDemo(t *testing.T) {
 	sandboxtest.Require(t)
 	var out bytes.Buffer
-	sum, err := Run(t.Context(), Options{Root: "..", Yes: true, Out: &out})
+	sum, err := Run(t.Context(), Options{Root: "../..", Yes: true, Out: &out})
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
