@@ -20,7 +20,6 @@ import (
 
 	"github.com/norma-run/norma/internal/filetrust"
 	"github.com/norma-run/norma/manifest"
-	"github.com/norma-run/norma/policy"
 )
 
 // ErrRuleNotFound is returned by [RemoveLocalAllow] for a rule the local
@@ -44,7 +43,7 @@ var ErrRuleNotFound = errors.New("settings: the rule is not in the local setting
 // error and nothing is written.
 func AddLocalAllow(workspace string, rules ...string) error {
 	for _, r := range rules {
-		if err := policy.CheckRule(r); err != nil {
+		if err := checkRule(r); err != nil {
 			return fmt.Errorf("settings: %q is not a permission rule: %w", r, err)
 		}
 	}
@@ -75,7 +74,7 @@ func WithLocalAllow(path string, data []byte, rules ...string) ([]byte, error) {
 	}
 	want := slices.Clone(cur)
 	for _, r := range rules {
-		if err := policy.CheckRule(r); err != nil {
+		if err := checkRule(r); err != nil {
 			return nil, fmt.Errorf("settings: %q is not a permission rule: %w", r, err)
 		}
 		if !slices.Contains(want, r) {

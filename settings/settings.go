@@ -726,9 +726,6 @@ func blank(data []byte) bool {
 	return true
 }
 
-// checkRule reports why text is not a permission rule ([policy.CheckRule]).
-func checkRule(text string) error { return policy.CheckRule(text) }
-
 // sortProblems puts problems in file order, and those at one position in
 // the order of their messages.
 func sortProblems(probs manifest.Errors) {
