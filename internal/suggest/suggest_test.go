@@ -44,8 +44,8 @@ func TestClosest(t *testing.T) {
 		{"Grpe", tools, "Grep"},
 		{"Gerp", tools, "Grep"},
 		{"Globs", tools, "Glob"},
-		{"cd", tools, ""},         // two letters: one edit at most
-		{"FooBar", tools, ""},     // nothing close
+		{"cd", tools, ""},     // two letters: one edit at most
+		{"FooBar", tools, ""}, // nothing close
 		{"run_shell_command", tools, ""},
 		{"", tools, ""},
 		{"x", nil, ""},
