@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -171,27 +172,46 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redactIn hides, in msg, the password of URL raw should a library have
-// quoted it.
+// redactIn hides, in msg, the credentials of URL raw should a library have
+// quoted them: raw itself, printed as [store.Redact] prints it, then the
+// password of its user info and the value of every parameter of its query
+// or fragment whose name is a credential's ([store.CredentialKey], the one
+// answer to that question), as written, unescaped and escaped again.
 func redactIn(msg, raw string) string {
+	msg = strings.ReplaceAll(msg, raw, store.Redact(raw))
 	u, err := url.Parse(raw)
 	if err != nil {
 		return msg
 	}
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		if esc := url.QueryEscape(pw); esc != pw {
-			msg = strings.ReplaceAll(msg, esc, "xxxxx")
-		}
+	var secrets []string
+	if pw, ok := u.User.Password(); ok {
+		secrets = append(secrets, pw)
 	}
-	for k, vs := range u.Query() {
-		if strings.Contains(strings.ToLower(k), "password") {
-			for _, v := range vs {
-				if v != "" {
-					msg = strings.ReplaceAll(msg, v, "xxxxx")
-				}
+	// Parameters as written, not as u.Query() has them: it drops a pair
+	// that does not unescape, and CredentialKey reads a name as written.
+	for _, params := range []string{u.RawQuery, u.EscapedFragment()} {
+		for _, kv := range strings.Split(params, "&") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || !store.CredentialKey(k) {
+				continue
+			}
+			secrets = append(secrets, v, strings.TrimSpace(v))
+			if uv, err := url.QueryUnescape(v); err == nil {
+				secrets = append(secrets, uv, strings.TrimSpace(uv))
 			}
 		}
+	}
+	var forms []string
+	for _, s := range secrets {
+		if s != "" {
+			forms = append(forms, s, url.QueryEscape(s), url.PathEscape(s), url.UserPassword("", s).String()[1:])
+		}
+	}
+	// The longest first, so that a secret inside another is not replaced
+	// first, leaving the rest of the longer one in msg.
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	for _, f := range forms {
+		msg = strings.ReplaceAll(msg, f, "xxxxx")
 	}
 	return msg
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,52 @@ func TestResolveStore(t *testing.T) {
 	}
 	if l := resolve("--store", "postgres://db/x"); l.url != "postgres://db/x" || l.from != "--store" {
 		t.Fatalf("flag = %+v", l)
+	}
+}
+
+// TestRedactIn: whatever a library quotes of a --store URL, the printed
+// error hides every credential in it: the user info's password and the
+// value of every parameter that store.CredentialKey names a credential's,
+// in any case or spelling of the key (PASSWORD, Pwd, pass, sslpassword,
+// an escaped name), as written, unescaped or escaped again; the rest of
+// the message stays.
+func TestRedactIn(t *testing.T) {
+	tests := []struct {
+		raw     string
+		secrets []string // as the library may have decoded them
+		keep    []string
+	}{
+		{"postgres://norma:pw-user1@db/x", []string{"pw-user1"}, []string{"norma", "db/x"}},
+		{"postgres://norma:pw%40us%20er2@db/x", []string{"pw@us er2"}, []string{"norma"}},
+		{"postgres://db/x?PASSWORD=pw-upper3", []string{"pw-upper3"}, []string{"db/x"}},
+		{"postgres://db/x?Pwd=pw-pwd4&tenant=ci", []string{"pw-pwd4"}, []string{"tenant=ci"}},
+		{"postgres://db/x?pass=pw-pass5&sslmode=disable", []string{"pw-pass5"}, []string{"sslmode=disable"}},
+		{"postgres://db/x?pAssword0=pw-issue6", []string{"pw-issue6"}, nil}, // issue 32's minimized input
+		{"postgres://db/x?sslpassword=pw-ssl7", []string{"pw-ssl7"}, nil},
+		{"postgres://db/x?pass%77ord=pw-escaped-key8", []string{"pw-escaped-key8"}, nil},
+		{"postgres://db/x?password=pw-bad%zz9", []string{"pw-bad%zz9"}, nil}, // u.Query() drops this pair
+		{"postgres://db/x?password=%20pw-space10", []string{"pw-space10"}, nil},
+		{"postgres://db/x#password=pw-fragment11", []string{"pw-fragment11"}, nil},
+		{"postgres://u:pw-both12@db/x?PASS=pw-both13&Pwd=pw-both14", []string{"pw-both12", "pw-both13", "pw-both14"}, []string{"db/x"}},
+	}
+	for _, tt := range tests {
+		msg := "failed to connect to " + tt.raw + ": server said:"
+		for _, s := range tt.secrets {
+			msg += " " + s + " " + url.QueryEscape(s) + " " + url.PathEscape(s)
+		}
+		out := (&redactedError{redactIn(msg, tt.raw), nil}).Error()
+		for _, s := range tt.secrets {
+			for _, f := range []string{s, url.QueryEscape(s), url.PathEscape(s), strings.TrimSpace(s)} {
+				if strings.Contains(out, f) {
+					t.Errorf("redactIn(%q) = %q, which quotes %q", tt.raw, out, f)
+					break
+				}
+			}
+		}
+		for _, k := range append(tt.keep, "failed to connect to postgres://", "server said:", "xxxxx") {
+			if !strings.Contains(out, k) {
+				t.Errorf("redactIn(%q) = %q, want %q kept", tt.raw, out, k)
+			}
+		}
 	}
 }
