@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/norma-run/norma/runtime"
 	"github.com/norma-run/norma/settings"
 	"github.com/norma-run/norma/store"
-	"github.com/norma-run/norma/store/postgres"
 )
 
 // storeEnv names the store when --store is not given.
@@ -147,14 +147,10 @@ func openStore(ctx context.Context, cmd *cobra.Command, home string) (store.Stor
 	if err != nil {
 		return nil, err
 	}
-	if loc.sqlite != "" {
-		db, err := store.Open(ctx, loc.sqlite)
-		if err != nil {
-			return nil, exitWith(exitInternal, err)
-		}
-		return db, nil
+	s, err := runtime.OpenStore(ctx, runtime.StoreLocation{SQLite: loc.sqlite, Postgres: loc.url})
+	if err != nil && loc.sqlite != "" {
+		return nil, exitWith(exitInternal, err)
 	}
-	s, err := openPostgres(ctx, loc.url)
 	if err != nil {
 		// Its errors name the store with the password hidden already;
 		// should a library have quoted it anyway, it is hidden here too.
@@ -224,9 +220,4 @@ func openStoreOf(cmd *cobra.Command) (store.Store, error) {
 		return nil, exitWith(exitInternal, err)
 	}
 	return openStore(cmd.Context(), cmd, home)
-}
-
-// openPostgres opens a PostgreSQL store (package store/postgres).
-func openPostgres(ctx context.Context, raw string) (store.Store, error) {
-	return postgres.Open(ctx, raw)
 }

@@ -34,7 +34,6 @@ var servicesBuiltBy = map[string]string{
 	"broker":          "defaults its redactor when an embedder builds a broker without one",
 	"door/mcpadd":     "scans a server's arguments for token formats before they are written to a manifest: a detector, not a service (it stores nothing)",
 	"store/storetest": "the cases every store passes: test code in a package of its own, opening logs over the store under test",
-	"cmd/norma":       "TODO(issue 30): resolves --store and opens it through runtime.OpenStore after the store.go rework",
 }
 
 // TestServicesBuiltOnce: outside the runtime (and the listed packages), no
