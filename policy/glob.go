@@ -74,9 +74,13 @@ func compileGlob(pattern, rule string) glob {
 	case strings.HasPrefix(pattern, "**/") && !strings.ContainsAny(pattern[3:], "/{") && pattern[3:] != "**":
 		g.kind, g.seg = globLastSeg, compileSeg(pattern[3:])
 	default:
+		// lit is the directory part before the first meta character, a
+		// prefix of every path that matches, without its last '/': a tail
+		// `/**` or `/**/` matches a zero-length name, slash included, so
+		// "a/**/" matches "a".
 		g.kind = globGeneric
 		if i := strings.IndexAny(pattern, meta); i > 0 {
-			g.lit = pattern[:strings.LastIndexByte(pattern[:i], '/')+1]
+			g.lit = pattern[:max(strings.LastIndexByte(pattern[:i], '/'), 0)]
 		}
 	}
 	return g

@@ -107,3 +107,39 @@ func TestGlobEmptyPath(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobZeroLengthTail: a tail `/**` or `/**/` matches a zero-length
+// name, its slash included, so "a/**/" matches "a" as doublestar says
+// (FuzzGlobMatch found "0/**/" refused "0": the generic kind's quick
+// prefix test wanted the slash). Each row also asks doublestar.
+func TestGlobZeroLengthTail(t *testing.T) {
+	tests := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"0/**/", "0", true}, // the fuzz finding
+		{"0/**/", "0/", true},
+		{"0/**/", "0/x/", true},
+		{"0/**/", "0x", false},
+		{"0/**/", "", false},
+		{"a/b/**/", "a/b", true},
+		{"a/b/**/", "a", false},
+		{"a/b/**/", "a/bc", false},
+		{"a/**", "a", true}, // the prefix kind
+		{"a/b/**", "a/b", true},
+		{"a/**/*", "a", false},
+		{"a/**/**", "a", false},
+		{"a/*/**/", "a", false},
+		{"a/*/**/", "a/b", true},
+		{"**/a/**/", "a", true},
+	}
+	for _, tt := range tests {
+		g := compileGlob(tt.pattern, "")
+		if got := g.match(tt.path); got != tt.want {
+			t.Errorf("compileGlob(%q).match(%q) = %v, want %v", tt.pattern, tt.path, got, tt.want)
+		}
+		if ds, _ := doublestar.Match(tt.pattern, tt.path); ds != tt.want {
+			t.Errorf("doublestar.Match(%q, %q) = %v, want %v", tt.pattern, tt.path, ds, tt.want)
+		}
+	}
+}
