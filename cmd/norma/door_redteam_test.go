@@ -202,7 +202,7 @@ func TestMCPAddNodeProjectSecretsDoor(t *testing.T) {
 	requireNPM(t)
 	e := newRunEnv(t)
 	proj := t.TempDir()
-	js, err := os.ReadFile(filepath.Join("..", "..", "plugin", "mcpadd", "testdata", "echo_server.js"))
+	js, err := os.ReadFile(filepath.Join("..", "..", "door", "mcpadd", "testdata", "echo_server.js"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // agentFixture reads agenthook/testdata/NAME with its cwd set to ws.
 func agentFixture(t *testing.T, name, ws string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "agenthook", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "door", "agenthook", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func TestMCPAddRefusesCredentialEnv(t *testing.T) {
 // NAME and returns its path.
 func echoServer(t *testing.T, dir, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "plugin", "mcpadd", "testdata", "echo_server.py"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "door", "mcpadd", "testdata", "echo_server.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
