@@ -17,3 +17,11 @@ func (s *Session) Explain(ctx context.Context, toolName string, input json.RawMe
 	id := "explain_" + strconv.FormatUint(s.explains.Add(1), 10)
 	return s.g.Explain(ctx, gate.Call{ID: id, RunID: s.cfg.runID, Principals: s.Principals(), Tool: toolName, Input: input})
 }
+
+// ExplainUnconfined is Explain for a call that will run outside Norma's
+// sandbox, in the agent's own shell (gate.Call.Unconfined): what the
+// sandbox and the guards would have refused is decided too.
+func (s *Session) ExplainUnconfined(ctx context.Context, toolName string, input json.RawMessage, shell gate.AgentShell) gate.Explanation {
+	id := "explain_" + strconv.FormatUint(s.explains.Add(1), 10)
+	return s.g.Explain(ctx, gate.Call{ID: id, RunID: s.cfg.runID, Principals: s.Principals(), Tool: toolName, Input: input, Unconfined: &shell})
+}

@@ -181,7 +181,9 @@ func TestAgentFilesHardLink(t *testing.T) {
 		}
 		o.Workspace, o.Resolve = ws, fs.Resolve
 	})
-	if e := f.g.Explain(gate.Unconfined(t.Context()), write("notes.json")); e.Decision.Mode != capability.Deny || e.Decision.Reason != capability.ReasonHardlinkRefused {
+	unc := write("notes.json")
+	unc.Unconfined = &gate.AgentShell{}
+	if e := f.g.Explain(t.Context(), unc); e.Decision.Mode != capability.Deny || e.Decision.Reason != capability.ReasonHardlinkRefused {
 		t.Errorf("unconfined write of a hard link: %s %s, want HARDLINK_REFUSED", e.Decision.Mode, e.Decision.Reason)
 	}
 	if e := f.g.Explain(t.Context(), write("notes.json")); e.Decision.Mode != capability.Allow {

@@ -54,25 +54,6 @@ func (x *exec) explainHooks(ctx context.Context) bool {
 	return true
 }
 
-type unconfinedKey struct{}
-
-// Unconfined returns ctx for an [Gate.Explain] of a call that will run
-// outside Norma's sandbox and guards: another agent's own tool (package
-// agenthook). What the sandbox and the guards would do for such a call is
-// then decided too. A command's literal words are found where the shell
-// will find them (cd and pushd followed, ~ and $HOME expanded, symbolic
-// links resolved): one naming a workspace file the policy denies reading
-// (cat .env, cd sub && cat ../.env), which the sandbox would have hidden,
-// is refused, and so is one naming a host path the sandbox would not show
-// (sandbox.Exposed: ../other/.env, ~/.ssh; PATH_ESCAPE); a redirection is
-// a file request where it lands, refused outside the workspace; a cd that
-// cannot be followed makes the command Unknown. A fetch's host name is
-// resolved and refused as the dialer would refuse it (addrDenied).
-// Execute ignores it: what Execute runs is sandboxed.
-func Unconfined(ctx context.Context) context.Context {
-	return context.WithValue(ctx, unconfinedKey{}, true)
-}
-
 // maxDelegation bounds how deep Explain follows calls that run other
 // calls (ExecuteExtraTool refuses itself; this bounds any other chain).
 const maxDelegation = 4
@@ -92,7 +73,7 @@ func (g *Gate) Explain(ctx context.Context, c Call) Explanation {
 
 func (g *Gate) explain(ctx context.Context, c Call, inner bool, depth int) Explanation {
 	var trace []capability.LayerResult
-	x := &exec{g: g, c: c, mode: g.Mode(), trace: &trace, unlockable: inner, unconfined: ctx.Value(unconfinedKey{}) != nil}
+	x := &exec{g: g, c: c, mode: g.Mode(), trace: &trace, unlockable: inner, shell: c.Unconfined}
 	ok := x.lookup(ctx) && x.check(ctx, c.Input, true)
 	if ok && x.dec.Mode == capability.Allow {
 		// A call that needs no approval meets the PreToolUse hooks next.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/norma-run/norma/agentfiles"
 	"io"
 	"log/slog"
 	"slices"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/norma-run/norma/agentfiles"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -270,6 +271,34 @@ type Call struct {
 	Principals []string
 	Tool       string
 	Input      json.RawMessage
+	// Unconfined, when set, marks a call that will run outside Norma's
+	// sandbox and guards — another agent's own tool (package agenthook)
+	// — in a shell with this environment. Explain then decides what the
+	// sandbox and the guards would have: a command's literal words are
+	// found where that shell will find them (cd and pushd followed, ~ and
+	// $HOME expanded, symbolic links resolved); one naming a workspace
+	// file the policy denies reading (cat .env, cd sub && cat ../.env),
+	// which the sandbox would have hidden, is refused, and so is one
+	// naming a host path the sandbox would not show (sandbox.Exposed:
+	// ../other/.env, ~/.ssh; PATH_ESCAPE); a redirection is a file
+	// request where it lands, refused outside the workspace; a cd that
+	// cannot be followed makes the command Unknown. A fetch's host name is
+	// resolved and refused as the dialer would refuse it (addrDenied).
+	// Execute ignores it: what Execute runs is sandboxed.
+	Unconfined *AgentShell
+}
+
+// AgentShell is the environment of the shell an unconfined call runs in
+// (Call.Unconfined): the caller reads it where it knows it (a hook from
+// its own environment, which is the agent's), so that no decision of the
+// gate depends on the environment of the process that makes it.
+type AgentShell struct {
+	// Home is what bash expands ~ and $HOME to; "" when not known (a
+	// command that names it is then Unknown).
+	Home string
+	// CDPath reports whether CDPATH is set: a cd to a relative name may
+	// then go elsewhere (Unknown).
+	CDPath bool
 }
 
 // Result is the one result paired with a Call, whatever happened.
@@ -320,7 +349,7 @@ type exec struct {
 	unknown string
 	// unconfined is set by Explain for a call that runs outside the
 	// sandbox (see Unconfined).
-	unconfined bool
+	shell *AgentShell // Call.Unconfined
 	// named are reads of the workspace files a command names as an
 	// argument (`cat .env`, `cd sub && cat ../.env`), for an unconfined
 	// call (see unconfined.namedFiles): the policy's deny of

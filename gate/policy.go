@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/norma-run/norma/agentfiles"
 	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
+
+	"github.com/norma-run/norma/agentfiles"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/guard/fspath"
@@ -60,8 +61,8 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 		return perm, deny(capability.ReasonInvalidRequest, "tool", "access declaration failed", e.Name()), false
 	}
 	var u *unconfined
-	if x.unconfined {
-		u = x.g.unconfined()
+	if x.shell != nil {
+		u = x.g.unconfined(*x.shell)
 	}
 	reqs, unknown, bad := x.g.normalize(e.Name(), acc, u)
 	if bad == nil && u != nil {
@@ -178,7 +179,7 @@ func (x *exec) addrDenied(ctx context.Context, r *capability.Request) (capabilit
 	switch {
 	case err == nil:
 		err = netguard.CheckAddr(a, allow)
-	case x.unconfined:
+	case x.shell != nil:
 		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 		err = netguard.CheckHost(rctx, x.g.resolver, u.Hostname(), allow)
 		cancel()

@@ -27,7 +27,7 @@ const (
 )
 
 // unconfined is what the gate decides a call with that runs outside
-// Norma's sandbox (Unconfined): the files its command names are found
+// Norma's sandbox (Call.Unconfined): the files its command names are found
 // where the shell will find them, following cd, ~ and $HOME, and each is
 // judged as the sandbox would have shown it. A workspace file is the
 // policy's to decide (cat .env); a host path is refused unless the
@@ -37,19 +37,29 @@ const (
 type unconfined struct {
 	g       *Gate
 	ws      string   // the workspace, symbolic links resolved
-	home    string   // what bash expands ~ to: this process's $HOME ("" unknown)
-	cdpath  bool     // CDPATH is set in this process's environment
+	home    string   // what bash expands ~ to ("" unknown): AgentShell.Home
+	cdpath  bool     // AgentShell.CDPath
 	visible []string // sandbox.Exposed, symbolic links resolved
 }
 
-// unconfined returns what an unconfined call of the gate is decided with,
+// unconfined returns what an unconfined call in shell is decided with,
 // nil when the gate has no workspace that resolves (nothing is then known
 // about a command's files).
-func (g *Gate) unconfined() *unconfined { return g.unconf() }
+func (g *Gate) unconfined(shell AgentShell) *unconfined {
+	base := g.unconf()
+	if base == nil {
+		return nil
+	}
+	u := *base
+	u.cdpath = shell.CDPath
+	if filepath.IsAbs(shell.Home) {
+		u.home = filepath.Clean(shell.Home)
+	}
+	return &u
+}
 
-// newUnconfined is made once per gate. The agent's shell is the caller's
-// child (a hook runs in the agent's environment), so $HOME and CDPATH are
-// this process's; a daemon (norma serve) decides with its own.
+// newUnconfined is what every unconfined call of the gate shares, made
+// once: the workspace and what the sandbox shows of the host.
 func (g *Gate) newUnconfined() *unconfined {
 	if g.wsDir == "" {
 		return nil
@@ -58,10 +68,7 @@ func (g *Gate) newUnconfined() *unconfined {
 	if err != nil {
 		return nil
 	}
-	u := &unconfined{g: g, ws: ws, cdpath: os.Getenv("CDPATH") != ""}
-	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
-		u.home = h
-	}
+	u := &unconfined{g: g, ws: ws}
 	// What a run's Bash sees: the built-in shell runs without network
 	// (sandboxpolicy.Runner, NetNone).
 	for _, p := range sandbox.Exposed(sandbox.NetNone) {

@@ -71,7 +71,9 @@ func TestUnconfinedExplain(t *testing.T) {
 		{fetch("https://api.example.invalid/repos/a/issues"), capability.Deny, capability.Allow, capability.ReasonNetworkPrivateAddress},
 	} {
 		in := string(tc.call.Input)
-		e := f.g.Explain(gate.Unconfined(t.Context()), tc.call)
+		u := tc.call
+		u.Unconfined = &gate.AgentShell{Home: other}
+		e := f.g.Explain(t.Context(), u)
 		if e.Decision.Mode != tc.want || e.Decision.Reason != tc.reason {
 			t.Errorf("unconfined %s = %v %s (%s), want %v %s", in, e.Decision.Mode, e.Decision.Reason, e.Decision.Rule, tc.want, tc.reason)
 		}

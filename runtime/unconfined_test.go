@@ -120,7 +120,7 @@ func TestExplainUnconfinedFollowsTheShell(t *testing.T) {
 			}
 			defer rt.Close()
 			in, _ := json.Marshal(map[string]string{"command": tc.cmd})
-			e, err := rt.Explain(gate.Unconfined(t.Context()), "Bash", in)
+			e, err := rt.ExplainUnconfined(t.Context(), "Bash", in, envShell())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestExplainUnconfinedCDPATH(t *testing.T) {
 			t.Fatal(err)
 		}
 		in, _ := json.Marshal(map[string]string{"command": cmd})
-		e, err := rt.Explain(gate.Unconfined(t.Context()), "Bash", in)
+		e, err := rt.ExplainUnconfined(t.Context(), "Bash", in, envShell())
 		rt.Close()
 		if err != nil || e.Decision.Mode != want {
 			t.Errorf("unconfined Explain(%s) with CDPATH = %v %s %v, want %v", cmd, e.Decision.Mode, e.Decision.Reason, err, want)
@@ -226,7 +226,7 @@ permissions:
 			}
 			defer rt.Close()
 			in := json.RawMessage(`{"url":"http://` + tc.host + `/page"}`)
-			e, err := rt.Explain(gate.Unconfined(t.Context()), "WebFetch", in)
+			e, err := rt.ExplainUnconfined(t.Context(), "WebFetch", in, envShell())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,4 +239,10 @@ permissions:
 			}
 		})
 	}
+}
+
+// envShell is the agent's shell as this test process's environment says
+// (t.Setenv sets HOME and CDPATH above), as a command hook passes it.
+func envShell() gate.AgentShell {
+	return gate.AgentShell{Home: os.Getenv("HOME"), CDPath: os.Getenv("CDPATH") != ""}
 }

@@ -706,6 +706,17 @@ func (r *Runtime) Explain(ctx context.Context, toolName string, input json.RawMe
 	return s.Explain(ctx, toolName, input), nil
 }
 
+// ExplainUnconfined is Explain for a call that another agent runs itself,
+// outside Norma's sandbox, in a shell with environment shell
+// (gate.Call.Unconfined): package agenthook's decision.
+func (r *Runtime) ExplainUnconfined(ctx context.Context, toolName string, input json.RawMessage, shell gate.AgentShell) (gate.Explanation, error) {
+	s, err := r.explainer(ctx)
+	if err != nil {
+		return gate.Explanation{}, err
+	}
+	return s.ExplainUnconfined(ctx, toolName, input, shell), nil
+}
+
 // explainer is the session Explain asks.
 func (r *Runtime) explainer(ctx context.Context) (*agent.Session, error) {
 	r.mu.Lock()

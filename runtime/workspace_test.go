@@ -127,7 +127,7 @@ func TestOpenRefusesABadPolicy(t *testing.T) {
 }
 
 // TestExplainRefusesWhatARunCannotDo: for a call that runs outside the
-// sandbox (gate.Unconfined: another agent's, through agenthook), a command
+// sandbox (gate.Call.Unconfined: another agent's, through agenthook), a command
 // that names a file the policy denies reading is refused; a fetch of a
 // literal private address is refused in every decision, as the dialer
 // would. An allow rule does not lift either. A confined explain leaves the
@@ -173,7 +173,7 @@ permissions:
 				t.Fatal(err)
 			}
 			defer rt.Close()
-			e, err := rt.Explain(gate.Unconfined(t.Context()), tc.tool, json.RawMessage(tc.input))
+			e, err := rt.ExplainUnconfined(t.Context(), tc.tool, json.RawMessage(tc.input), envShell())
 			if err != nil {
 				t.Fatal(err)
 			}

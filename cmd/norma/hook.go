@@ -15,6 +15,7 @@ import (
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/door/agenthook"
+	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/internal/atomicfile"
 	"github.com/norma-run/norma/internal/termtext"
 	"github.com/norma-run/norma/internal/textdiff"
@@ -211,7 +212,7 @@ func openHookEngine(cmd *cobra.Command) (*agenthook.Engine, func(), error) {
 		closeServices(cmd, svcs)
 		return nil, nil, err
 	}
-	eng, err := agenthook.NewEngine(agenthook.EngineOptions{Home: home, Settings: settingsFiles(""), Audit: svcs.Audit, Exec: self,
+	eng, err := agenthook.NewEngine(agenthook.EngineOptions{Home: home, Settings: settingsFiles(""), Audit: svcs.Audit, Exec: self, Shell: agentShell(),
 		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }})
 	if err != nil {
 		closeServices(cmd, svcs)
@@ -442,4 +443,16 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// agentShell is the environment of the agent's own shell as this process
+// sees it: a hook command runs in the agent's environment ($HOME as bash
+// expands ~, and whether CDPATH is set), and so does `norma serve`
+// started by the same user.
+func agentShell() gate.AgentShell {
+	sh := gate.AgentShell{CDPath: os.Getenv("CDPATH") != ""}
+	if h, err := os.UserHomeDir(); err == nil {
+		sh.Home = h
+	}
+	return sh
 }

@@ -48,6 +48,11 @@ type EngineOptions struct {
 	// input that runs them inside Norma's sandbox (see confines); empty,
 	// they run in the agent's own shell, decided as such.
 	Exec []string
+	// Shell is the environment of the agent's own shell ($HOME, whether
+	// CDPATH is set), where an unconfined command's ~ and cd lead. A
+	// command hook runs in the agent's environment and passes its own; the
+	// daemon passes the one it was started with.
+	Shell gate.AgentShell
 }
 
 // Engine is the [Decider] of every agent hook door: it decides each event
@@ -83,6 +88,7 @@ type rtEntry struct {
 	rt     *runtime.Runtime
 	fp     string
 	rules  *policy.RuleSet
+	shell  gate.AgentShell // EngineOptions.Shell
 }
 
 // NewEngine returns an engine deciding with o.
@@ -202,7 +208,7 @@ var errReplaced = errors.New("agenthook: the runtime was replaced")
 // explain decides c with the gate of en's runtime.
 //
 // Every call is decided as one that runs outside Norma's sandbox
-// (gate.Unconfined), a confined Bash command too: the analysis of what
+// (gate.Call.Unconfined), a confined Bash command too: the analysis of what
 // it names refuses what it can see, and the sandbox it then runs in
 // (confine.go) hides what the analysis cannot (x=.env; cat $x). Neither
 // widens the other.
@@ -217,7 +223,7 @@ func (en *rtEntry) explain(ctx context.Context, c *Call) (gate.Explanation, erro
 	if en.closed {
 		return gate.Explanation{}, errReplaced
 	}
-	x, err := en.rt.Explain(gate.Unconfined(ctx), c.Tool, c.Input)
+	x, err := en.rt.ExplainUnconfined(ctx, c.Tool, c.Input, en.shell)
 	en.warm.Store(true)
 	return x, err
 }

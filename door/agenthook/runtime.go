@@ -93,7 +93,7 @@ func (e *Engine) open(ctx context.Context, ev Event) (*rtEntry, error) {
 		rt.Close()
 		return nil, err
 	}
-	return &rtEntry{rt: rt, rules: rs}, nil
+	return &rtEntry{rt: rt, rules: rs, shell: e.o.Shell}, nil
 }
 
 // fingerprint is a stat fingerprint of the files a runtime of workspace

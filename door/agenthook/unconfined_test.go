@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/sandbox/sandboxtest"
 	"github.com/norma-run/norma/settings"
@@ -47,7 +48,7 @@ func TestEngineUnconfinedHoles(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("CDPATH", "")
 	sink := &gatetest.MemorySink{}
-	eng, err := NewEngine(EngineOptions{Home: filepath.Join(root, "state"), Settings: settings.Options{UserDir: userDir}, Audit: sink})
+	eng, err := NewEngine(EngineOptions{Home: filepath.Join(root, "state"), Settings: settings.Options{UserDir: userDir}, Audit: sink, Shell: gate.AgentShell{Home: home}})
 	must(t, err)
 	defer eng.Close()
 
