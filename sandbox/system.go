@@ -37,7 +37,7 @@ func systemPaths(m NetworkMode) systemView {
 // else of the host is visible (its /tmp, /proc, /home, /root and the rest
 // of /etc are not). A caller deciding a command that runs outside the
 // sandbox uses it to refuse what the sandbox would not have shown
-// (gate.Unconfined). Paths are as the host names them; some may not exist.
+// (gate.Call.Unconfined). Paths are as the host names them; some may not exist.
 func Exposed(m NetworkMode) []string {
 	v := systemPaths(m)
 	return slices.Concat(v.dirs, v.etc, v.devs)

@@ -60,7 +60,7 @@ type Access struct {
 	// Tree, for fs.read, says the call reads the files under Path (a
 	// search), not Path alone. Norma's own search checks each file as it
 	// walks; for a call that runs outside Norma (an agent's hook) the gate
-	// decides each of them before the call (see gate.Unconfined).
+	// decides each of them before the call (see gate.Call.Unconfined).
 	Tree bool
 	// Method and URL for net.request.
 	Method, URL string

@@ -128,7 +128,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 // every address as [Dialer.DialContext] does before it connects: the
 // decision of a dial to host, made without dialing, for a connection that
 // another program will make (a fetch another agent runs, see
-// gate.Unconfined). Refusals are *capability.Error with reason
+// gate.Call.Unconfined). Refusals are *capability.Error with reason
 // NETWORK_PRIVATE_ADDRESS, NETWORK_INVALID_URL or NETWORK_RESOLVE_FAILED
 // (a lookup that fails or times out: fail closed). The answer holds for
 // the addresses seen now; the other program looks the name up again.
