@@ -77,6 +77,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().String("home", "", "state directory (default $NORMA_HOME, else the user's state directory)")
 	root.PersistentFlags().String("store", "", "where approvals, the audit log, run locks and the ledger live: a SQLite PATH (sqlite:PATH) or a postgres:// URL (default $NORMA_STORE, else the store setting, else norma.db in the state directory)")
 	root.AddCommand(commands()...)
+	usageChecks(root) // suggest.go: unknown commands and flags exit 2 with a suggestion
 	return root
 }
 
