@@ -22,13 +22,13 @@ import (
 func newSettingsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "settings",
-		Short: "Show, lint and import the layered settings files (rules, hooks, network, env)",
+		Short: "Start, show, lint and import the layered settings files (rules, hooks, network, env)",
 		Long: `Settings files, lowest precedence first: the user's ($XDG_CONFIG_HOME/norma/settings.yaml),
 the workspace's (.norma/settings.yaml, .norma/settings.local.yaml), --settings FILE, and
 managed settings (/etc/norma/managed-settings.yaml, refused unless owned by root and not
 writable by others). See the README's settings section.`,
 	}
-	c.AddCommand(newSettingsShowCmd(), newSettingsLintCmd(), newSettingsImportCmd())
+	c.AddCommand(newSettingsInitCmd(), newSettingsShowCmd(), newSettingsLintCmd(), newSettingsImportCmd()) // init: settings_init.go
 	return c
 }
 
