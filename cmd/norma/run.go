@@ -76,7 +76,9 @@ when every such plugin waits for consent (PLUGIN_HELD), else 1.
 Exit status: 0 completed or awaiting approval, 1 stopped by a limit, a hook,
 an error of the model provider or a plugin that did not load, 2 usage,
 3 a plugin is held until "norma plugin consent", 4 state directory or
-store, 5 the run is in use by another process.`,
+store, 5 the run is in use by another process.
+
+` + scriptFormatHelp,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := ""

@@ -126,3 +126,12 @@ func TestScriptFormatHelpMistakes(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorRunHelpHasScriptFormat: `norma run --help` documents the
+// --script format, as the built binary prints it.
+func TestDoorRunHelpHasScriptFormat(t *testing.T) {
+	code, out, errs := door(t, "run", "--help")
+	if code != 0 || !strings.Contains(out, scriptFormatHelp) {
+		t.Errorf("norma run --help: exit %d, without the script format\n%s%s", code, out, errs)
+	}
+}
