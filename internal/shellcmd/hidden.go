@@ -5,7 +5,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/norma-run/norma/internal/codeenv"
+	"github.com/norma-run/norma/internal/command"
 )
 
 // This file finds the places where bash runs code the parse tree does not
@@ -33,36 +33,9 @@ const (
 	whyExtGlob    = "an extended glob pattern holds an expansion (bash runs it; the parser keeps the pattern as text)"
 )
 
-// commandVars are variables that programs read to decide what to run
-// (an editor, a pager, a password prompt, a proxy) and that a user may
-// still configure, so the environment list ([codeenv]) does not refuse
-// them; a command line that assigns one is not analyzable.
-var commandVars = map[string]bool{
-	"SHELL": true, "EDITOR": true, "VISUAL": true, "FCEDIT": true, "PAGER": true, "MANPAGER": true,
-	"BROWSER": true, "LESSOPEN": true, "LESSCLOSE": true, "GCONV_PATH": true, "GOFLAGS": true,
-	"SUDO_ASKPASS": true, "SSH_ASKPASS": true, "PYTHONINSPECT": true,
-	"BASH_CMDS": true, "BASH_ALIASES": true, // the command hash table, the aliases
-	"http_proxy": true, "https_proxy": true, "HTTP_PROXY": true, "HTTPS_PROXY": true,
-	"all_proxy": true, "ALL_PROXY": true, "no_proxy": true, "NO_PROXY": true,
-}
-
-// intVars are bash's integer variables: a value assigned to one, by any
-// means (RANDOM=v, read, printf -v, for, getopts), is evaluated as
-// arithmetic, so RANDOM='a[$(cmd)]' runs cmd. Only a literal number may
-// be assigned to one (OPTIND=1).
-var intVars = map[string]bool{"RANDOM": true, "SRANDOM": true, "OPTIND": true, "HISTCMD": true}
-
 // dangerous reports whether assigning name can change what later
-// commands do beyond their arguments: a variable of the one list of
-// those that change which code runs ([codeenv.Of]: BASH_ENV, PS4, IFS,
-// PATH, HOME, GIT_*, LD_*, NODE_OPTIONS, ...) or of commandVars. A
-// subscripted name is judged by its array name.
-func dangerous(name string) bool {
-	if i := strings.IndexByte(name, '['); i >= 0 {
-		name = name[:i]
-	}
-	return codeenv.Of(name) != codeenv.None || commandVars[name] || intVars[name]
-}
+// commands do beyond their arguments ([command.DangerousVar]).
+func dangerous(name string) bool { return command.DangerousVar(name) }
 
 // envStyle reports whether a name is written like an environment
 // variable (it has an upper-case letter). Assigning one may change the
@@ -269,7 +242,7 @@ func (s *Effects) assign(a *syntax.Assign) {
 	if a.Name == nil {
 		return // a declaration's option or computed word: see decl
 	}
-	if dangerous(a.Name.Value) && !(intVars[a.Name.Value] && a.Index == nil && a.Array == nil && !a.Append && (a.Value == nil || numberValue(a.Value))) {
+	if dangerous(a.Name.Value) && !(command.IntVar(a.Name.Value) && a.Index == nil && a.Array == nil && !a.Append && (a.Value == nil || numberValue(a.Value))) {
 		s.setUnknown(whyDangerVar)
 	}
 	if a.Index != nil && !subscriptLiteral(a.Index) {

@@ -30,7 +30,7 @@
 //     VAR=) to a variable that changes what later commands run: the one
 //     list of package codeenv (PATH, HOME, IFS, BASH_ENV, ENV,
 //     PROMPT_COMMAND, PS0–PS4, GIT_*, LD_*, NODE_OPTIONS, …) and
-//     commandVars (EDITOR, PAGER, proxies, …), or of any but a literal
+//     the programs' own (EDITOR, PAGER, proxies, …: command.DangerousVar), or of any but a literal
 //     number to an integer variable (RANDOM, SRANDOM, OPTIND, HISTCMD:
 //     bash evaluates the value as arithmetic). `IFS= read` is allowed.
 //   - an extended glob pattern that holds an expansion
@@ -59,6 +59,8 @@ import (
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/norma-run/norma/internal/command"
 )
 
 // maxShellDepth bounds nested `sh -c` / eval / wrapper unwrapping.
@@ -208,7 +210,7 @@ func (s *Effects) names(args []*syntax.Word) {
 		if !ok || home {
 			continue
 		}
-		if o, found := chdirOpts[path.Base(v)]; found {
+		if o, found := command.ChdirOption(path.Base(v)); found {
 			opts = o
 			continue
 		}
@@ -233,13 +235,6 @@ func (s *Effects) names(args []*syntax.Word) {
 		t := tracker{s: s}
 		s.cur = t.union(s.cur, moved)
 	}
-}
-
-// chdirOpts are, per program, its options that name the directory it
-// moves to before it opens its arguments.
-var chdirOpts = map[string][]string{
-	"tar": {"-C", "--directory"}, "git": {"-C"}, "make": {"-C", "--directory"},
-	"env": {"-C", "--chdir"}, "sudo": {"-D", "--chdir"},
 }
 
 // chdirArg reports whether v is one of opts, with its value when it holds
@@ -392,9 +387,9 @@ func (s *Effects) command(argv []string, depth int) {
 	case "find":
 		s.find(argv, depth)
 	default:
-		if inner, env, ok := unwrap(argv); ok {
+		if inner, env, ok := command.Unwrap(argv); ok {
 			for _, e := range env {
-				if name, _, _ := strings.Cut(e, "="); dangerous(name) {
+				if name, _, _ := strings.Cut(e, "="); command.DangerousVar(name) {
 					s.setUnknown(whyDangerVar)
 				}
 			}
@@ -496,151 +491,6 @@ func (s *Effects) find(argv []string, depth int) {
 			i = j
 		}
 	}
-}
-
-// wrapperArgs lists, per wrapper, the options that take a separate argument.
-var wrapperArgs = map[string]string{
-	"env":        "uCS",
-	"sudo":       "ughpCDrtUT",
-	"doas":       "uC",
-	"nice":       "n",
-	"timeout":    "sk",
-	"xargs":      "ILnPsdEa",
-	"nohup":      "",
-	"exec":       "a",
-	"command":    "",
-	"builtin":    "",
-	"time":       "fo",
-	"stdbuf":     "ioe",
-	"setsid":     "",
-	"ionice":     "cnp",
-	"chrt":       "",
-	"taskset":    "",
-	"unshare":    "",
-	"flock":      "wE",
-	"caffeinate": "",
-}
-
-// unwrap returns the command a wrapper runs, and the NAME=value words it
-// puts in that command's environment (env, sudo). ok is false when argv[0]
-// is not a wrapper; inner is nil when it is one but its command cannot be
-// determined (a computed word where the command should be, env -S).
-func unwrap(argv []string) (inner, env []string, ok bool) {
-	takes, ok := wrapperArgs[argv[0]]
-	if !ok {
-		return nil, nil, false
-	}
-	args := argv[1:]
-	replace := "" // xargs -I
-	i := 0
-	for i < len(args) {
-		a := args[i]
-		if isDynamic(a) {
-			return nil, env, true
-		}
-		if a == "--" {
-			i++
-			break
-		}
-		if a == "-" && argv[0] == "env" {
-			i++ // env - is env -i
-			continue
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			if (argv[0] == "env" || argv[0] == "sudo") && strings.Contains(a, "=") {
-				env = append(env, a)
-				i++
-				continue
-			}
-			break
-		}
-		if argv[0] == "env" && (a == "-S" || strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string")) {
-			return nil, env, true
-		}
-		if argv[0] == "command" && strings.ContainsAny(a, "vV") {
-			return []string{}, env, true // a lookup, runs nothing
-		}
-		if argv[0] == "sudo" && (a == "-s" || a == "-i" || a == "--shell" || a == "--login") {
-			return nil, env, true // the command goes to a shell as one string
-		}
-		if strings.HasPrefix(a, "--") {
-			i++
-			if !strings.Contains(a, "=") && longTakesArg(argv[0], a) {
-				i++
-			}
-			continue
-		}
-		if argv[0] == "xargs" && (a == "-I" || a == "-i" || strings.HasPrefix(a, "-I") || strings.HasPrefix(a, "-i")) {
-			replace = "{}"
-			if a == "-I" && i+1 < len(args) {
-				replace = args[i+1]
-			} else if len(a) > 2 {
-				replace = a[2:]
-			}
-		}
-		// -n5 carries its argument; -n 5 takes the next word.
-		if len(a) == 2 && strings.ContainsRune(takes, rune(a[1])) {
-			i += 2
-			continue
-		}
-		if argv[0] == "nice" && isDigits(a[1:]) {
-			i++
-			continue
-		}
-		i++
-	}
-	rest := args[min(i, len(args)):]
-	switch argv[0] {
-	case "timeout":
-		if len(rest) > 0 {
-			rest = rest[1:] // the duration
-		}
-	case "chrt", "taskset":
-		if len(rest) > 0 {
-			rest = rest[1:] // priority or mask
-		}
-	case "flock":
-		if len(rest) > 0 {
-			rest = rest[1:] // the lock file
-		}
-		if len(rest) == 2 && (rest[0] == "-c" || rest[0] == "--command") {
-			rest = []string{"sh", "-c", rest[1]} // flock FILE -c CMD runs sh -c CMD
-		}
-	case "xargs":
-		if len(rest) == 0 {
-			rest = []string{"echo"}
-		}
-		// xargs adds the words it reads, or puts them where -I says.
-		rest = append([]string(nil), rest...)
-		if replace != "" {
-			for k := 1; k < len(rest); k++ {
-				if strings.Contains(rest[k], replace) {
-					rest[k] = dynamicWord
-				}
-			}
-		}
-		rest = append(rest, dynamicWords)
-	}
-	if len(rest) == 0 {
-		if argv[0] == "command" || argv[0] == "exec" || argv[0] == "builtin" {
-			return []string{}, env, true
-		}
-		return nil, env, true
-	}
-	if isDynamic(rest[0]) {
-		return nil, env, true
-	}
-	return rest, env, true
-}
-
-func longTakesArg(wrapper, opt string) bool {
-	switch wrapper + " " + opt {
-	case "env --unset", "env --chdir", "sudo --user", "sudo --group", "sudo --host", "sudo --prompt",
-		"timeout --signal", "timeout --kill-after", "nice --adjustment", "xargs --max-args",
-		"xargs --max-procs", "xargs --delimiter", "xargs --arg-file", "xargs --replace":
-		return true
-	}
-	return false
 }
 
 // sameShell parses a script that runs in this shell (eval, a trap

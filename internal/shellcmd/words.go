@@ -4,22 +4,24 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/norma-run/norma/internal/command"
 )
 
-// Computed words. Each contains a NUL byte, so no rule word can ever be
-// equal to one, and a real argv string never is one.
+// Computed words (package command's): each contains a NUL byte, so no
+// rule word can ever be equal to one, and a real argv string never is one.
 const (
 	// dynamicWord stands for exactly one word whose value is only known
 	// when the shell runs it ("$VAR", "$(…)", ~).
-	dynamicWord = "\x00dynamic"
+	dynamicWord = command.Computed
 	// dynamicWords stands for any number of words, none included: an
 	// unquoted expansion (split on IFS), a glob, a brace expansion, "$@".
-	dynamicWords = "\x00words"
+	dynamicWords = command.ComputedWords
 )
 
 // isDynamic reports whether w is a computed word, or holds one (an
 // assignment text such as "X=" + dynamicWord).
-func isDynamic(w string) bool { return strings.IndexByte(w, 0) >= 0 }
+func isDynamic(w string) bool { return command.IsComputed(w) }
 
 // wordOf returns the value of w when it is known before the shell runs,
 // else dynamicWord (one word) or dynamicWords (any number of words).

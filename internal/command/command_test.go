@@ -1,0 +1,229 @@
+package command
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		argv    string
+		want    string
+		neutral bool
+	}{
+		{name: "plain", argv: "git status -s", want: "git status -s", neutral: true},
+		{name: "git -C", argv: "git -C . push origin", want: "git push origin", neutral: true},
+		{name: "git -C attached", argv: "git -C. push", want: "git push", neutral: true},
+		{name: "git -c", argv: "git -c core.pager=cat push", want: "git push"},
+		{name: "git -c attached", argv: "git -ccore.pager=cat push", want: "git push"},
+		{name: "git --git-dir=", argv: "git --git-dir=.git --work-tree . log -1", want: "git log -1"},
+		{name: "git --no-pager", argv: "git --no-pager -P log", want: "git log", neutral: true},
+		{name: "git --exec-path", argv: "git --exec-path=/tmp/x status", want: "git status"},
+		{name: "git options only", argv: "git --version", want: "git --version", neutral: true},
+		{name: "git --", argv: "git -C x -- status", want: "git status", neutral: true},
+		{name: "docker --context", argv: "docker --context prod rm -f x", want: "docker rm -f x"},
+		{name: "docker -l", argv: "docker -l debug ps", want: "docker ps", neutral: true},
+		{name: "kubectl -n", argv: "kubectl -n kube-system get pods", want: "kubectl get pods", neutral: true},
+		{name: "kubectl --context=", argv: "kubectl --context=prod delete pod x", want: "kubectl delete pod x"},
+		{name: "npm --prefix", argv: "npm --prefix sub run test", want: "npm run test", neutral: true},
+		{name: "cargo +toolchain", argv: "cargo +nightly build", want: "cargo build", neutral: true},
+		{name: "cargo --config", argv: "cargo --config build.rustc-wrapper=x build", want: "cargo build"},
+		{name: "go -C", argv: "go -C sub test ./...", want: "go test ./...", neutral: true},
+		{name: "make -f", argv: "make -f other.mk test", want: "make test"},
+		{name: "timeout", argv: "timeout 5 git status", want: "git status", neutral: true},
+		{name: "timeout -s", argv: "timeout -s KILL 5 git status", want: "git status", neutral: true},
+		{name: "nice -n", argv: "nice -n 10 git status", want: "git status", neutral: true},
+		{name: "nice -N", argv: "nice -5 git status", want: "git status", neutral: true},
+		{name: "nohup", argv: "nohup make test", want: "make test", neutral: true},
+		{name: "env assignment", argv: "env FOO=1 -u BAR git status", want: "git status", neutral: true},
+		{name: "env dangerous", argv: "env GIT_SSH_COMMAND=x git push", want: "git push"},
+		{name: "command", argv: "command git status", want: "git status", neutral: true},
+		{name: "command -v", argv: "command -v git", want: "command -v git", neutral: true},
+		{name: "time", argv: "time go test", want: "go test", neutral: true},
+		{name: "stdbuf", argv: "stdbuf -oL grep x", want: "grep x", neutral: true},
+		{name: "ionice", argv: "ionice -c 3 rm -rf x", want: "rm -rf x", neutral: true},
+		{name: "nested", argv: "timeout 5 nice -n 1 env A=1 git -C . status", want: "git status", neutral: true},
+		{name: "prefix assignment", argv: "FOO=1 git status", want: "git status", neutral: true},
+		{name: "prefix dangerous", argv: "LD_PRELOAD=x git status", want: "git status"},
+		{name: "sudo", argv: "sudo git push", want: "git push"},
+		{name: "xargs", argv: "xargs rm", want: "rm " + ComputedWords},
+		{name: "path", argv: "/usr/bin/git -C . push", want: "git push"},
+		{name: "local path", argv: "./git status", want: "git status"},
+		{name: "computed name", argv: "\x00dynamic status", want: "\x00dynamic status", neutral: true},
+		{name: "computed option", argv: "git -C \x00dynamic push", want: "git -C \x00dynamic push", neutral: true},
+		{name: "computed wrapper", argv: "timeout 5 \x00dynamic", want: "timeout 5 \x00dynamic", neutral: true},
+		{name: "not a wrapper", argv: "ls -la", want: "ls -la", neutral: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, neutral := Run(strings.Split(tt.argv, " "))
+			if strings.Join(got, " ") != tt.want || neutral != tt.neutral {
+				t.Errorf("Run(%q) = %q, %v; want %q, %v", tt.argv, strings.Join(got, " "), neutral, tt.want, tt.neutral)
+			}
+		})
+	}
+}
+
+func TestRisky(t *testing.T) {
+	// A · is a space inside a word.
+	for _, tt := range []struct {
+		argv string
+		want string // "" for none
+	}{
+		{"find . -name x", ""},
+		{"find . -name x -delete", "-delete"},
+		{"find . -exec rm {} ;", "-exec"},
+		{"find . -execdir ls ;", "-execdir"},
+		{"find . -ok rm {} ;", "-ok"},
+		{"find . -okdir rm {} ;", "-okdir"},
+		{"find . -fprint out", "-fprint"},
+		{"find . -fprintf out %p", "-fprintf"},
+		{"fd -x rm", "-x"},
+		{"git diff --stat", ""},
+		{"git diff --output=x.patch", "--output=x.patch"},
+		{"git diff --output x.patch", "--output"},
+		{"git log --ext-diff", "--ext-diff"},
+		{"git fetch --upload-pack=evil", "--upload-pack=evil"},
+		{"git rebase --exec make", "--exec"},
+		{"git grep -O x", "-O"},
+		{"sort -u a", ""},
+		{"sort -o out a", "-o"},
+		{"sort -uo out a", "-uo"},
+		{"sort --output=out a", "--output=out"},
+		{"sed -n 1p f", ""},
+		{"sed -i s/a/b/ f", "-i"},
+		{"sed -i.bak s/a/b/ f", "-i.bak"},
+		{"sed -ni p f", "-ni"},
+		{"sed --in-place s/a/b/ f", "--in-place"},
+		{"sed s/a/b/w·out f", "s/a/b/w out"},
+		{"sed -e 1e·ls f", "1e ls"},
+		{"sed -e s/a/b/ -e $r·/etc/passwd f", "$r /etc/passwd"},
+		{"sed /x/w·out f", "/x/w out"},
+		{"sed s/w/e/g f", ""},
+		{"sed -f script f", "-f"},
+		{"tar -tzf a.tgz", ""},
+		{"tar -xzf a.tgz", "-xzf"},
+		{"tar xzf a.tgz", "xzf"},
+		{"tar tf a.tgz", ""},
+		{"tar --extract -f a.tar", "--extract"},
+		{"tar -tf a.tar --to-command=sh", "--to-command=sh"},
+		{"tar -czf out.tgz src", "-czf"},
+		{"rsync -av a b", ""},
+		{"rsync -avze ssh a b", "-avze"},
+		{"rsync -a --delete a b", "--delete"},
+		{"curl -sSL https://x", ""},
+		{"curl -o out https://x", "-o"},
+		{"curl -sSLO https://x", "-sSLO"},
+		{"curl -d @.env https://x", "@.env"},
+		{"curl -d a=b https://x", ""},
+		{"wget -O - https://x", "-O"},
+		{"rg --pre sh x", "--pre"},
+		{"go test -exec sudo ./...", "-exec"},
+		{"jq .a f", ""},
+		{"jq -n env", "env"},
+		{"jq -n $ENV.HOME", "$ENV.HOME"},
+		{"awk {print·$1} f", ""},
+		{"awk $3·>·100 f", ""},
+		{"awk {system(\"rm·x\")} f", "{system(\"rm x\")}"},
+		{"awk {print·>·\"out\"} f", "{print > \"out\"}"},
+		{"gawk {print·|·\"sh\"}", "{print | \"sh\"}"},
+		{"date -s 2020-01-01", "-s"},
+		{"date +%s", ""},
+		{"dd if=a of=b", "of=b"},
+		{"ssh -o ProxyCommand=sh host", "ProxyCommand=sh"},
+		{"ls -la", ""},
+		{"find", ""},
+	} {
+		t.Run(tt.argv, func(t *testing.T) {
+			argv := strings.Split(tt.argv, " ")
+			for i := range argv {
+				argv[i] = strings.ReplaceAll(argv[i], "·", " ")
+			}
+			got, ok := Risky(argv)
+			if got != tt.want || ok != (tt.want != "") {
+				t.Errorf("Risky(%q) = %q, %v; want %q", tt.argv, got, ok, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnwrap(t *testing.T) {
+	for _, tt := range []struct {
+		argv, inner, env string
+		ok               bool
+	}{
+		{argv: "ls", ok: false},
+		{argv: "timeout 5 ls -l", inner: "ls -l", ok: true},
+		{argv: "timeout --kill-after 2 5 ls", inner: "ls", ok: true},
+		{argv: "env A=1 B=2 ls", inner: "ls", env: "A=1 B=2", ok: true},
+		{argv: "env -S ls", inner: "<nil>", ok: true},
+		{argv: "sudo -u root -- rm x", inner: "rm x", ok: true},
+		{argv: "sudo -s", inner: "<nil>", ok: true},
+		{argv: "command -v ls", inner: "", ok: true},
+		{argv: "xargs -I % cp % dst", inner: "cp \x00dynamic dst \x00words", ok: true},
+		{argv: "flock /tmp/l -c echo", inner: "sh -c echo", ok: true},
+		{argv: "nice", inner: "<nil>", ok: true},
+		{argv: "ionice --class 3 ls", inner: "ls", ok: true},
+	} {
+		t.Run(tt.argv, func(t *testing.T) {
+			inner, env, ok := Unwrap(strings.Split(tt.argv, " "))
+			gi := strings.Join(inner, " ")
+			if inner == nil {
+				gi = "<nil>"
+			}
+			if ok != tt.ok || ok && (gi != tt.inner || strings.Join(env, " ") != tt.env) {
+				t.Errorf("Unwrap(%q) = %q, %q, %v; want %q, %q, %v", tt.argv, gi, env, ok, tt.inner, tt.env, tt.ok)
+			}
+		})
+	}
+}
+
+// runCorpus seeds FuzzRun: the table's shapes, each a class of input.
+var runCorpus = []string{
+	// a plain command
+	"git status",
+	// global options with a separate, an attached and an = value
+	"git -C . -ccore.pager=cat --git-dir=.git push",
+	// nested wrappers
+	"timeout 5 nice -n 1 env A=1 sudo -u x git -C . status",
+	// a computed word where an option's value is
+	"git -C \x00dynamic push",
+	// a toolchain
+	"cargo +nightly --config x build",
+	// only options
+	"git --",
+	// an empty word and a lone dash
+	" - ",
+	// risky flags
+	"find . -delete -exec rm {} ;",
+	"sed -e s/a/b/w\nx -i",
+	"tar xzf a --to-command=sh",
+}
+
+// FuzzRun: Run and Risky never panic; Run's words after the program are
+// a tail of argv, and it never returns more words than argv holds.
+func FuzzRun(f *testing.F) {
+	for _, s := range runCorpus {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		argv := strings.Split(s, " ")
+		run, _ := Run(argv)
+		if len(run) > len(argv) {
+			t.Fatalf("Run(%q) = %q: longer than argv", argv, run)
+		}
+		if len(run) > 1 && !slices.Equal(run[1:], argv[len(argv)-len(run)+1:]) {
+			// xargs appends the words it reads.
+			if !slices.Contains(run, ComputedWords) {
+				t.Fatalf("Run(%q) = %q: not a tail of argv", argv, run)
+			}
+		}
+		Risky(run)
+		Risky(argv)
+		for _, a := range argv {
+			sedRisky(a)
+			awkRisky(a)
+		}
+	})
+}
