@@ -325,7 +325,9 @@ func jqEnv(args []string) (string, bool) {
 
 // wordIn reports whether w occurs in s as a whole identifier.
 func wordIn(s, w string) bool {
-	ident := func(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	ident := func(c byte) bool {
+		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
 	for i := 0; ; {
 		j := strings.Index(s[i:], w)
 		if j < 0 {

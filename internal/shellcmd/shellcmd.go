@@ -29,9 +29,9 @@
 //   - an assignment (prefix, standalone, declared, for/select, read, env
 //     VAR=) to a variable that changes what later commands run: the one
 //     list of package codeenv (PATH, HOME, IFS, BASH_ENV, ENV,
-//     PROMPT_COMMAND, PS0–PS4, GIT_*, LD_*, NODE_OPTIONS, …) and
-//     the programs' own (EDITOR, PAGER, proxies, …: command.DangerousVar), or of any but a literal
-//     number to an integer variable (RANDOM, SRANDOM, OPTIND, HISTCMD:
+//     PROMPT_COMMAND, PS0–PS4, GIT_*, LD_*, NODE_OPTIONS, …) and the
+//     programs' own (EDITOR, PAGER, proxies, …: command.DangerousVar),
+//     or of any but a literal number to an integer variable (RANDOM, SRANDOM, OPTIND, HISTCMD:
 //     bash evaluates the value as arithmetic). `IFS= read` is allowed.
 //   - an extended glob pattern that holds an expansion
 //     ([[ x == @($(cmd)) ]]: the parser keeps the pattern as text).
