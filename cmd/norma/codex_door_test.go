@@ -216,7 +216,7 @@ func TestDoorCodexHookStatus(t *testing.T) {
 		"trust:   trusted: Codex runs Norma's 3 hooks (" + filepath.Join(e.codexHome, "config.toml") + ")",
 		"heard:   ",
 		"capability_decision PreToolUse Bash deny FILESYSTEM_READ_DENIED session ",
-		`check:   user: ok: the hook denied "cat .env" (NORMA FILESYSTEM_READ_DENIED`,
+		`check:   user: ok: the hook denied "echo norma-hook-check >> .claude/settings.local.json" (NORMA `,
 		"recorded it in the audit log",
 	} {
 		if !strings.Contains(block, want) {

@@ -48,9 +48,10 @@ directory's audit log.
 
 --check also drives one decision through each installed hook: it runs the
 hook's command as the agent would (sh -c), with a synthetic PreToolUse
-(Gemini: BeforeTool) asking to run "cat .env" in the project, checks that
-the answer is a deny in the agent's format, and that the decision is in
-the audit log. Exit status 1 when a check fails or Codex would not run an
+(Gemini: BeforeTool) asking to run "echo norma-hook-check >>
+.claude/settings.local.json" in the project (nothing runs it; Norma refuses
+it in every project and mode), checks that the answer is a deny in the
+agent's format, and that the decision is in the audit log. Exit status 1 when a check fails or Codex would not run an
 installed hook of Norma's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,7 +63,7 @@ installed hook of Norma's.`,
 		},
 	}
 	c.Flags().StringVar(&project, "project", ".", "the project directory whose settings are read (and where --check decides)")
-	c.Flags().BoolVar(&check, "check", false, "drive one decision (a synthetic cat .env) through each installed hook")
+	c.Flags().BoolVar(&check, "check", false, "drive one decision (a synthetic write to .claude/settings.local.json) through each installed hook")
 	c.Flags().StringVar(&codex, "codex", "", "the Codex binary asked about its hook trust (default: codex on PATH)")
 	return c
 }
@@ -303,7 +304,7 @@ func ago(d time.Duration) string {
 const probeTimeout = 60 * time.Second
 
 // probeHook runs the command of f's hook of agent a as the agent runs it
-// (sh -c, in project) with a synthetic call of `cat .env`, and checks the
+// (sh -c, in project) with a synthetic call of agenthook.ProbeCommand, and checks the
 // answer and the audit log.
 func probeHook(cmd *cobra.Command, a agenthook.Agent, f hookFile, project string) (bool, string) {
 	if len(f.in.Commands) != 1 {

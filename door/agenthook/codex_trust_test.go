@@ -124,13 +124,13 @@ func TestProbe(t *testing.T) {
 		}
 		c, _ := CodecFor(a)
 		e, err := c.Parse(in)
-		if err != nil || e.Kind != BeforeTool || e.Call == nil || e.Call.Tool != "Bash" || !strings.Contains(string(e.Call.Input), ProbeCommand) || e.Session != "norma-hook-check-1" {
+		if err != nil || e.Kind != BeforeTool || e.Call == nil || e.Call.Tool != "Bash" || probeCommandOf(e.Call.Input) != ProbeCommand || e.Session != "norma-hook-check-1" {
 			t.Errorf("%s: Parse(ProbeInput) = %+v, %v; want a Bash call of %q", a, e, err, ProbeCommand)
 			continue
 		}
-		deny := Verdict{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonFilesystemReadDenied, Layer: capability.LayerBuiltin}, Message: "no"}
+		deny := Verdict{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonAgentFileProtected, Layer: capability.LayerBuiltin}, Message: "no"}
 		out, _ := c.Render(e, deny)
-		if reason, ok := ProbeDenied(a, out); !ok || !strings.Contains(reason, "FILESYSTEM_READ_DENIED") {
+		if reason, ok := ProbeDenied(a, out); !ok || !strings.Contains(reason, "AGENT_FILE_PROTECTED") {
 			t.Errorf("%s: ProbeDenied(%s) = %q, %v; want the deny", a, out, reason, ok)
 		}
 		allow := Verdict{Decision: capability.Decision{Mode: capability.Allow, Reason: capability.ReasonAllowed}}
@@ -233,4 +233,39 @@ func TestHelperAppServer(t *testing.T) {
 		}
 	}
 	os.Exit(0)
+}
+
+// TestProbeDeniedEverywhere: the engine denies each agent's probe in a
+// workspace with nothing in it (no .env, no .claude), in every mode, so
+// that `norma hook status --check` reports a working hook in any project.
+func TestProbeDeniedEverywhere(t *testing.T) {
+	w := newHookWorld(t)
+	empty, _ := filepath.EvalSymlinks(t.TempDir())
+	for _, a := range []Agent{ClaudeCode, Codex, Gemini} {
+		in, err := ProbeInput(a, "norma-hook-check-2", empty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := CodecFor(a)
+		e, err := c.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{"default", "acceptEdits", "bypassPermissions", "plan"} {
+			e.PermissionMode = mode
+			v := w.eng.Decide(t.Context(), e)
+			if v.Decision.Mode != capability.Deny {
+				t.Errorf("%s in %s: %s %s, want deny", a, mode, v.Decision.Mode, v.Decision.Reason)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(empty, ".claude")); err == nil {
+		t.Errorf("the probe made .claude")
+	}
+}
+
+func probeCommandOf(in json.RawMessage) string {
+	var b struct{ Command string }
+	json.Unmarshal(in, &b)
+	return b.Command
 }

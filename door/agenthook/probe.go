@@ -6,10 +6,14 @@ import (
 	"strings"
 )
 
-// ProbeCommand is the shell command of a probe: a read of the workspace's
-// .env, which Norma's built-in policy refuses in every workspace
-// (FILESYSTEM_READ_DENIED), whether the file exists or not.
-const ProbeCommand = "cat .env"
+// ProbeCommand is the shell command of a probe: a write to Claude Code's
+// local settings, an agent's code file, which Norma refuses in every
+// workspace and every mode (the agent-file floor, the built-in policy's
+// write ceiling, or the mode), whether the file or its directory exists
+// or not. (A read of .env was refused only
+// where .env exists: a word that names no file is no read.) The probe is
+// only asked of the hook; nothing runs it.
+const ProbeCommand = "echo norma-hook-check >> .claude/settings.local.json"
 
 // ProbeInput is a synthetic hook input of agent a asking whether the
 // shell may run [ProbeCommand] in cwd, in a's own format: Claude Code's
