@@ -49,6 +49,7 @@ func TestBashRules(t *testing.T) {
 		{"git status 2>/dev/null", capability.ReasonAllowed},
 		{"git status 2>&1", capability.ReasonAllowed},
 		{"ls", capability.ReasonAllowed},
+		{"timeout 5 git status", capability.ReasonAllowed}, // a wrapper that only runs its argument (issue 31)
 		// not allowed: something rides along (no approver grant ⇒ denied)
 		{"git status; rm -rf x", capability.ReasonRuleDenied},
 		{"git status && curl https://evil.invalid", capability.ReasonRuleDenied},
@@ -63,7 +64,6 @@ func TestBashRules(t *testing.T) {
 		{"git status > notes.txt", capability.ReasonFilesystemWriteDenied},
 		{"ls -la", capability.ReasonApprovalDenied},
 		{"GIT_DIR=/tmp git status", capability.ReasonApprovalDenied},
-		{"timeout 5 git status", capability.ReasonApprovalDenied},
 		// the deny rule sees through wrappers and shell constructs
 		{"rm -rf x", capability.ReasonRuleDenied},
 		{"sudo rm -rf x", capability.ReasonRuleDenied},

@@ -24,6 +24,7 @@ const maxDerived = 4
 //
 //	mcp__plugin__tool           a plugin tool, by its exact name
 //	Read(p), Write(p), Edit(p)  each file read and write, at its exact path
+//	                            (./p for a file at the workspace root)
 //	Bash(w1 w2 ...)             one process, its exact argv (no :*)
 //	WebFetch(domain:host)       GET or HEAD requests, to their exact host
 //
@@ -110,6 +111,11 @@ func ruleFor(tool string, req *capability.Request) (string, bool) {
 			if tool == "Edit" || tool == "MultiEdit" {
 				verb = "Edit"
 			}
+		}
+		if !strings.Contains(p, "/") {
+			// A name without a slash matches at any depth (gitignore);
+			// ./ anchors it at the workspace root.
+			p = "./" + p
 		}
 		return verb + "(" + p + ")", true
 	case capability.ProcessSpawn:

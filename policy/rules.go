@@ -2,33 +2,75 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"github.com/norma-run/norma/capability"
-	"github.com/norma-run/norma/manifest"
+	"github.com/norma-run/norma/internal/command"
 )
 
-// Rules are permission rules in the settings syntax:
+// Rules are permission rules in the settings syntax, which is Claude
+// Code's:
 //
-//	Name                         every call of the tool Name
-//	mcp__plugin__tool            the same, for a plugin tool
+//	Name                          every call of the tool Name
+//	mcp__plugin__tool             the same, for a plugin tool
 //	mcp__plugin or mcp__plugin__* every tool of the plugin
-//	Read(workspace://docs/**)    fs.read requests whose resolved path matches
-//	Write(workspace://out/**)    fs.write requests (Edit(...) is the same)
-//	Bash(git status:*)           process.spawn requests whose argv starts with
-//	                             the words "git status"
-//	Bash(git status)             process.spawn requests of exactly that argv
-//	WebFetch(domain:example.com) net.request requests to that host
+//	Read(./docs/**)               fs.read requests whose path matches
+//	Write(./out/**)               fs.write requests (Edit(...) is the same)
+//	Bash(git status:*)            process.spawn requests whose argv starts
+//	                              with the words "git status"
+//	Bash(git push *)              a wildcard: * is any text, and a single
+//	                              trailing " *" also matches "git push"
+//	Bash(git * --force)           any text between; Bash(* --delete)
+//	Bash(git status)              process.spawn requests of exactly that argv
+//	Bash(*)                       the same as Bash
+//	WebFetch(domain:example.com)  net.request requests to that host
 //	WebFetch(domain:*.example.com) to its subdomains
+//
+// Path patterns follow the gitignore specification, as Claude Code's do:
+// //abs is an absolute path, ~/x one in the home directory, /x and ./x
+// are relative to the workspace (the project root), a/b too (a slash
+// anchors), and a name without a slash (*.pem, key.txt, .env) matches at
+// any depth. Norma's own workspace://x is relative to the workspace.
+//
+// A Bash rule sees the command as the command model reads it (package
+// internal/command): wrappers that only run their argument (timeout 5,
+// nice, nohup, env A=1, command, time, stdbuf, ionice) are looked
+// through, and a program's global options before its subcommand (git
+// -C DIR, -c K=V; docker --context; kubectl -n; npm --prefix; cargo
+// +toolchain; go -C) dropped, so that Bash(git push:*) also matches
+// git -C . push.
+//
+// Deny and ask rules match broadly, where an allow rule matches
+// narrowly, so that a difference in reading a rule never widens what
+// is allowed:
+//
+//   - a deny or ask rule matches through every wrapper and global option
+//     (sudo, git -c ...), a path in any case (Read(./secrets/**) denies
+//     SECRETS/key) and what lies under a matched directory; a computed
+//     word ($X, a glob) matches whatever some value of it would;
+//   - an allow rule matches through only the wrappers and options that
+//     change nothing it is about (timeout, git -C, not git -c, not sudo),
+//     a path in its case, a computed word only by a wildcard's star; a
+//     prefix or wildcard allow does not cover a command holding a flag
+//     that writes, executes or deletes (find -exec, -delete; sort -o; sed
+//     -i; git diff --output; tar -x; ...) unless the rule writes that flag;
+//     and an exact rule matches the command as written.
 //
 // Argument rules match the normalized capability requests a call declares,
 // whichever tool declares them. A call is denied when any of its requests
 // (or its name) matches a Deny rule, needs approval when any matches an Ask
 // rule, and is allowed by rules when its name matches an Allow rule or every
 // one of its requests matches one.
+//
+// Root and Home place the rules that name a path outside the workspace's
+// own syntax (//abs, ~/x, ../x): Root is the workspace directory (the
+// directory request paths are relative to, symbolic links resolved) and
+// Home the user's home directory. Empty, such a rule matches no request:
+// the gate refuses every path outside the workspace anyway.
 type Rules struct {
 	Allow, Ask, Deny []string
+	Root, Home       string
 }
 
 type ruleKind uint8
@@ -46,10 +88,11 @@ type rule struct {
 	kind   ruleKind
 	name   string          // ruleName; rulePlugin prefix "mcp__plugin__"
 	fsKind capability.Kind // rulePath
-	glob   string          // rulePath, relative doublestar pattern
-	argv   []string        // ruleCommand
-	prefix bool            // ruleCommand with :*
+	path   pathPattern     // rulePath, as parsed
+	paths  pathMatcher     // rulePath, placed in the workspace
+	cmd    cmdPattern      // ruleCommand
 	host   string          // ruleDomain, lower-case; leading "*." for subdomains
+	broad  bool            // a deny or ask rule: see Rules
 }
 
 type ruleSet []rule
@@ -64,13 +107,13 @@ type RuleSet struct{ allow, ask, deny ruleSet }
 func CompileRules(r Rules) (*RuleSet, error) {
 	c := new(RuleSet)
 	var err error
-	if c.allow, err = compileRuleList("allow", r.Allow); err != nil {
+	if c.allow, err = compileRuleList("allow", r.Allow, r, false); err != nil {
 		return nil, err
 	}
-	if c.ask, err = compileRuleList("ask", r.Ask); err != nil {
+	if c.ask, err = compileRuleList("ask", r.Ask, r, true); err != nil {
 		return nil, err
 	}
-	if c.deny, err = compileRuleList("deny", r.Deny); err != nil {
+	if c.deny, err = compileRuleList("deny", r.Deny, r, true); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -110,12 +153,16 @@ func found(r *rule) (string, bool) {
 	return r.text, true
 }
 
-func compileRuleList(list string, texts []string) (ruleSet, error) {
+func compileRuleList(list string, texts []string, at Rules, broad bool) (ruleSet, error) {
 	out := make(ruleSet, 0, len(texts))
 	for i, t := range texts {
 		r, err := parseRule(t)
 		if err != nil {
 			return nil, fmt.Errorf("policy: rules.%s[%d] %q: %w", list, i, t, err)
+		}
+		r.broad = broad
+		if r.kind == rulePath {
+			r.paths = r.path.place(at.Root, at.Home, broad)
 		}
 		out = append(out, r)
 	}
@@ -160,38 +207,23 @@ func parseRule(t string) (rule, error) {
 		if name != "Read" {
 			r.fsKind = capability.FSWrite
 		}
-		// Claude Code reads ~ as the home directory and $X as a variable;
-		// here a path rule is relative to the workspace, and such a rule
-		// would name a directory of that name (a deny that protects
-		// nothing).
-		if strings.HasPrefix(arg, "~") {
-			return r, fmt.Errorf("path rules are relative to the workspace: ~ does not name the home directory")
-		}
-		if strings.HasPrefix(arg, "$") {
-			return r, fmt.Errorf("path rules are relative to the workspace: variables such as $HOME are not expanded")
-		}
-		g := arg
-		if !strings.HasPrefix(g, manifest.WorkspaceScheme) {
-			g = manifest.WorkspaceScheme + strings.TrimPrefix(g, "./")
-		}
-		n, err := manifest.NormalizeGlob(g)
+		p, err := parsePath(arg)
 		if err != nil {
 			return r, err
 		}
-		r.glob = strings.TrimPrefix(n, manifest.WorkspaceScheme)
+		r.path = p
 	case "Bash":
+		if strings.Trim(arg, "* ") == "" {
+			// Bash(*) is Bash, as in Claude Code.
+			r.kind, r.name = ruleName, name
+			return r, nil
+		}
 		r.kind = ruleCommand
-		cmd, prefix := strings.CutSuffix(arg, ":*")
-		r.prefix = prefix
-		r.argv = strings.Fields(cmd)
-		if len(r.argv) == 0 {
-			return r, fmt.Errorf("empty command")
+		p, err := parseCommand(arg)
+		if err != nil {
+			return r, err
 		}
-		for _, w := range r.argv {
-			if strings.ContainsAny(w, "*?$`'\"\\;|&<>()") {
-				return r, fmt.Errorf("a command rule takes literal words (and an optional :* suffix)")
-			}
-		}
+		r.cmd = p
 	case "WebFetch":
 		h, ok := strings.CutPrefix(arg, "domain:")
 		if !ok || h == "" || strings.ContainsAny(h, "/:@ ") || strings.Contains(h[1:], "*") {
@@ -218,28 +250,34 @@ func (r *rule) matchName(tool string) bool {
 	return false
 }
 
-// matchRequest reports whether an argument rule matches req.
-func (r *rule) matchRequest(req *capability.Request) bool {
+// matchRequest reports whether an argument rule matches req; v is the
+// command model's reading of a process.spawn request's argv
+// ([command.Run]), computed once per request by the caller.
+func (r *rule) matchRequest(req *capability.Request, v *spawnView) bool {
 	switch r.kind {
 	case rulePath:
 		if req.Kind != r.fsKind {
 			return false
 		}
-		ok, _ := doublestar.Match(r.glob, req.Path)
-		return ok
+		return r.paths.match(req.Path)
 	case ruleCommand:
-		if req.Kind != capability.ProcessSpawn {
+		if req.Kind != capability.ProcessSpawn || len(req.Argv) == 0 {
 			return false
 		}
-		if len(req.Argv) < len(r.argv) || (!r.prefix && len(req.Argv) != len(r.argv)) {
+		if r.cmd.matchArgv(req.Argv, r.broad) {
+			return true
+		}
+		if v == nil || !v.differs {
 			return false
 		}
-		for i, w := range r.argv {
-			if req.Argv[i] != w {
-				return false
-			}
+		// The command as the model reads it: through every wrapper and
+		// global option for a deny or ask rule; for an allow rule only
+		// when what was dropped is neutral, and never for an exact rule,
+		// which names the command as written.
+		if r.broad {
+			return r.cmd.matchArgv(v.run, true)
 		}
-		return true
+		return v.neutral && r.cmd.kind != cmdExact && r.cmd.matchArgv(v.run, false)
 	case ruleDomain:
 		if req.Kind != capability.NetRequest {
 			return false
@@ -251,6 +289,32 @@ func (r *rule) matchRequest(req *capability.Request) bool {
 		return host == r.host
 	}
 	return false
+}
+
+// spawnView is a process.spawn request's argv as the command model reads
+// it.
+type spawnView struct {
+	run     []string
+	neutral bool
+	differs bool // run is not the argv as written
+}
+
+// views returns the command model's reading of every process.spawn
+// request of reqs (nil for the others), in buf when it is large enough.
+func views(reqs []capability.Request, buf []spawnView) []spawnView {
+	out := buf[:0]
+	if cap(out) < len(reqs) {
+		out = make([]spawnView, 0, len(reqs))
+	}
+	for i := range reqs {
+		var v spawnView
+		if reqs[i].Kind == capability.ProcessSpawn && len(reqs[i].Argv) > 0 {
+			v.run, v.neutral = command.Run(reqs[i].Argv)
+			v.differs = !slices.Equal(v.run, reqs[i].Argv)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // originHost returns the host of a normalized origin scheme://host:port.
@@ -273,13 +337,15 @@ func originHost(o string) string {
 
 // any returns the first rule matching the tool by name or any request.
 func (s ruleSet) any(tool string, reqs []capability.Request) *rule {
+	var buf [8]spawnView
+	vs := views(reqs, buf[:])
 	for i := range s {
 		r := &s[i]
 		if r.matchName(tool) {
 			return r
 		}
 		for j := range reqs {
-			if r.matchRequest(&reqs[j]) {
+			if r.matchRequest(&reqs[j], &vs[j]) {
 				return r
 			}
 		}
@@ -298,11 +364,13 @@ func (s ruleSet) covers(tool string, reqs []capability.Request, known bool) *rul
 	if !known || len(reqs) == 0 {
 		return nil
 	}
+	var buf [8]spawnView
+	vs := views(reqs, buf[:])
 	var first *rule
 	for j := range reqs {
 		var m *rule
 		for i := range s {
-			if s[i].matchRequest(&reqs[j]) {
+			if s[i].matchRequest(&reqs[j], &vs[j]) {
 				m = &s[i]
 				break
 			}
@@ -326,13 +394,16 @@ func CheckRule(text string) error {
 }
 
 // RuleGlob returns the workspace:// glob of a path rule (Read, Write or
-// Edit), normalized as the matcher compiles it; ok is false for every
-// other rule. A deny rule's glob can then also bind what the matcher does
-// not see, such as the shell's sandbox.
+// Edit) for a layer's deny list: it matches what the rule matches as a
+// deny rule, case-insensitively and what lies under a matched directory
+// too ([Rules]). ok is false for every other rule, and for a path rule
+// not relative to the workspace (//abs, ~/x, ../x). A deny rule's glob can
+// then also bind what the matcher does not see, such as the shell's
+// sandbox.
 func RuleGlob(text string) (glob string, ok bool) {
 	r, err := parseRule(text)
 	if err != nil || r.kind != rulePath {
 		return "", false
 	}
-	return manifest.WorkspaceScheme + r.glob, true
+	return r.path.denyGlob()
 }

@@ -14,7 +14,11 @@ func TestCompileRulesErrors(t *testing.T) {
 		want  string
 	}{
 		{policy.Rules{Allow: []string{"Read(x"}}, "rules.allow[0]"},
-		{policy.Rules{Ask: []string{"Bash(rm *)"}}, "rules.ask[0]"},
+		{policy.Rules{Ask: []string{"Bash(rm 'x)"}}, "unterminated quote"},
+		{policy.Rules{Ask: []string{"Bash(rm x\\)"}}, "backslash"},
+		{policy.Rules{Deny: []string{"Read(~bob/x)"}}, "~user"},
+		{policy.Rules{Deny: []string{"Read($HOME/x)"}}, "variables"},
+		{policy.Rules{Deny: []string{"Bash(:*)"}}, "empty command"},
 		{policy.Rules{Deny: []string{"ok", "Gr*p"}}, "rules.deny[1]"},
 		{policy.Rules{Deny: []string{"WebFetch(example.com)"}}, "want domain:"},
 		{policy.Rules{Deny: []string{"Glob(x)"}}, "takes no argument pattern"},
