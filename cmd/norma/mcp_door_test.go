@@ -292,3 +292,24 @@ func TestMCPAddAsksConsentDoor(t *testing.T) {
 		t.Error("echo2 was registered without consent")
 	}
 }
+
+// TestDoorMCPGetShowsGrant: `norma mcp get NAME` prints every group of the
+// grant, dotted ones (filesystem.read) too, as its --json does.
+func TestDoorMCPGetShowsGrant(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	e := newRunEnv(t)
+	src := t.TempDir()
+	echoServer(t, src, "echo-server")
+	add := exec.Command(normaBin(t), "--home", e.home, "mcp", "add", "echo", "--workspace", e.ws,
+		"--grant", grantFile(t, "  filesystem:\n    read: [\"workspace://docs/**\"]\n"), "--yes", "--", "./echo-server", e.ws)
+	add.Dir = src
+	if code, out, errs := doorCmd(t, add); code != 0 {
+		t.Fatalf("mcp add: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := door(t, "--home", e.home, "mcp", "get", "echo")
+	if code != 0 || !strings.Contains(out, "  grant:\n    filesystem.read workspace://docs/**") {
+		t.Errorf("mcp get: exit %d, without the filesystem.read grant\n%s%s", code, out, errs)
+	}
+}

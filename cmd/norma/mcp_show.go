@@ -159,11 +159,11 @@ func newMCPGetCmd() *cobra.Command {
 			if err != nil {
 				return pluginErr(err)
 			}
-			grant := groupsJSON(plugin.GrantItems(g.Permissions))
+			items := plugin.GrantItems(g.Permissions)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), mcpGetJSON(s, grant))
+				return writeJSON(cmd.OutOrStdout(), mcpGetJSON(s, groupsJSON(items)))
 			}
-			printServer(cmd.OutOrStdout(), s, grant)
+			printServer(cmd.OutOrStdout(), s, items)
 			return nil
 		},
 	}
@@ -186,7 +186,7 @@ func mcpGetJSON(s *mcpServer, grant map[string][]string) map[string]any {
 		"tools": serverTools(s), "grant": grant, "untrusted": vs.Untrusted}
 }
 
-func printServer(w io.Writer, s *mcpServer, grant map[string][]string) {
+func printServer(w io.Writer, s *mcpServer, grant map[plugin.Group][]string) {
 	vs := s.state.Versions[s.state.Active]
 	p := func(format string, a ...any) { fmt.Fprint(w, termtext.EscapeText(fmt.Sprintf(format, a...))) }
 	p("%s: %s %s (%s)\n", s.state.ServerName(), s.state.ID, s.state.Active, s.scope())
@@ -208,7 +208,7 @@ func printServer(w io.Writer, s *mcpServer, grant map[string][]string) {
 	}
 	p("  grant:\n")
 	for _, grp := range plugin.Groups {
-		for _, it := range grant[string(grp)] {
+		for _, it := range grant[grp] {
 			p("    %s %s\n", grp, it)
 		}
 	}
