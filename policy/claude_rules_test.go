@@ -254,8 +254,8 @@ func TestRuleGlob(t *testing.T) {
 		ok   bool
 	}{
 		{"Read(./secrets/**)", "workspace://[sS][eE][cC][rR][eE][tT][sS]/**", true},
-		{"Read(.env)", "workspace://**/.[eE][nN][vV]{,/**}", true},
-		{"Edit(/a/[ab]*.go)", "workspace://[aA]/[ab]*.[gG][oO]{,/**}", true},
+		{"Read(.env)", "workspace://{**/.[eE][nN][vV],**/.[eE][nN][vV]/**}", true},
+		{"Edit(/a/[ab]*.go)", "workspace://{[aA]/[ab]*.[gG][oO],[aA]/[ab]*.[gG][oO]/**}", true},
 		{"Read(~/.ssh/**)", "", false},
 		{"Read(//etc/x)", "", false},
 		{"Bash(ls)", "", false},

@@ -140,15 +140,24 @@ type ruleTok struct {
 func ruleTokens(s string, stars bool) ([]ruleTok, error) {
 	var toks []ruleTok
 	s = strings.TrimSpace(s)
+	var text strings.Builder // the literal token being read
+	inText := false
 	lit := func(t string) {
-		if n := len(toks); n > 0 && !toks[n-1].space && !toks[n-1].star {
-			toks[n-1].text += t
-			return
+		text.WriteString(t)
+		inText = true
+	}
+	end := func() {
+		if inText {
+			toks = append(toks, ruleTok{text: text.String()})
+			text.Reset()
+			inText = false
 		}
-		toks = append(toks, ruleTok{text: t})
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c == ' ' || c == '\t' || c == '*' && stars {
+			end()
+		}
 		switch {
 		case c == ' ' || c == '\t':
 			if n := len(toks); n > 0 && !toks[n-1].space {
@@ -159,7 +168,7 @@ func ruleTokens(s string, stars bool) ([]ruleTok, error) {
 				return nil, fmt.Errorf("a command rule ends in a backslash")
 			}
 			i++
-			lit(string(s[i]))
+			lit(s[i : i+1])
 		case c == '\'':
 			j := strings.IndexByte(s[i+1:], '\'')
 			if j < 0 {
@@ -184,9 +193,11 @@ func ruleTokens(s string, stars bool) ([]ruleTok, error) {
 		case c == '*' && stars:
 			toks = append(toks, ruleTok{star: true})
 		default:
-			lit(string(c))
+			text.WriteByte(c)
+			inText = true
 		}
 	}
+	end()
 	if n := len(toks); n > 0 && toks[n-1].space {
 		toks = toks[:n-1]
 	}

@@ -236,13 +236,21 @@ func (p pathPattern) denyGlob() (string, bool) {
 		return "", false
 	}
 	var b strings.Builder
-	class := false
+	class, depth := false, 0
 	for _, c := range p.glob {
 		switch {
 		case c == '[':
 			class = true
 		case c == ']':
 			class = false
+		case c == '{' && !class:
+			depth++
+		case c == '}' && !class && depth > 0:
+			depth--
+		case c == ',' && !class && depth == 0:
+			// A literal comma: the alternatives below would split it.
+			b.WriteString("[,]")
+			continue
 		}
 		lo, up := strings.ToLower(string(c)), strings.ToUpper(string(c))
 		if class || lo == up {
@@ -253,7 +261,9 @@ func (p pathPattern) denyGlob() (string, bool) {
 	}
 	g := b.String()
 	if p.glob != "**" && !strings.HasSuffix(p.glob, "/**") {
-		g += "{,/**}"
+		// Whole alternatives: doublestar does not match "a*{,/**}"
+		// against "a".
+		g = "{" + g + "," + g + "/**}"
 	}
 	return manifest.WorkspaceScheme + g, true
 }

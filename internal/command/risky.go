@@ -201,6 +201,7 @@ func sedRisky(s string) bool {
 		}
 		// An address: a number, $, /regex/ or \cregexc, with a step,
 		// a range and a negation.
+	address:
 		for i < len(s) {
 			c := s[i]
 			switch {
@@ -224,7 +225,7 @@ func sedRisky(s string) bool {
 				}
 				continue
 			}
-			break
+			break address
 		}
 		if i >= len(s) {
 			break
