@@ -101,7 +101,7 @@ func TestRisky(t *testing.T) {
 		{"sed -e s/a/b/ -e $r·/etc/passwd f", "$r /etc/passwd"},
 		{"sed /x/w·out f", "/x/w out"},
 		{"sed s/w/e/g f", ""},
-		{"sed p f", ""},       // a command after no address (once looped forever)
+		{"sed p f", ""}, // a command after no address (once looped forever)
 		{"sed 1,3d;q f", ""},
 		{"sed -f script f", "-f"},
 		{"tar -tzf a.tgz", ""},
