@@ -3,14 +3,18 @@ package settings
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 
 	"github.com/norma-run/norma/hook"
 	"github.com/norma-run/norma/internal/codeenv"
+	"github.com/norma-run/norma/policy"
 )
 
 // claudeFile is what ImportClaude reads of Claude Code's settings.json.
@@ -61,10 +65,14 @@ type outHook struct {
 
 // ImportClaude converts Claude Code's settings.json (its permissions,
 // hooks and env) into a Norma settings file, and says what it could not
-// convert: other keys, rules Norma does not read, hooks that are not one
-// program with literal arguments, modes Norma does not have. The result
-// parses with [Parse]; workspace resolves $CLAUDE_PROJECT_DIR for that
-// check.
+// convert: other keys, hooks that are not one program with literal
+// arguments, modes Norma does not have. Permission rules are kept as
+// written (Norma reads Claude Code's rule language); one Norma cannot
+// read is never dropped silently and never widens what runs (see
+// importRule): an allow is left out and noted, a deny or ask becomes a
+// stricter rule that is noted, or the import fails. The result parses
+// with [Parse]; workspace resolves $CLAUDE_PROJECT_DIR for that check
+// and places rules written with an absolute path.
 func ImportClaude(data []byte, workspace string) (out []byte, notes []string, err error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -90,7 +98,10 @@ func ImportClaude(data []byte, workspace string) (out []byte, notes []string, er
 		}
 	}
 	var o outFile
-	o.Permissions, notes = importPermissions(&cf, notes)
+	o.Permissions, notes, err = importPermissions(&cf, workspace, notes)
+	if err != nil {
+		return nil, notes, err
+	}
 	o.Hooks, notes = importHooks(&cf, workspace, notes)
 	for _, k := range sortedKeys(cf.Env) {
 		if codeenv.Of(k) != codeenv.None {
@@ -117,24 +128,34 @@ func ImportClaude(data []byte, workspace string) (out []byte, notes []string, er
 	return b.Bytes(), notes, nil
 }
 
-func importPermissions(cf *claudeFile, notes []string) (*outPermissions, []string) {
+func importPermissions(cf *claudeFile, workspace string, notes []string) (*outPermissions, []string, error) {
 	p := cf.Permissions
 	if p == nil {
-		return nil, notes
+		return nil, notes, nil
 	}
+	var errs []error
 	keep := func(list string, rules []string) []string {
 		var out []string
 		for _, r := range rules {
-			if err := checkRule(r); err != nil {
-				notes = append(notes, fmt.Sprintf("permissions.%s %q: not converted (%v)", list, r, err))
+			conv, note, err := importRule(list, r, workspace)
+			if err != nil {
+				errs = append(errs, err)
 				continue
 			}
-			out = append(out, r)
+			if note != "" {
+				notes = append(notes, note)
+			}
+			if conv != "" && !slices.Contains(out, conv) {
+				out = append(out, conv)
+			}
 		}
 		return out
 	}
 	op := &outPermissions{Allow: keep("allow", p.Allow), Ask: keep("ask", p.Ask), Deny: keep("deny", p.Deny),
 		AdditionalDirectories: p.AdditionalDirectories}
+	if len(errs) > 0 {
+		return nil, notes, errors.Join(errs...)
+	}
 	switch p.DefaultMode {
 	case "", "default", "acceptEdits", "plan", "dontAsk":
 		op.DefaultMode = p.DefaultMode
@@ -144,7 +165,80 @@ func importPermissions(cf *claudeFile, notes []string) (*outPermissions, []strin
 	if len(op.AdditionalDirectories) > 0 {
 		notes = append(notes, "permissions.additionalDirectories: converted, but the built-in tools still see the workspace only")
 	}
-	return op, notes
+	return op, notes, nil
+}
+
+// importRule converts one of Claude Code's permission rules. Norma reads
+// Claude Code's rule language itself (package policy), so a rule is
+// normally kept as written. One it cannot read is never dropped
+// silently, and never in a way that widens what runs:
+//
+//   - an allow rule is left out, with a note: Norma asks where Claude
+//     Code would have allowed;
+//   - a deny or ask rule on a tool whose argument Norma does not read
+//     (Glob(x), WebSearch(x), NotebookEdit(x), ...) becomes the rule on
+//     the whole tool, with a note: stricter;
+//   - a deny or ask rule naming a misspelt tool, which matches no call in
+//     Claude Code either, is left out with a note;
+//   - a deny or ask rule whose argument Norma cannot read (a file, command
+//     or domain rule) fails the import: it must be fixed, not guessed at.
+//
+// A rule that names a path outside the workspace is kept, with a note of
+// what it reaches there.
+func importRule(list, r, workspace string) (conv, note string, err error) {
+	where := fmt.Sprintf("permissions.%s %q", list, r)
+	if nerr := checkToolName(r); nerr != nil {
+		return "", fmt.Sprintf("%s: not converted (%v); it matches no call of Claude Code either", where, nerr), nil
+	}
+	cerr := policy.CheckRule(r)
+	if cerr == nil {
+		return r, outsideNote(where, list, r, workspace), nil
+	}
+	name, _, hasArg := strings.Cut(r, "(")
+	name = strings.TrimSpace(name)
+	if list == "allow" {
+		return "", fmt.Sprintf("%s: not converted (%v); Norma asks where Claude Code would allow", where, cerr), nil
+	}
+	switch name {
+	case "Read", "Write", "Edit", "Bash", "WebFetch":
+		return "", "", fmt.Errorf("settings: import: %s: Norma cannot read this rule (%v), and leaving it out would let through what it stops; fix or remove it", where, cerr)
+	}
+	if hasArg && policy.CheckRule(name) == nil && checkToolName(name) == nil {
+		verb := map[string]string{"deny": "denies", "ask": "asks for"}[list]
+		return name, fmt.Sprintf("%s: converted as %q, stricter (Norma reads no argument pattern for %s: the rule %s every call of the tool)", where, name, name, verb), nil
+	}
+	return "", "", fmt.Errorf("settings: import: %s: Norma cannot read this rule (%v); fix or remove it", where, cerr)
+}
+
+// outsideNote is the note of a path rule that names a place outside the
+// workspace (//abs, ~/x, ../x), or "".
+func outsideNote(where, list, r, workspace string) string {
+	verb, arg, ok := strings.Cut(r, "(")
+	if !ok || (verb != "Read" && verb != "Write" && verb != "Edit") {
+		return ""
+	}
+	arg = strings.TrimSuffix(arg, ")")
+	var abs string
+	switch {
+	case strings.HasPrefix(arg, "//"):
+		abs = "/" + strings.TrimLeft(arg, "/")
+	case arg == "~" || strings.HasPrefix(arg, "~/"):
+		if list == "allow" {
+			return fmt.Sprintf("%s: converted; ~ is the home directory of the agent's shell: in the workspace the rule applies, outside it Norma's tools are refused anyway (PATH_ESCAPE)", where)
+		}
+		return fmt.Sprintf("%s: converted; ~ is the home directory of the agent's shell: in the workspace the rule applies, outside it Norma refuses its tools and shell commands anyway (PATH_ESCAPE), except the system files the sandbox shows every command (/usr, /bin, some of /etc)", where)
+	case arg == ".." || strings.HasPrefix(arg, "../"):
+		abs = path.Join(workspace, arg)
+	default:
+		return ""
+	}
+	if workspace != "" && (abs == workspace || strings.HasPrefix(abs, strings.TrimSuffix(workspace, "/")+"/")) {
+		return "" // a place in this workspace, matched there
+	}
+	if list == "allow" {
+		return fmt.Sprintf("%s: converted; it names a place outside the workspace, which Norma's tools do not reach (PATH_ESCAPE), so it allows nothing there", where)
+	}
+	return fmt.Sprintf("%s: converted; it names a place outside the workspace, which Norma refuses its tools and shell commands anyway (PATH_ESCAPE), except the system files the sandbox shows every command (/usr, /bin, some of /etc), which a shell command may still read", where)
 }
 
 func importHooks(cf *claudeFile, workspace string, notes []string) (yaml.MapSlice, []string) {

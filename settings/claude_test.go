@@ -22,11 +22,10 @@ var claudeUnconvertible = struct {
 	hooks    []string // hooks of another type, by where they are
 	keys     []string // settings Norma does not have
 }{
-	rules: []string{
-		"Bash(git log *)",    // Claude Code's newer wildcard form
-		"Read(~/.ssh/**)",    // the home directory, outside the workspace
-		"Read(//etc/shadow)", // an absolute path
-	},
+	// Every rule of the file converts: Norma reads Claude Code's rule
+	// language, the wildcard form Bash(git log *), ~/ and //abs included
+	// (TestImportClaudeRules has the forms it cannot read).
+	rules: nil,
 	commands: []string{"jq -r '.tool_input.file_path' | xargs npx prettier --write"},
 	events:   []string{"Notification"},
 	hooks:    []string{"hooks.Stop[0].hooks[0]"},
