@@ -25,7 +25,7 @@ var claudeUnconvertible = struct {
 	// Every rule of the file converts: Norma reads Claude Code's rule
 	// language, the wildcard form Bash(git log *), ~/ and //abs included
 	// (TestImportClaudeRules has the forms it cannot read).
-	rules: nil,
+	rules:    nil,
 	commands: []string{"jq -r '.tool_input.file_path' | xargs npx prettier --write"},
 	events:   []string{"Notification"},
 	hooks:    []string{"hooks.Stop[0].hooks[0]"},
