@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,16 +46,12 @@ func Digest(data []byte) string {
 }
 
 func (t *TrustStore) load() (trustFile, error) {
-	tf := trustFile{Version: 1, Hooks: map[string]string{}}
-	b, err := os.ReadFile(t.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return tf, nil
-	}
-	if err != nil {
-		return tf, fmt.Errorf("hook: trust file: %w", err)
-	}
-	if err := json.Unmarshal(b, &tf); err != nil || tf.Version != 1 {
+	tf := trustFile{Version: 1}
+	switch err := atomicfile.ReadJSON(t.path, 1, &tf); {
+	case errors.Is(err, atomicfile.ErrCorrupt):
 		return tf, fmt.Errorf("hook: trust file %s is corrupt", t.path)
+	case err != nil:
+		return tf, fmt.Errorf("hook: trust file: %w", err)
 	}
 	if tf.Hooks == nil {
 		tf.Hooks = map[string]string{}

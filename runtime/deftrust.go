@@ -634,16 +634,12 @@ func defKey(d Definition) string {
 }
 
 func (t *DefinitionTrust) load() (defTrustFile, error) {
-	tf := defTrustFile{Version: 1, Definitions: map[string]acceptedDef{}}
-	b, err := os.ReadFile(t.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return tf, nil
-	}
-	if err != nil {
-		return tf, fmt.Errorf("workspace: definition trust: %w", err)
-	}
-	if err := json.Unmarshal(b, &tf); err != nil || tf.Version != 1 {
-		return tf, fmt.Errorf("workspace: definition trust file %s is corrupt", t.path)
+	tf := defTrustFile{Version: 1}
+	switch err := atomicfile.ReadJSON(t.path, 1, &tf); {
+	case errors.Is(err, atomicfile.ErrCorrupt):
+		return tf, fmt.Errorf("runtime: definition trust file %s is corrupt", t.path)
+	case err != nil:
+		return tf, fmt.Errorf("runtime: definition trust: %w", err)
 	}
 	if tf.Definitions == nil {
 		tf.Definitions = map[string]acceptedDef{}
