@@ -111,13 +111,7 @@ func TestHeldFreshWorkspaceAppliesDeny(t *testing.T) {
 func TestHeldChangeOfAcceptedVersion(t *testing.T) {
 	e := heldEnv(t)
 	e.write(t, settings.WorkspaceFile, "permissions:\n  allow: [\"Write(out/**)\", \"Write(tmp/**)\"]\n")
-	cs, err := runtime.Changes(e.dir, e.home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runtime.Trust(e.dir, e.home, "test", cs); err != nil {
-		t.Fatal(err)
-	}
+	trustAll(t, e)
 	calls := []string{"Read secrets/key.txt", "Write out/a.md", "Write tmp/a.md", "Write docs/a.md"}
 	got, _ := e.decisions(t, calls...)
 	checkDecisions(t, "accepted", got, map[string]capability.Mode{
@@ -140,13 +134,7 @@ func TestHeldChangeOfAcceptedVersion(t *testing.T) {
 		t.Errorf("warnings = %q, want one with %q", warns, summary)
 	}
 
-	cs, err = runtime.Changes(e.dir, e.home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runtime.Trust(e.dir, e.home, "test", cs); err != nil {
-		t.Fatal(err)
-	}
+	trustAll(t, e)
 	got, warns = e.decisions(t, calls...)
 	checkDecisions(t, "trusted", got, map[string]capability.Mode{
 		"Read secrets/key.txt": capability.Deny,
@@ -164,10 +152,7 @@ func TestHeldChangeOfAcceptedVersion(t *testing.T) {
 func TestHeldOnlyAllowRemoved(t *testing.T) {
 	e := heldEnv(t)
 	e.write(t, settings.WorkspaceFile, "permissions:\n  allow: [\"Write(out/**)\", \"Write(tmp/**)\"]\n")
-	cs, _ := runtime.Changes(e.dir, e.home)
-	if err := runtime.Trust(e.dir, e.home, "test", cs); err != nil {
-		t.Fatal(err)
-	}
+	trustAll(t, e)
 	e.write(t, settings.WorkspaceFile, "permissions:\n  allow: [\"Write(out/**)\"]\n")
 	got, warns := e.decisions(t, "Write tmp/a.md", "Write out/a.md")
 	checkDecisions(t, "narrowed", got, map[string]capability.Mode{"Write tmp/a.md": capability.Deny, "Write out/a.md": capability.Allow})
@@ -241,5 +226,18 @@ func TestHeldDeclinedAtTerminal(t *testing.T) {
 	// ask in dontAsk: denied.
 	if asked != 1 || ex.Decision.Mode != capability.Deny {
 		t.Errorf("asked %d, Read secrets/key.txt %v; want asked once, deny", asked, ex.Decision.Mode)
+	}
+}
+
+// trustAll accepts every change of e's workspace, as `norma policy trust`
+// does.
+func trustAll(t *testing.T, e trustEnv) {
+	t.Helper()
+	cs, err := runtime.Changes(e.dir, e.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runtime.Trust(e.dir, e.home, "test", cs); err != nil {
+		t.Fatal(err)
 	}
 }
