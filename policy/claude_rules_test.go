@@ -62,9 +62,10 @@ func TestClaudeBashRules(t *testing.T) {
 		// wrappers looked through.
 		"wrap": {Allow: []string{"Bash(git status:*)"}, Deny: []string{"Bash(rm:*)"}},
 		// exact and word boundaries.
-		"exact": {Allow: []string{"Bash(npm run lint)", "Bash(ls *)", "Bash(npm run test:*)", "Bash(echo \"a b\")"}, Ask: []string{"Bash(git commit *)"}},
-		"star":  {Allow: []string{"Bash(ls*)"}},
-		"any":   {Deny: []string{"Bash(*)"}},
+		"exact":  {Allow: []string{"Bash(npm run lint)", "Bash(ls *)", "Bash(npm run test:*)", "Bash(echo \"a b\")"}, Ask: []string{"Bash(git commit *)"}},
+		"star":   {Allow: []string{"Bash(ls*)"}},
+		"any":    {Deny: []string{"Bash(*)"}},
+		"dollar": {Deny: []string{"Bash(rm -rf $HOME)"}, Allow: []string{"Bash(rm:*)"}},
 		// deny and ask rules in any case of the program's name, and
 		// through computed words.
 		"computed": {Deny: []string{"Bash(rm -rf /)", "Bash(git push:*)", "Bash(rm *.log)"}, Allow: []string{"Bash(echo:*)", "Bash(git:*)", "Bash(rm:*)"}},
@@ -155,10 +156,15 @@ func TestClaudeBashRules(t *testing.T) {
 		{"any", "true", "deny"}, // Bash(*) is Bash
 		// Computed words: a deny matches what some value would; an allow
 		// covers them only where its rule leaves the words open.
-		{"computed", "rm -rf \"$DIR\"", "deny"},
+		{"computed", "rm -rf \"$DIR\"", "allow"}, // one quoted word: not "/" (Claude Code compares the text, and allows it too)
 		{"computed", "git $CMD origin", "deny"},
-		{"computed", "rm *.log", "deny"}, // the glob may name x.log
-		{"computed", "rm \"$F\"", "deny"},
+		{"computed", "rm *.log", "deny"},       // the glob may name x.log
+		{"computed", "rm \"$F\"", "allow"},     // one quoted word is not -rf /
+		{"computed", "rm -rf $DIR", "deny"},    // unquoted: any words
+		{"computed", "rm -rf ~", "allow"},      // ~ is one word, not /
+		{"dollar", "rm -rf \"$HOME\"", "deny"}, // Bash(rm -rf $HOME) names it
+		{"wild", "ls \"$f\" && ls \"$d\"", "allow"},
+		{"wild", "ls $DIRS", "deny"}, // unquoted: may split into --delete
 		{"computed", "echo $HOME", "allow"},
 		{"computed", "$(echo rm) -rf /", ""}, // a computed name: unknown, asked
 		{"wild", "$CMD --delete", "deny"},    // * matches any name

@@ -267,10 +267,12 @@ const opaque = '\x01'
 // joinArgv is the command line a wildcard rule is matched against: the
 // words with one space between. For an allow rule (!broad) a computed
 // word, or one holding white space (which the line cannot tell from a
-// word break), is a NUL byte that only a star matches; for a deny or ask
-// rule a word with white space is kept, and a computed argument is a NUL
-// byte that matches any text ([starMatch]); a computed program name is
-// [opaque] in both.
+// word break), is a NUL byte that only a star matches. For a deny or ask
+// rule a word with white space is kept, and [command.ComputedWords] (a
+// glob, an unquoted expansion: words whose text the rule may have meant,
+// as rm *.log under Bash(rm *.log)) is a NUL byte that matches any text
+// ([starMatch]); a single computed word ("$X", ~) and a computed program
+// name are [opaque].
 func joinArgv(argv []string, broad bool) string {
 	n := len(argv)
 	for _, w := range argv {
@@ -286,6 +288,10 @@ func joinArgv(argv []string, broad bool) string {
 		case i == 0 && command.IsComputed(w):
 			// A computed program name is not any program a rule names:
 			// only a star matches it (the command is unknown, and asks).
+			b.WriteByte(opaque)
+		case broad && w == command.ComputedWords:
+			b.WriteByte(0)
+		case broad && command.IsComputed(w):
 			b.WriteByte(opaque)
 		case command.IsComputed(w):
 			b.WriteByte(0)
@@ -360,9 +366,11 @@ func holeMatch(p, t string) bool {
 }
 
 // wordsCouldMatch reports whether some value of argv's computed words
-// makes argv start with (prefix) or equal words. A computed word is one
-// word of any value, ComputedWords any number of them. The program's
-// name matches in any case.
+// makes argv start with (prefix) or equal words. ComputedWords (a glob,
+// an unquoted expansion) is any number of words of any value; a single
+// computed word ("$X", ~) stands for a rule word written with an
+// expansion or a pattern character ($HOME, ~/x, *.log), as Claude Code
+// compares the text. The program's name matches in any case.
 func wordsCouldMatch(words, argv []string, prefix bool) bool {
 	eq := func(i, j int) bool {
 		if i == 0 && j == 0 {
@@ -401,7 +409,9 @@ func wordsCouldMatch(words, argv []string, prefix bool) bool {
 			case i == lw:
 				v = false
 			case command.IsComputed(argv[j]):
-				v = *at(i+1, j+1)
+				// One computed word ("$X", ~): a rule word written with
+				// an expansion may be it.
+				v = strings.ContainsAny(words[i], "$`~*?[{") && *at(i+1, j+1)
 			default:
 				v = eq(i, j) && *at(i+1, j+1)
 			}

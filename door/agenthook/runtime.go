@@ -82,8 +82,12 @@ func (en *rtEntry) closeLater() {
 // does (runtime.OpenExplain, the installed plugins as last served), in
 // Norma's mode narrowed by the agent's.
 func (e *Engine) open(ctx context.Context, ev Event) (*rtEntry, error) {
+	// Rules written with an absolute path (//abs, ~/x) name the
+	// workspace as the agent's shell does: by its resolved path, and the
+	// shell's home directory.
+	rules := policy.Rules{Root: resolved(ev.Cwd), Home: resolved(e.o.Shell.Home)}
 	o := runtime.Options{Dir: ev.Cwd, Home: e.o.Home, Mode: gate.ModeDefault, Settings: e.o.Settings, Audit: discard{},
-		Describe: true, NarrowMode: narrow(ev.PermissionMode), Warn: e.o.Warn}
+		Describe: true, NarrowMode: narrow(ev.PermissionMode), Warn: e.o.Warn, Rules: rules}
 	rt, err := runtime.OpenExplain(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("the Norma runtime of %s did not open: %w", ev.Cwd, err)
@@ -94,6 +98,18 @@ func (e *Engine) open(ctx context.Context, ev Event) (*rtEntry, error) {
 		return nil, err
 	}
 	return &rtEntry{rt: rt, rules: rs, shell: e.o.Shell}, nil
+}
+
+// resolved is the absolute path p with symbolic links resolved, p
+// cleaned when it does not resolve, "" when p is not absolute.
+func resolved(p string) string {
+	if !filepath.IsAbs(p) {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // fingerprint is a stat fingerprint of the files a runtime of workspace
