@@ -89,6 +89,11 @@ func TestEngineClaudeRules(t *testing.T) {
 		// deny matches as some of them would (one may be --delete).
 		{"find -exec +", "Bash", map[string]any{"command": "find . -exec ls {} +"}, "deny"},
 		{"git diff --output", "Bash", map[string]any{"command": "git diff --output=x.patch"}, "ask"},
+		// 4: file rules on the files a command writes.
+		{"cp into a denied edit", "Bash", map[string]any{"command": "cp README.md protected/c.txt"}, "deny"},
+		{"tee into a denied edit", "Bash", map[string]any{"command": "echo x | tee protected/d.txt"}, "deny"},
+		{"sed -i a denied edit", "Bash", map[string]any{"command": "sed -i s/x/y/ protected/x.txt"}, "deny"},
+		{"rm a denied edit", "Bash", map[string]any{"command": "rm -f protected/x.txt"}, "deny"},
 		// Wrappers that only run their argument.
 		{"timeout", "Bash", map[string]any{"command": "timeout 5 git status"}, "allow"},
 		{"nice", "Bash", map[string]any{"command": "nice -n 5 kubectl get pods"}, "allow"},

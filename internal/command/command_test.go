@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -223,9 +224,62 @@ func FuzzRun(f *testing.F) {
 		}
 		Risky(run)
 		Risky(argv)
+		for _, w := range Writes(argv) {
+			if w.Arg < 0 || w.Arg >= len(argv) || !strings.Contains(argv[w.Arg], w.Path) {
+				t.Fatalf("Writes(%q) = %+v: not one of its arguments", argv, w)
+			}
+		}
 		for _, a := range argv {
 			sedRisky(a)
 			awkRisky(a)
 		}
 	})
+}
+
+func TestWrites(t *testing.T) {
+	for _, tt := range []struct {
+		argv string
+		want string // Arg:Path, space separated
+	}{
+		{"cp a b", "2:b"},
+		{"cp -r a b c/", "4:c/"},
+		{"cp -t dir a b", "2:dir"},
+		{"cp --target-directory=dir a", "1:dir"},
+		{"cp a", ""},
+		{"mv a b", "1:a 2:b"},
+		{"install -m 644 a /usr/bin/a", "4:/usr/bin/a"},
+		{"ln -s target link", "3:link"},
+		{"tee -a x y", "2:x 3:y"},
+		{"touch -d yesterday f", "3:f"},
+		{"mkdir -p a/b", "2:a/b"},
+		{"rm -rf x y", "2:x 3:y"},
+		{"rm -- -x", "2:-x"},
+		{"chmod 600 k", "2:k"},
+		{"chown -R u:g d", "3:d"},
+		{"dd if=a of=b bs=1", "2:b"},
+		{"sed -i s/a/b/ f g", "3:f 4:g"},
+		{"sed -i -e s/a/b/ f", "4:f"},
+		{"sed -n p f", ""},
+		{"sort -o out in", "2:out"},
+		{"sort --output=out in", "1:out"},
+		{"git diff --output=x.patch", "2:x.patch"},
+		{"curl -o f https://x", "2:f"},
+		{"wget -O f https://x", "2:f"},
+		{"sudo tee /etc/hosts", "2:/etc/hosts"},
+		{"timeout 5 cp a b", "4:b"},
+		{"env A=1 rm x", "3:x"},
+		{"xargs rm", ""},
+		{"rm \x00dynamic", ""},
+		{"cat a b", ""},
+	} {
+		t.Run(tt.argv, func(t *testing.T) {
+			var got []string
+			for _, w := range Writes(strings.Split(tt.argv, " ")) {
+				got = append(got, fmt.Sprintf("%d:%s", w.Arg, w.Path))
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("Writes(%q) = %q, want %q", tt.argv, strings.Join(got, " "), tt.want)
+			}
+		})
+	}
 }

@@ -30,7 +30,9 @@ const (
 	Arg Access = iota
 	// Read is the source of an input redirection.
 	Read
-	// Write is the target of an output redirection.
+	// Write is a file written: the target of an output redirection, or
+	// an argument the command writes (command.Writes: cp's destination,
+	// tee's files, rm's, dd of=, ...).
 	Write
 )
 

@@ -88,7 +88,12 @@ type Effects struct {
 	// that decides what a command could reach without a sandbox. When
 	// DirUnknown is non-empty (cd $X, cd -, popd, a cd in a loop, ...),
 	// where some of them are used cannot be known; it says why.
-	Names      []Name
+	Names []Name
+	// Globs are the arguments that are pathname patterns and otherwise
+	// literal (cat secrets/*, rm *.log), as patterns of path.Match with
+	// the directories they are used in: what they name is only known on
+	// the disk, which a caller that decides what a command reads expands.
+	Globs      []Name
 	DirUnknown string
 	// CDSearch: a cd or pushd target is a relative name that bash looks
 	// up in CDPATH first (cd sub, not cd ./sub), so where it goes depends
@@ -123,6 +128,9 @@ func Argv(argv []string) Effects {
 	var s Effects
 	for _, w := range argv[min(1, len(argv)):] {
 		s.Names = append(s.Names, Name{Word: w, Dirs: startDir})
+	}
+	for _, wr := range command.Writes(argv) {
+		s.Names = append(s.Names, Name{Word: wr.Path, Access: Write, Dirs: startDir})
 	}
 	s.command(append([]string(nil), argv...), 0)
 	s.cur = nil
@@ -191,13 +199,38 @@ func (s *Effects) dirs(d []Dir) []Dir {
 // names records the literal arguments of the simple command being walked.
 // After the option of a program that moves to a directory before it opens
 // its arguments (tar -C DIR, git -C, make -C, env --chdir, sudo --chdir),
-// the words are used in that directory too, and so is what it runs.
+// the words are used in that directory too, and so is what it runs. An
+// argument that names a file the command writes ([command.Writes]: cp's
+// destination, tee's files, rm's, dd of=, sed -i's, sort -o, ...) is
+// also a Name with Access Write.
 func (s *Effects) names(args []*syntax.Word) {
 	var opts []string
+	var writes []command.Written
+	if len(args) > 1 {
+		argv := make([]string, len(args))
+		for i, w := range args {
+			argv[i] = wordOf(w)
+		}
+		writes = command.Writes(argv)
+	}
 	for i, w := range args {
 		v, home, ok := pathWord(w)
 		if ok && v != "" && i > 0 {
 			s.Names = append(s.Names, Name{Word: v, Home: home, Dirs: s.cur})
+		}
+		if !ok && i > 0 {
+			if g, isGlob := globWord(w); isGlob {
+				s.Globs = append(s.Globs, Name{Word: g, Dirs: s.cur})
+			}
+		}
+		for _, wr := range writes {
+			switch {
+			case wr.Arg != i:
+			case ok && wr.Path == v:
+				s.Names = append(s.Names, Name{Word: v, Home: home, Access: Write, Dirs: s.cur})
+			case !strings.HasPrefix(wr.Path, "~"):
+				s.Names = append(s.Names, Name{Word: wr.Path, Access: Write, Dirs: s.cur})
+			}
 		}
 		if !ok && opts != nil && len(w.Parts) > 0 {
 			// --chdir=$D

@@ -43,6 +43,10 @@ func FuzzParseShell(f *testing.F) {
 		"echo $(rm -rf x) `id`",      // substitutions
 		"sh -c 'sudo env rm x' > y",  // wrappers and redirect
 		"f() { (x); }; f <<< \"$z\"", // functions, here-string
+		// the command model (issue 31): pure wrappers and global options
+		"timeout 5 nice -n 1 env A=1 git -C . -c core.pager=cat push",
+		// arguments the command writes, and pathname patterns
+		"cp a protected/c && tee -a x y && dd of=z && sed -i s/a/b/ f && cat secrets/* '*'[!a]",
 	} {
 		f.Add(s)
 	}
@@ -98,5 +102,47 @@ func TestArgv(t *testing.T) {
 				t.Errorf("Argv(%q) retained its argument", tt.argv)
 			}
 		}
+	}
+}
+
+// TestWritesAndGlobs: an argument a command writes is a Name with Access
+// Write (cp's destination, tee's files, sed -i's, dd of=), where the
+// command is; a pathname pattern is a Glob, quoted characters escaped.
+func TestWritesAndGlobs(t *testing.T) {
+	for _, tt := range []struct {
+		cmd    string
+		writes []string // Word@Dir
+		globs  []string
+	}{
+		{cmd: "cp README.md protected/c.txt", writes: []string{"protected/c.txt@."}},
+		{cmd: "tee protected/d.txt < x", writes: []string{"protected/d.txt@."}},
+		{cmd: "cd sub && sudo tee a b", writes: []string{"a@sub", "b@sub"}},
+		{cmd: "dd if=a of=out.bin", writes: []string{"out.bin@."}},
+		{cmd: "sed -i s/a/b/ f.txt", writes: []string{"f.txt@."}},
+		{cmd: "git -C sub diff --output=x.patch", writes: []string{"x.patch@.,sub"}},
+		{cmd: "cat a b"},
+		{cmd: "cat secrets/*", globs: []string{"secrets/*@."}},
+		{cmd: "cat .e* 'a*'b[!x]", globs: []string{".e*@.", "a\\*b[^x]@."}},
+		{cmd: "cat {a,b}* ~/x* $D/*"},
+	} {
+		t.Run(tt.cmd, func(t *testing.T) {
+			e := Parse(tt.cmd)
+			var writes, globs []string
+			for _, n := range e.Names {
+				if n.Access == Write {
+					var dirs []string
+					for _, d := range n.Dirs {
+						dirs = append(dirs, d.Path)
+					}
+					writes = append(writes, n.Word+"@"+strings.Join(dirs, ","))
+				}
+			}
+			for _, n := range e.Globs {
+				globs = append(globs, n.Word+"@"+n.Dirs[0].Path)
+			}
+			if !slices.Equal(writes, tt.writes) || !slices.Equal(globs, tt.globs) {
+				t.Errorf("Parse(%q): writes %q, globs %q; want %q, %q", tt.cmd, writes, globs, tt.writes, tt.globs)
+			}
+		})
 	}
 }

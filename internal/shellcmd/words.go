@@ -220,3 +220,83 @@ func isDigits(v string) bool {
 	}
 	return true
 }
+
+// globWord returns w as a pattern of path.Match when it is a pathname
+// pattern (an unquoted *, ? or [...]) and otherwise literal: no
+// expansion, no brace, no tilde, no extended glob. Quoted pattern
+// characters are escaped, and bash's [!...] is [^...].
+func globWord(w *syntax.Word) (string, bool) {
+	if w == nil || len(w.Parts) == 0 {
+		return "", false
+	}
+	var b, bare strings.Builder
+	glob := false
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if i == 0 && strings.HasPrefix(p.Value, "~") {
+				return "", false
+			}
+			bare.WriteString(p.Value)
+			v := p.Value
+			for j := 0; j < len(v); j++ {
+				c := v[j]
+				switch {
+				case c == '\\' && j+1 < len(v):
+					j++
+					b.WriteString(matchEscape(v[j]))
+				case c == '*' || c == '?':
+					glob = true
+					b.WriteByte(c)
+				case c == '[':
+					glob = true
+					b.WriteByte(c)
+					if j+1 < len(v) && v[j+1] == '!' {
+						b.WriteByte('^')
+						j++
+					}
+				default:
+					b.WriteByte(c)
+				}
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			bare.WriteByte('q')
+			for j := 0; j < len(p.Value); j++ {
+				b.WriteString(matchEscape(p.Value[j]))
+			}
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			bare.WriteByte('q')
+			for _, q := range p.Parts {
+				l, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				v := unescape(l.Value, true)
+				for j := 0; j < len(v); j++ {
+					b.WriteString(matchEscape(v[j]))
+				}
+			}
+		default:
+			return "", false
+		}
+	}
+	if !glob || braceExpands(bare.String()) || assignTilde(bare.String()) {
+		return "", false
+	}
+	return b.String(), true
+}
+
+// matchEscape is the byte c as a literal in a path.Match pattern.
+func matchEscape(c byte) string {
+	switch c {
+	case '*', '?', '[', ']', '\\':
+		return "\\" + string(c)
+	}
+	return string(c)
+}
