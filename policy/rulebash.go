@@ -268,11 +268,11 @@ const opaque = '\x01'
 // words with one space between. For an allow rule (!broad) a computed
 // word, or one holding white space (which the line cannot tell from a
 // word break), is a NUL byte that only a star matches. For a deny or ask
-// rule a word with white space is kept, and [command.ComputedWords] (a
-// glob, an unquoted expansion: words whose text the rule may have meant,
-// as rm *.log under Bash(rm *.log)) is a NUL byte that matches any text
-// ([starMatch]); a single computed word ("$X", ~) and a computed program
-// name are [opaque].
+// rule a word with white space is kept, a pathname pattern is its text
+// (rm *.log under Bash(rm *.log), as Claude Code compares the text), an
+// unquoted expansion ([command.ComputedWords]: any words) is a NUL byte
+// that matches any text ([starMatch]), and a single computed word ("$X",
+// ~) and a computed program name are [opaque].
 func joinArgv(argv []string, broad bool) string {
 	n := len(argv)
 	for _, w := range argv {
@@ -289,8 +289,12 @@ func joinArgv(argv []string, broad bool) string {
 			// A computed program name is not any program a rule names:
 			// only a star matches it (the command is unknown, and asks).
 			b.WriteByte(opaque)
-		case broad && w == command.ComputedWords:
-			b.WriteByte(0)
+		case broad && command.IsWords(w):
+			if text, ok := command.GlobText(w); ok && !strings.ContainsAny(text, "\x00\x01") {
+				b.WriteString(text) // as Claude Code reads it: the pattern's text
+			} else {
+				b.WriteByte(0)
+			}
 		case broad && command.IsComputed(w):
 			b.WriteByte(opaque)
 		case command.IsComputed(w):
@@ -366,11 +370,12 @@ func holeMatch(p, t string) bool {
 }
 
 // wordsCouldMatch reports whether some value of argv's computed words
-// makes argv start with (prefix) or equal words. ComputedWords (a glob,
-// an unquoted expansion) is any number of words of any value; a single
-// computed word ("$X", ~) stands for a rule word written with an
-// expansion or a pattern character ($HOME, ~/x, *.log), as Claude Code
-// compares the text. The program's name matches in any case.
+// makes argv start with (prefix) or equal words. ComputedWords (an
+// unquoted expansion) is any number of words of any value; a pathname
+// pattern is its text, and a single computed word ("$X", ~) stands for
+// a rule word written with an expansion or a pattern character ($HOME,
+// ~/x), as Claude Code compares the text. The program's name matches in
+// any case.
 func wordsCouldMatch(words, argv []string, prefix bool) bool {
 	eq := func(i, j int) bool {
 		if i == 0 && j == 0 {
@@ -406,6 +411,10 @@ func wordsCouldMatch(words, argv []string, prefix bool) bool {
 				v = false
 			case argv[j] == command.ComputedWords:
 				v = *at(i, j+1) || i < lw && *at(i+1, j)
+			case command.IsWords(argv[j]):
+				// A pathname pattern: its text, as Claude Code compares it.
+				text, _ := command.GlobText(argv[j])
+				v = i < lw && words[i] == text && *at(i+1, j+1)
 			case i == lw:
 				v = false
 			case command.IsComputed(argv[j]):

@@ -94,6 +94,11 @@ func TestEngineClaudeRules(t *testing.T) {
 		{"tee into a denied edit", "Bash", map[string]any{"command": "echo x | tee protected/d.txt"}, "deny"},
 		{"sed -i a denied edit", "Bash", map[string]any{"command": "sed -i s/x/y/ protected/x.txt"}, "deny"},
 		{"rm a denied edit", "Bash", map[string]any{"command": "rm -f protected/x.txt"}, "deny"},
+		// 4: file rules on the files a command's patterns read.
+		{"cat a pattern of denied files", "Bash", map[string]any{"command": "ls secrets/*"}, "deny"},
+		{"a pattern at any depth", "Bash", map[string]any{"command": "ls a/b/*.pem"}, "deny"},
+		{"a pattern in a cd", "Bash", map[string]any{"command": "cd a && ls key*"}, "deny"},
+		{"a pattern of allowed files", "Bash", map[string]any{"command": "ls *.md"}, "allow"},
 		// Wrappers that only run their argument.
 		{"timeout", "Bash", map[string]any{"command": "timeout 5 git status"}, "allow"},
 		{"nice", "Bash", map[string]any{"command": "nice -n 5 kubectl get pods"}, "allow"},

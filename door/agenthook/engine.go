@@ -173,6 +173,12 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 		return byName(en.rules, ev), ev.Tool
 	}
 	d, msg := explained(x)
+	if call.Tool == "Bash" {
+		// The files its pathname patterns name, decided as reads.
+		if gv, changed := e.globReads(ctx, en, ev, call, d); changed {
+			return gv, ev.Call.Tool
+		}
+	}
 	v := Verdict{Decision: d, Message: msg}
 	if confined && ev.Kind == BeforeTool && d.Mode != capability.Deny {
 		// What was decided is what runs: the command, in the sandbox.

@@ -53,6 +53,23 @@ const (
 // assignment text such as "X=" + Computed).
 func IsComputed(w string) bool { return strings.IndexByte(w, 0) >= 0 }
 
+// Glob is the computed word of a pathname pattern whose text is pattern
+// (*.log): any number of words, as [ComputedWords], with the text kept,
+// so that a rule written with the pattern (Bash(rm *.log)) can name it as
+// Claude Code, which compares command text, does.
+func Glob(pattern string) string { return ComputedWords + "\x00" + pattern }
+
+// IsWords reports whether w stands for any number of words:
+// [ComputedWords] or a [Glob].
+func IsWords(w string) bool {
+	return w == ComputedWords || strings.HasPrefix(w, ComputedWords+"\x00")
+}
+
+// GlobText returns the text of a [Glob] word.
+func GlobText(w string) (string, bool) {
+	return strings.CutPrefix(w, ComputedWords+"\x00")
+}
+
 // maxDepth bounds how many wrappers Run looks through.
 const maxDepth = 8
 

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/norma-run/norma/internal/command"
 )
 
 // The differential test runs real bash on a command and compares what it
@@ -214,15 +216,15 @@ func matchWords(p, w []string) bool {
 	if len(p) == 0 {
 		return len(w) == 0
 	}
-	switch p[0] {
-	case dynamicWords:
+	switch {
+	case command.IsWords(p[0]):
 		for i := 0; i <= len(w); i++ {
 			if matchWords(p[1:], w[i:]) {
 				return true
 			}
 		}
 		return false
-	case dynamicWord:
+	case p[0] == dynamicWord:
 		return len(w) > 0 && matchWords(p[1:], w[1:])
 	}
 	if isDynamic(p[0]) {

@@ -549,7 +549,7 @@ func (s *Effects) testArgs(args []string) {
 		if !isDynamic(a) {
 			continue
 		}
-		if a == dynamicWords {
+		if command.IsWords(a) {
 			s.setUnknown(whyVarName) // may split into -v and a name
 			return
 		}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/norma-run/norma/internal/command"
 )
 
 func TestParseShell(t *testing.T) {
@@ -21,7 +23,7 @@ func TestParseShell(t *testing.T) {
 		{"X=1 ls", [][]string{{"X=1", "ls"}, {"ls"}}, nil, false},
 		{"ls $DIR", [][]string{{"ls", dynamicWords}}, nil, false},
 		{`ls "$DIR"`, [][]string{{"ls", dynamicWord}}, nil, false},
-		{"ls *.go", [][]string{{"ls", dynamicWords}}, nil, false},
+		{"ls *.go", [][]string{{"ls", command.Glob("*.go")}}, nil, false},
 		{"$CMD x", [][]string{{dynamicWords, "x"}}, nil, true},
 		{"echo > $F", [][]string{{"echo"}}, nil, true},
 		{"if", nil, nil, true},

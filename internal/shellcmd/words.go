@@ -24,7 +24,9 @@ const (
 func isDynamic(w string) bool { return command.IsComputed(w) }
 
 // wordOf returns the value of w when it is known before the shell runs,
-// else dynamicWord (one word) or dynamicWords (any number of words).
+// else dynamicWord (one word), dynamicWords (any number of words) or,
+// for a pathname pattern, [command.Glob] of its text (any number of
+// words too: [command.IsWords]).
 func wordOf(w *syntax.Word) string {
 	if w == nil {
 		return dynamicWords
@@ -71,6 +73,10 @@ func wordOf(w *syntax.Word) string {
 		}
 	}
 	switch {
+	case many && !dyn && !braceExpands(bare.String()) && !assignTilde(bare.String()):
+		// A pathname pattern and nothing else: any number of words,
+		// its text kept for a rule that names it (rm *.log).
+		return command.Glob(b.String())
 	case many || braceExpands(bare.String()):
 		return dynamicWords
 	case dyn || assignTilde(bare.String()):
