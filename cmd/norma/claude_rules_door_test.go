@@ -18,7 +18,8 @@ const claudeRulesJSON = `{
     "ask": ["Bash(git commit *)", "WebSearch(norma)"],
     "deny": [
       "Bash(git push *)", "Bash(git * --force)", "Bash(* --delete)", "Bash(git reset:*)",
-      "Read(./secrets/**)", "Read(/config/**)", "Read(*.pem)", "Read(~/.ssh/**)", "Read(//etc/shadow)"
+      "Read(./secrets/**)", "Read(/config/**)", "Read(*.pem)", "Read(~/.ssh/**)", "Read(//etc/shadow)",
+      "Edit(./protected/**)"
     ]
   }
 }
@@ -27,17 +28,18 @@ const claudeRulesJSON = `{
 // TestDoorClaudeRules drives the built binary: `norma settings import
 // claude` converts Claude Code's rules (wildcards, path forms) without
 // dropping any, then `norma hook claude-code` decides under them the
-// calls issue 31 found Norma allowing where Claude Code denies or asks.
+// calls issue 31 found Norma allowing where Claude Code denies or asks,
+// file rules on what a command reads by a pattern and writes included.
 // An import with a deny Norma cannot read fails and writes nothing.
 func TestDoorClaudeRules(t *testing.T) {
 	sandboxtest.Require(t)
 	h := newHookEnv(t)
-	for _, d := range []string{".claude", ".norma", "secrets", "SECRETS", "config", "a/b"} {
+	for _, d := range []string{".claude", ".norma", "secrets", "SECRETS", "config", "a/b", "protected"} {
 		if err := os.MkdirAll(filepath.Join(h.ws, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{"SECRETS/key.txt", "config/db.yaml", "a/b/cert.pem", "README.md"} {
+	for _, f := range []string{"SECRETS/key.txt", "secrets/k.txt", "config/db.yaml", "a/b/cert.pem", "README.md"} {
 		if err := os.WriteFile(filepath.Join(h.ws, f), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +94,10 @@ func TestDoorClaudeRules(t *testing.T) {
 		{"read / is the project", "Read", map[string]any{"file_path": filepath.Join(h.ws, "config", "db.yaml")}, "deny"},
 		{"read a name at any depth", "Read", map[string]any{"file_path": filepath.Join(h.ws, "a", "b", "cert.pem")}, "deny"},
 		{"read allowed", "Read", map[string]any{"file_path": filepath.Join(h.ws, "README.md")}, "allow"},
+		// File rules on what a command reads and writes.
+		{"cat a pattern of denied files", "Bash", map[string]any{"command": "cat secrets/*"}, "deny"},
+		{"cp into a denied edit", "Bash", map[string]any{"command": "cp README.md protected/c.txt"}, "deny"},
+		{"tee into a denied edit", "Bash", map[string]any{"command": "echo x | tee protected/d.txt"}, "deny"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errs := h.hook(t, h.pre(c.tool, "toolu_rules", c.input))
