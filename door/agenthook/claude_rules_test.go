@@ -112,3 +112,44 @@ func TestEngineClaudeRules(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineReadOnlyBash: with no rule naming them, the commands whose
+// every effect is a read run without asking, as in Claude Code — in
+// default, plan and dontAsk — while a denied file stays denied and any
+// other command asks (default) or is refused (plan, dontAsk).
+func TestEngineReadOnlyBash(t *testing.T) {
+	w := newHookWorld(t)
+	must(t, os.WriteFile(filepath.Join(w.ws, "README.md"), []byte("# x\n"), 0o644))
+	for _, mode := range []string{"default", "plan", "dontAsk"} {
+		for _, tt := range []struct {
+			cmd, want string
+		}{
+			{"ls", "allow"},
+			{"cat README.md", "allow"},
+			{"git status", "allow"}, // allowed by the world's rule too
+			{"git log -1", "allow"},
+			{"grep -r hello .", "allow"},
+			{"rg hello", "allow"},
+			{"find . -name '*.md'", "allow"},
+			{"pwd", "allow"},
+			{"cat README.md | head -1 | wc -l", "allow"},
+			{"cat .env", "deny"},
+			{"ls > out.txt", "other"},
+			{"find . -delete", "other"},
+			{"git branch x", "other"},
+			{"touch x", "other"},
+		} {
+			t.Run(mode+"/"+tt.cmd, func(t *testing.T) {
+				out, exit := Handle(t.Context(), Claude{}, w.eng, w.input("PreToolUse", "Bash", "toolu_1", mode, map[string]any{"command": tt.cmd}))
+				d, reason, _ := answer(t, out, exit)
+				want := tt.want
+				if want == "other" {
+					want = map[string]string{"default": "ask", "plan": "deny", "dontAsk": "deny"}[mode]
+				}
+				if d != want {
+					t.Errorf("%s in %s = %s (%s), want %s", tt.cmd, mode, d, reason, want)
+				}
+			})
+		}
+	}
+}

@@ -283,3 +283,42 @@ func TestWrites(t *testing.T) {
 		})
 	}
 }
+
+func TestReadOnly(t *testing.T) {
+	for _, tt := range []struct {
+		argv string
+		want bool
+	}{
+		{"ls -la", true},
+		{"cat README.md", true},
+		{"git status", true},
+		{"git log -1", true},
+		{"git -C sub diff --stat", true},
+		{"git -c core.pager=sh log", false},
+		{"git log --output=x", false},
+		{"git branch x", false},
+		{"git push", false},
+		{"grep -r x .", true},
+		{"rg x", true},
+		{"rg --pre sh x", false},
+		{"find . -name x", true},
+		{"find . -delete", false},
+		{"pwd", true},
+		{"timeout 5 cat x", true},
+		{"sudo cat x", false},
+		{"sort -o out in", false},
+		{"sed -n 1p f", true},
+		{"sed -i s/a/b/ f", false},
+		{"uniq in", true},
+		{"uniq in out", false},
+		{"env", false},
+		{"rm x", false},
+		{"cp a b", false},
+		{"./cat x", false},
+		{"\x00dynamic", false},
+	} {
+		if got := ReadOnly(strings.Split(tt.argv, " ")); got != tt.want {
+			t.Errorf("ReadOnly(%q) = %v, want %v", tt.argv, got, tt.want)
+		}
+	}
+}

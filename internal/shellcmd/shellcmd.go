@@ -121,6 +121,29 @@ func Parse(cmd string) Effects {
 	return s
 }
 
+// ReadOnly reports whether every effect of the command is a read: it is
+// known (no Unknown, no DirUnknown), it redirects output to no file,
+// none of its arguments is a file it writes, and every simple command it
+// runs only reads and prints ([command.ReadOnly]: ls, cat, grep, git
+// status, ...). Which files it reads is the caller's to decide, from
+// Names and Globs: a denied file is still denied.
+func (s *Effects) ReadOnly() bool {
+	if s.Unknown != "" || s.DirUnknown != "" || len(s.Writes) > 0 || len(s.Spawns) == 0 {
+		return false
+	}
+	for _, n := range s.Names {
+		if n.Access == Write {
+			return false
+		}
+	}
+	for _, argv := range s.Spawns {
+		if !command.ReadOnly(argv) {
+			return false
+		}
+	}
+	return true
+}
+
 // Argv reports what an exec of argv without a shell runs: argv itself and
 // whatever command it wraps (sudo, env, sh -c SCRIPT, ...). argv is not
 // retained.

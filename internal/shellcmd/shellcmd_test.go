@@ -148,3 +148,35 @@ func TestWritesAndGlobs(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnly: a command line is read-only when every effect is known
+// and a read: its simple commands, its redirections, its arguments.
+func TestReadOnly(t *testing.T) {
+	for _, tt := range []struct {
+		cmd  string
+		want bool
+	}{
+		{"ls", true},
+		{"cat README.md | grep -n x | head -3", true},
+		{"git status && git log -1", true},
+		{"cd sub && ls", true},
+		{"cat a > b", false},
+		{"cat a >> b", false},
+		{"cat a 2>/dev/null", true},
+		{"cat < a", true},
+		{"ls; rm x", false},
+		{"cat $(rm x)", false},
+		{"echo $(ls)", true},
+		{"X=1 ls", true},
+		{"PATH=/tmp ls", false},
+		{"cd $D && ls", false},
+		{"eval \"$C\"", false},
+		{"find . -exec cat {} +", false},
+		{"ls | xargs cat", false},
+	} {
+		e := Parse(tt.cmd)
+		if got := e.ReadOnly(); got != tt.want {
+			t.Errorf("Parse(%q).ReadOnly() = %v, want %v (spawns %q, unknown %q)", tt.cmd, got, tt.want, e.Spawns, e.Unknown)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/shellcmd"
 	"github.com/norma-run/norma/tool"
 )
 
@@ -52,20 +53,44 @@ func allow(context.Context, tool.Input) tool.Permission {
 	return tool.Permission{Behavior: tool.Allow}
 }
 
+// readOnlyCommand reports whether every effect of the command is a read
+// (shellcmd.Effects.ReadOnly: ls, cat, grep, git status, ...; no file
+// written, no redirection to one, nothing unknown). Which files it reads
+// is still the policy's to decide: a denied file stays denied.
+func readOnlyCommand(in tool.Input) bool {
+	c, ok := in.String("command")
+	if !ok || c == "" {
+		return false
+	}
+	e := shellcmd.Parse(c)
+	return e.ReadOnly()
+}
+
+// readOnlyAllowed is Bash's own judgment: a read-only command needs no
+// approval (as in Claude Code); any other asks unless a rule allows it.
+func readOnlyAllowed(_ context.Context, in tool.Input) tool.Permission {
+	if readOnlyCommand(in) {
+		return tool.Permission{Behavior: tool.Allow}
+	}
+	return tool.Permission{Behavior: tool.Ask, Reason: "the command may change something"}
+}
+
 func always(tool.Input) bool { return true }
 
 func (m *Manager) bashSpecs() []tool.Spec {
 	callTimeout := m.cfg.MaxTimeout + 30*time.Second
 	return []tool.Spec{
 		{
-			Name:        "Bash",
-			Description: "Run a shell command in the sandboxed workspace (foreground, or as a background task).",
-			Prompt:      fmt.Sprintf(bashPrompt, m.cfg.DefaultTimeout, m.cfg.MaxTimeout),
-			Schema:      json.RawMessage(bashSchema),
-			Accesses:    commandAccess,
-			Preview:     previewString("command"),
-			Timeout:     callTimeout,
-			Call:        m.callBash,
+			Name:             "Bash",
+			Description:      "Run a shell command in the sandboxed workspace (foreground, or as a background task).",
+			Prompt:           fmt.Sprintf(bashPrompt, m.cfg.DefaultTimeout, m.cfg.MaxTimeout),
+			Schema:           json.RawMessage(bashSchema),
+			ReadOnly:         readOnlyCommand,
+			CheckPermissions: readOnlyAllowed,
+			Accesses:         commandAccess,
+			Preview:          previewString("command"),
+			Timeout:          callTimeout,
+			Call:             m.callBash,
 		},
 		{
 			Name:             "TaskList",
