@@ -379,12 +379,13 @@ func holeMatch(p, t string) bool {
 func wordsCouldMatch(words, argv []string, prefix bool) bool {
 	eq := func(i, j int) bool {
 		if i == 0 && j == 0 {
-			return strings.EqualFold(words[0], argv[0])
+			return words[0] == argv[0] || strings.EqualFold(words[0], argv[0])
 		}
 		return words[i] == argv[j]
 	}
-	if command.IsComputed(argv[0]) {
-		return false // a computed program name is no program a rule names
+	if !eq(0, 0) {
+		// Also a computed program name: no program a rule names.
+		return false
 	}
 	if !slices.ContainsFunc(argv, command.IsComputed) {
 		if len(argv) < len(words) || !prefix && len(argv) != len(words) {

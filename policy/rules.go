@@ -267,7 +267,15 @@ func (r *rule) matchRequest(req *capability.Request, v *spawnView) bool {
 		if r.cmd.matchArgv(req.Argv, r.broad) {
 			return true
 		}
-		if v == nil || !v.differs {
+		if v == nil {
+			return false
+		}
+		if !v.done {
+			v.run, v.neutral = command.Run(req.Argv)
+			v.differs = !slices.Equal(v.run, req.Argv)
+			v.done = true
+		}
+		if !v.differs {
 			return false
 		}
 		// The command as the model reads it: through every wrapper and
@@ -292,29 +300,21 @@ func (r *rule) matchRequest(req *capability.Request, v *spawnView) bool {
 }
 
 // spawnView is a process.spawn request's argv as the command model reads
-// it.
+// it, computed the first time a rule asks.
 type spawnView struct {
 	run     []string
 	neutral bool
 	differs bool // run is not the argv as written
+	done    bool
 }
 
-// views returns the command model's reading of every process.spawn
-// request of reqs (nil for the others), in buf when it is large enough.
+// views returns room for the command model's reading of every request of
+// reqs, in buf when it is large enough.
 func views(reqs []capability.Request, buf []spawnView) []spawnView {
-	out := buf[:0]
-	if cap(out) < len(reqs) {
-		out = make([]spawnView, 0, len(reqs))
+	if cap(buf) < len(reqs) {
+		return make([]spawnView, len(reqs))
 	}
-	for i := range reqs {
-		var v spawnView
-		if reqs[i].Kind == capability.ProcessSpawn && len(reqs[i].Argv) > 0 {
-			v.run, v.neutral = command.Run(reqs[i].Argv)
-			v.differs = !slices.Equal(v.run, reqs[i].Argv)
-		}
-		out = append(out, v)
-	}
-	return out
+	return buf[:len(reqs)]
 }
 
 // originHost returns the host of a normalized origin scheme://host:port.

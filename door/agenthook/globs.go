@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/internal/shellcmd"
@@ -32,8 +33,8 @@ func (e *Engine) globReads(ctx context.Context, en *rtEntry, ev Event, call *Cal
 		return Verdict{}, false
 	}
 	cmd, ok := bashCommand(call.Input)
-	if !ok {
-		return Verdict{}, false
+	if !ok || !strings.ContainsAny(cmd, "*?[") {
+		return Verdict{}, false // no pathname pattern can be in it
 	}
 	se := shellcmd.Parse(cmd)
 	if len(se.Globs) == 0 {

@@ -81,11 +81,11 @@ func Risky(run []string) (word string, ok bool) {
 		return "", false
 	}
 	for i, a := range run[1:] {
-		if IsComputed(a) {
-			continue
+		if a == "" || IsComputed(a) || a[0] != '-' && r.prefixes == nil && !(i == 0 && r.bareCluster) {
+			continue // an operand: only options and prefixes are risky
 		}
 		for _, w := range r.words {
-			if a == w || strings.HasPrefix(w, "--") && strings.HasPrefix(a, w+"=") {
+			if a == w || len(a) > len(w) && a[len(w)] == '=' && strings.HasPrefix(w, "--") && strings.HasPrefix(a, w) {
 				return a, true
 			}
 		}

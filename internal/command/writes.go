@@ -58,6 +58,24 @@ var optionFiles = map[string][]string{
 	"wget": {"-O", "--output-document", "-o", "--output-file"},
 }
 
+// MayWrite reports whether a command run as prog may write a file its
+// arguments name ([Writes] may find one): prog writes by the table, or
+// runs another command (a wrapper), or is an assignment. A caller may
+// skip Writes for any other.
+func MayWrite(prog string) bool {
+	if _, ok := operandCmds[prog]; ok {
+		return true
+	}
+	if _, ok := optionFiles[prog]; ok {
+		return true
+	}
+	switch prog {
+	case "dd", "sed", "gsed":
+		return true
+	}
+	return IsWrapper(prog) || isAssignment(prog) || IsComputed(prog)
+}
+
 // Writes returns the files argv writes by its arguments, from the table:
 // the destination of cp, install and ln; every operand of mv, tee, touch,
 // mkdir, rm, rmdir, unlink, shred, truncate; the files of chmod, chown and

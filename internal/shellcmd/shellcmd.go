@@ -229,7 +229,7 @@ func (s *Effects) dirs(d []Dir) []Dir {
 func (s *Effects) names(args []*syntax.Word) {
 	var opts []string
 	var writes []command.Written
-	if len(args) > 1 {
+	if len(args) > 1 && command.MayWrite(path.Base(wordOf(args[0]))) {
 		argv := make([]string, len(args))
 		for i, w := range args {
 			argv[i] = wordOf(w)
