@@ -25,7 +25,8 @@ type liveRules struct {
 }
 
 func (l *liveRules) init(base policy.Rules, set *policy.RuleSet) {
-	l.base = policy.Rules{Allow: slices.Clone(base.Allow), Ask: slices.Clone(base.Ask), Deny: slices.Clone(base.Deny)}
+	l.base = policy.Rules{Allow: slices.Clone(base.Allow), Ask: slices.Clone(base.Ask), Deny: slices.Clone(base.Deny),
+		Root: base.Root, Home: base.Home}
 	l.cur.Store(set)
 }
 
@@ -76,6 +77,9 @@ func (g *Gate) AllowForSession(rule string) error {
 	set, err := policy.CompileRules(policy.Rules{
 		Allow: append(slices.Clone(l.base.Allow), session...),
 		Ask:   l.base.Ask, Deny: l.base.Deny,
+		// Where the rules' //abs and ~/ paths are: a session rule must
+		// not unplace a deny.
+		Root: l.base.Root, Home: l.base.Home,
 	})
 	if err != nil {
 		return fmt.Errorf("gate: session rule %q: %w", rule, err)

@@ -128,3 +128,19 @@ func TestRememberRules(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestAllowForSessionKeepsPlacedRules: a deny written with an absolute
+// path (placed by policy.Rules.Root) still denies after a session rule
+// recompiles the rules (issue 31).
+func TestAllowForSessionKeepsPlacedRules(t *testing.T) {
+	f := newFixture(t, func(o *gate.Options, _ *fixture) {
+		o.Rules = policy.Rules{Deny: []string{"Write(//home/u/proj/src/locked/**)"}, Root: "/home/u/proj"}
+	})
+	write := func(p string) gate.Result { return f.g.Execute(t.Context(), call("Write", `{"path":"`+p+`"}`)) }
+	wantReason(t, write("src/locked/a"), capability.ReasonRuleDenied)
+	if err := f.g.AllowForSession("Write(src/b.go)"); err != nil {
+		t.Fatal(err)
+	}
+	wantReason(t, write("src/locked/a"), capability.ReasonRuleDenied)
+	wantReason(t, write("src/b.go"), capability.ReasonAllowed)
+}
