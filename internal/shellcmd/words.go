@@ -31,6 +31,15 @@ func wordOf(w *syntax.Word) string {
 	if w == nil {
 		return dynamicWords
 	}
+	if len(w.Parts) == 1 {
+		// The common word: one literal with nothing to expand or unescape.
+		if l, ok := w.Parts[0].(*syntax.Lit); ok {
+			v := l.Value
+			if !strings.ContainsAny(v, "\\~*?[{") {
+				return v
+			}
+		}
+	}
 	var b, bare strings.Builder // bare: the unquoted text, quoted parts as 'q'
 	dyn, many := false, false
 	for i, p := range w.Parts {
