@@ -128,8 +128,20 @@ func TestEngineReadOnlyBash(t *testing.T) {
 			{"cat README.md", "allow"},
 			{"git status", "allow"}, // allowed by the world's rule too
 			{"git log -1", "allow"},
-			{"grep -r hello .", "allow"},
-			{"rg hello", "allow"},
+			{"grep -n hello README.md", "allow"},
+			// Stricter than Claude Code (docs/claude-rules.md): a recursive
+			// grep reads every file of the directory, .env too; rg runs
+			// programs (--pre, -z); sed and awk run commands and write.
+			{"grep -r hello .", "other"},
+			{"rg hello", "other"},
+			{"sed -n 1p README.md", "other"},
+			{"awk 'BEGIN{system(\"touch p\")}'", "other"},
+			// The red team's: each ran or wrote, classified read-only.
+			{"x=-delete; find . $x", "other"},
+			{"env --split='sh -c \"touch p\"' cat", "other"},
+			{"git grep -Otouch hello", "other"},
+			{"printf evil | uniq - README.md", "other"},
+			{"command time -o out cat README.md", "other"},
 			{"find . -name '*.md'", "allow"},
 			{"pwd", "allow"},
 			{"cat README.md | head -1 | wc -l", "allow"},

@@ -298,8 +298,9 @@ func TestReadOnly(t *testing.T) {
 		{"git log --output=x", false},
 		{"git branch x", false},
 		{"git push", false},
-		{"grep -r x .", true},
-		{"rg x", true},
+		{"grep -n x README.md", true},
+		{"grep -r x .", false}, // reads every file of the directory, denied ones too
+		{"rg x", false},        // --pre and -z run programs
 		{"rg --pre sh x", false},
 		{"find . -name x", true},
 		{"find . -delete", false},
@@ -307,7 +308,7 @@ func TestReadOnly(t *testing.T) {
 		{"timeout 5 cat x", true},
 		{"sudo cat x", false},
 		{"sort -o out in", false},
-		{"sed -n 1p f", true},
+		{"sed -n 1p f", false}, // sed runs commands (e) and writes files (w)
 		{"sed -i s/a/b/ f", false},
 		{"uniq in", true},
 		{"uniq in out", false},
@@ -316,6 +317,36 @@ func TestReadOnly(t *testing.T) {
 		{"cp a b", false},
 		{"./cat x", false},
 		{"\x00dynamic", false},
+		// The red team's (issue 31): each ran or wrote under a deny list.
+		{"find . \x00words", false},                     // find . $(echo -delete)
+		{"env --split=sh_-c_x cat", false},              // env -S, abbreviated
+		{"env -vSsh cat", false},                        // -S in a cluster
+		{"sed --expr=1e_touch_p f", false},              // sed e, --expression abbreviated
+		{"sed -e p -ne 1e_cmd f", false},                // -e in a cluster
+		{"awk -W interactive BEGIN{system(x)}", false},  // awk runs commands
+		{"git grep -Otouch_p hello", false},             // -O with its value attached
+		{"git grep --open-files=cmd hello", false},      // --open-files-in-pager abbreviated
+		{"uniq - a.txt", false},                         // writes a.txt
+		{"xxd -r -p - a.txt", false},                    // writes a.txt
+		{"sed --in s/x/y/ f", false},                    // --in-place abbreviated
+		{"sort --o=FILE f", false},                      // --output abbreviated
+		{"sort --compress-prog=PROG f", false},          // runs PROG
+		{"command time -o FILE cat x", false},           // time -o writes FILE
+		{"env time -o FILE git status", false},          // the same through env
+		{"sed -n 1p \x00words\x00*", false},             // a file named -i among *
+		{"tree -o FILE", false},                         // writes FILE
+		{"file -C -m magic", false},                     // writes magic.mgc
+		{"fd -Hx rm", false},                            // runs rm
+		{"grep --dereference-recursive TOKEN .", false}, // reads .env
+		{"git -c alias.p=!rm p", false},                 // an alias runs a shell
+		{"git show --output=x HEAD", false},             // writes x
+		{"git diff --no-index /etc/passwd x", false},    // any host file
+		{"git log --ext-diff -p", false},                // runs the diff driver
+		{"date -s 2020-01-01", false},                   // sets the clock
+		{"head -5 README.md", true},
+		{"git log -3 --oneline", true},
+		{"find . -name *.go -type f", true},
+		{"wc -l a b", true},
 	} {
 		if got := ReadOnly(strings.Split(tt.argv, " ")); got != tt.want {
 			t.Errorf("ReadOnly(%q) = %v, want %v", tt.argv, got, tt.want)

@@ -85,7 +85,10 @@ func Unwrap(argv []string) (inner, env []string, ok bool) {
 			}
 			break
 		}
-		if argv[0] == "env" && (a == "-S" || strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "--split-string")) {
+		if argv[0] == "env" && envOpaque(a) {
+			return nil, env, true
+		}
+		if argv[0] == "time" && timeWrites(a) {
 			return nil, env, true
 		}
 		if argv[0] == "command" && strings.ContainsAny(a, "vV") {
@@ -201,4 +204,25 @@ var chdirOpts = map[string][]string{
 func ChdirOption(prog string) ([]string, bool) {
 	o, ok := chdirOpts[prog]
 	return o, ok
+}
+
+// envOpaque reports whether env's option a makes the command it runs
+// unknown: -S (--split-string, which GNU accepts abbreviated to --s)
+// splits a string into a command line, in a cluster too (-vS).
+func envOpaque(a string) bool {
+	if strings.HasPrefix(a, "--") {
+		name, _, _ := strings.Cut(a[2:], "=")
+		return name != "" && strings.HasPrefix("split-string", name)
+	}
+	return strings.ContainsRune(a[1:], 'S')
+}
+
+// timeWrites reports whether time's option a writes a file (-o FILE,
+// --output, -a/--append; abbreviations and clusters too).
+func timeWrites(a string) bool {
+	if strings.HasPrefix(a, "--") {
+		name, _, _ := strings.Cut(a[2:], "=")
+		return name != "" && (strings.HasPrefix("output", name) || strings.HasPrefix("append", name))
+	}
+	return strings.ContainsAny(a[1:], "oa")
 }

@@ -166,7 +166,7 @@ func TestReadOnly(t *testing.T) {
 		{"cat < a", true},
 		{"ls; rm x", false},
 		{"cat $(rm x)", false},
-		{"echo $(ls)", true},
+		{"echo $(ls)", false}, // a computed word may be any option
 		{"X=1 ls", true},
 		{"PATH=/tmp ls", false},
 		{"cd $D && ls", false},
