@@ -93,6 +93,12 @@ func TestClaudeBashRules(t *testing.T) {
 		{"global", "git --no-pager push", "deny"},
 		{"global", "GIT push", "deny"}, // the program's name in any case
 		{"global", "git -C . status", "allow"},
+		// An alias defined on the command line is what runs (the red team's).
+		{"global", "git -c alias.p=push p origin main", "deny"},
+		{"global", "git -c alias.P=push P", "deny"},    // alias names in any case
+		{"global", "git -c alias.p=!rm p", ""},         // a shell alias: unknown, asked
+		{"global", "git --config-env=alias.p=X p", ""}, // defined elsewhere: unknown
+		{"global", "git -c alias.p=status p", "allow"},
 		{"global", "kubectl -n prod delete pod x", "deny"},
 		{"global", "kubectl --context=prod delete pod x", "deny"},
 		{"global", "docker --context prod rm -f x", "deny"},

@@ -265,16 +265,17 @@ func (r *rule) matchRequest(req *capability.Request, v *spawnView) bool {
 			return false
 		}
 		if r.cmd.matchArgv(req.Argv, r.broad) {
-			return true
+			if r.broad || v == nil {
+				return true
+			}
+			// An allow rule does not reach a command that its words
+			// hide (git -c alias.p='!rm -rf x' p under Bash(git:*)).
+			return !v.read(req.Argv).hidden
 		}
 		if v == nil {
 			return false
 		}
-		if !v.done {
-			v.run, v.neutral = command.Run(req.Argv)
-			v.differs = !slices.Equal(v.run, req.Argv)
-			v.done = true
-		}
+		v.read(req.Argv)
 		if !v.differs {
 			return false
 		}
@@ -304,8 +305,22 @@ func (r *rule) matchRequest(req *capability.Request, v *spawnView) bool {
 type spawnView struct {
 	run     []string
 	neutral bool
+	// hidden: the literal words run a command that cannot be read (a
+	// git alias to a shell command defined on the command line).
+	hidden bool
 	differs bool // run is not the argv as written
 	done    bool
+}
+
+// read computes v from argv, once.
+func (v *spawnView) read(argv []string) *spawnView {
+	if !v.done {
+		v.run, v.neutral = command.Run(argv)
+		v.differs = !slices.Equal(v.run, argv)
+		v.hidden = v.differs && slices.ContainsFunc(v.run, command.IsComputed) && !slices.ContainsFunc(argv, command.IsComputed)
+		v.done = true
+	}
+	return v
 }
 
 // views returns room for the command model's reading of every request of

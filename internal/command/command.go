@@ -139,6 +139,11 @@ func Run(argv []string) (run []string, neutral bool) {
 		return run, neutral
 	}
 	sub, n := g.strip(run)
+	if run[0] == "git" {
+		if a, ok := gitAlias(run, sub); ok {
+			return a, false // an alias defined on the command line
+		}
+	}
 	if sub == len(run) || sub == 1 {
 		return run, neutral // no subcommand, or nothing dropped
 	}

@@ -112,3 +112,38 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// gitAlias returns what git runs for argv (git with its global options)
+// when a -c alias.NAME=VALUE among them defines its subcommand sub:
+// VALUE's words in place of NAME, or, for a shell alias (!cmd) or one
+// defined through the environment (--config-env), a computed word: a
+// command the model cannot read. ok is false when no alias applies.
+func gitAlias(argv []string, sub int) (run []string, ok bool) {
+	if sub >= len(argv) {
+		return nil, false
+	}
+	name := strings.ToLower(argv[sub])
+	for i := 1; i < sub; i++ {
+		a := argv[i]
+		var def string
+		switch {
+		case a == "-c" && i+1 < sub:
+			def = argv[i+1]
+		case strings.HasPrefix(a, "-c"):
+			def = a[2:]
+		case strings.HasPrefix(a, "--config-env"):
+			return []string{"git", Computed}, true
+		default:
+			continue
+		}
+		key, value, _ := strings.Cut(def, "=")
+		if !strings.EqualFold(key, "alias."+name) {
+			continue
+		}
+		if strings.HasPrefix(value, "!") || IsComputed(value) {
+			return []string{"git", Computed}, true
+		}
+		return append(append([]string{"git"}, strings.Fields(value)...), argv[sub+1:]...), true
+	}
+	return nil, false
+}
