@@ -307,7 +307,7 @@ type spawnView struct {
 	neutral bool
 	// hidden: the literal words run a command that cannot be read (a
 	// git alias to a shell command defined on the command line).
-	hidden bool
+	hidden  bool
 	differs bool // run is not the argv as written
 	done    bool
 }
