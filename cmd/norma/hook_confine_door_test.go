@@ -37,7 +37,7 @@ func (h *hookEnv) claudeBash(t *testing.T, command string) (string, int) {
 }
 
 // TestDoorHookClaudeConfinesBash: with a user rule Bash(cat:*), commands
-// whose files the analysis cannot see (x=.env; cat $x, cat .e*) are
+// whose files the analysis cannot see (x=.env; cat $x; y=.e; cat ${y}nv) are
 // allowed, and the built hook's answer carries an updatedInput whose
 // command, run by a real bash as Claude Code runs it, runs them inside
 // Norma's sandbox: the canary of .env is never printed, while the same
@@ -86,7 +86,7 @@ func TestDoorHookClaudeConfinesBash(t *testing.T) {
 	if out, code := h.claudeBash(t, c); code != 0 || !strings.Contains(out, "branch") {
 		t.Errorf("confined git status: exit %d, %q", code, out)
 	}
-	for i, attack := range []string{"x=.env; cat $x", "cat .e*"} {
+	for i, attack := range []string{"x=.env; cat $x", "y=.e; cat ${y}nv"} {
 		if out, _ := h.claudeBash(t, attack); !strings.Contains(out, runCanary) {
 			t.Fatalf("unconfined %q did not read .env (%q): the attack is not real", attack, out)
 		}
