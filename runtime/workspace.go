@@ -89,7 +89,10 @@ type Options struct {
 	// Settings names the settings files besides the workspace's own
 	// (user, --settings, managed); see package settings.
 	Settings settings.Options
-	// Rules are the permission rules (allow, ask, deny).
+	// Rules are the permission rules (allow, ask, deny). Rules written
+	// with a path outside the workspace's own syntax (//abs, ~/x) are
+	// placed by Rules.Root and Rules.Home: by default the workspace
+	// directory, symbolic links resolved, and this user's home directory.
 	Rules policy.Rules
 	// Audit receives every decision and the registry's replacements.
 	// Required.
@@ -255,6 +258,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if err := makeInside(dir, o.Settings.UserDir); err != nil {
 		return nil, err
 	}
+	placeRules(&o.Rules, dir)
 	layer = withFloor(layer, dir, ruleDenies(o.Rules), o.Home, o.Settings.UserDir)
 	if o.RunID == "" {
 		o.RunID = agent.NewRunID()
@@ -295,6 +299,20 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// placeRules gives rules the directories their //abs and ~/ forms are
+// placed against, where the caller has not (package agenthook gives the
+// agent's).
+func placeRules(rules *policy.Rules, dir string) {
+	if rules.Root == "" {
+		rules.Root = realPath(dir)
+	}
+	if rules.Home == "" {
+		if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+			rules.Home = realPath(h)
+		}
+	}
 }
 
 // LoadPolicy reads dir's workspace policy ([PolicyFile]); nil when there is
