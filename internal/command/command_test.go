@@ -342,7 +342,8 @@ func TestReadOnly(t *testing.T) {
 		{"git show --output=x HEAD", false},             // writes x
 		{"git diff --no-index /etc/passwd x", false},    // any host file
 		{"git log --ext-diff -p", false},                // runs the diff driver
-		{"date -s 2020-01-01", false},                   // sets the clock
+		{"date -s 2020-01-01", false},
+		{"git show HEAD:.env", false}, // a file's content past the file rules                   // sets the clock
 		{"head -5 README.md", true},
 		{"git log -3 --oneline", true},
 		{"find . -name *.go -type f", true},

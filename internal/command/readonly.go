@@ -1,6 +1,9 @@
 package command
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // ro is what a read-only program may be given and still only read and
 // print: an allowlist, not a list of what is risky. A GNU or git option
@@ -121,7 +124,9 @@ func ReadOnly(argv []string) bool {
 			return false
 		}
 		spec, ok := gitReadOnly[run[1]]
-		return ok && spec.allows(run[2:])
+		// REV:PATH names a file's content in the repository (git show
+		// HEAD:.env), which no file rule sees: asked.
+		return ok && spec.allows(run[2:]) && !slices.ContainsFunc(run[2:], func(a string) bool { return strings.Contains(a, ":") })
 	case "find":
 		return findReadOnly(run[1:])
 	}
