@@ -248,11 +248,14 @@ func TestDoorExplainAgreesWithRun(t *testing.T) {
 }
 
 // TestDoorExplainDefaultMode: in the default mode a shell command is not
-// allowed without approval, whatever it is; explain says so, as run does.
+// allowed without approval unless every effect of it is a read the policy
+// allows (issue 31: git status, as in Claude Code); explain says so, as
+// run does.
 func TestDoorExplainDefaultMode(t *testing.T) {
 	e := newRunEnv(t)
 	for _, tc := range []struct{ tool, input, decision, reason string }{
-		{"Bash", `{"command":"git status"}`, "approval_required", "APPROVAL_REQUIRED"},
+		{"Bash", `{"command":"git status"}`, "allow", "ALLOWED"},
+		{"Bash", `{"command":"git commit -m x"}`, "approval_required", "APPROVAL_REQUIRED"},
 		{"Bash", `{"command":"eval $X"}`, "approval_required", "COMMAND_UNPARSEABLE"},
 		{"Read", `{"path":"docs/intro.md"}`, "allow", "ALLOWED"},
 		{"Write", `{"path":"out.md","content":"x"}`, "approval_required", "APPROVAL_REQUIRED"},
