@@ -252,6 +252,11 @@ func parse(raw string, originOnly bool) (URL, error) {
 	}
 	u.Path = p
 	u.RawQuery = query
+	if len(u.String()) > maxURLLen {
+		// Escaping may triple a byte (\x82 is %82): a URL accepted here
+		// must be one Normalize accepts again, as it prints it.
+		return URL{}, invalid(raw, "URL too long once normalized")
+	}
 	return u, nil
 }
 
