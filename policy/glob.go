@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"io/fs"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -94,9 +95,14 @@ func compileGlob(pattern, rule string) glob {
 // that matches a zero-length string, that is "", `*`, `**`, `**/`, `/**`,
 // `/**/`, or braces reducing to one of them. `**/*`, `**/x*` and `*/**` are
 // not: a `**/` matching zero directories leaves a `*` that needs a name.
+//
+// A name that is not a clean relative path (a leading, trailing or double
+// slash, a . or .. element: never a request's, which fspath.Clean makes)
+// goes to doublestar too: the specialised kinds assume segments (a
+// negated class such as [!0] matches "/" itself there).
 func (g *glob) match(p string) bool {
-	if p == "" {
-		ok, _ := doublestar.Match(g.pattern, "")
+	if p == "" || !fs.ValidPath(p) {
+		ok, _ := doublestar.Match(g.pattern, p)
 		return ok
 	}
 	switch g.kind {
