@@ -84,7 +84,7 @@ func newRedactor(ctx context.Context, home string, vault func(context.Context) (
 	if vault == nil {
 		return red, nil
 	}
-	if _, err := os.Lstat(filepath.Join(home, "secrets", secret.KeyFileName)); errors.Is(err, fs.ErrNotExist) {
+	if !HasVault(home) {
 		return red, nil
 	}
 	fail := func(err error) error {
@@ -108,4 +108,11 @@ func newRedactor(ctx context.Context, home string, vault func(context.Context) (
 		}
 	}
 	return red, nil
+}
+
+// HasVault reports whether state directory home holds a vault (its key
+// file), which is then opened; a vault is never created to be read.
+func HasVault(home string) bool {
+	_, err := os.Lstat(filepath.Join(home, "secrets", secret.KeyFileName))
+	return !errors.Is(err, fs.ErrNotExist)
 }

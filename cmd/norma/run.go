@@ -402,7 +402,7 @@ func apiKey(cmd *cobra.Command, home, env, vaultName string, red *secret.Redacto
 		_ = red.AddValue(secret.KindProviderKey, secret.NewValue([]byte(v)))
 		return provider.NewAPIKey(v), nil
 	}
-	if !fileExists(filepath.Join(home, "secrets", secret.KeyFileName)) {
+	if !runtime.HasVault(home) {
 		return provider.APIKey{}, nil
 	}
 	v, err := openVault(cmd)
