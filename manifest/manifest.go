@@ -86,6 +86,11 @@ type Filesystem struct {
 	Read  []string `json:"read" yaml:"read,omitempty"`
 	Write []string `json:"write" yaml:"write,omitempty"`
 	Deny  []string `json:"deny" yaml:"deny,omitempty"`
+	// DenyWrite are globs that may be read but not written: a deny of
+	// fs.write alone, which the sandbox shows read-only. Norma's runtime
+	// sets it on the workspace layer from the Write and Edit deny rules
+	// (a deny on one verb denies that verb); a layer file cannot name it.
+	DenyWrite []string `json:"deny_write,omitempty" yaml:"deny_write,omitempty"`
 }
 
 // Network lists the requests a plugin may make.
