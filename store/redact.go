@@ -3,7 +3,8 @@ package store
 import (
 	"net/url"
 	"strings"
-	"unicode"
+
+	"github.com/norma-run/norma/secret"
 )
 
 // Redact returns a store location fit to print. Hidden, as "xxxxx": the
@@ -77,31 +78,10 @@ func hideParams(s string) string {
 	return b.String()
 }
 
-// credentialWords are the parts of a parameter's name that make its value
-// a credential: password, passwd, passphrase, sslpassword, pass, pwd,
-// secret, client_secret, token, access_token, key, apikey, sslkey,
-// auth, authorization, credentials, sig (a signed URL's), jwt, cookie,
-// session.
-var credentialWords = []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "sig", "jwt", "cookie", "session"}
-
 // CredentialKey reports whether a parameter named name may hold a
-// credential: whether name, unescaped as in a query and folded to lower
-// case (every case: "PASSWORD", "PaSs", "paſs" with a long s), contains
-// one of the words of a credential's name. A name that does not unescape
-// counts as a credential's.
-func CredentialKey(name string) bool {
-	n, err := url.QueryUnescape(name)
-	if err != nil {
-		return true
-	}
-	n = strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, n)
-	for _, w := range credentialWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
+// credential; it is [secret.CredentialKey], the one answer, which the
+// egress detector shares.
+func CredentialKey(name string) bool { return secret.CredentialKey(name) }
 
 // validScheme reports whether s is a URL scheme (RFC 3986), so that it may
 // be printed: a letter, then letters, digits, "+", "-" or ".".
