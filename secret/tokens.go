@@ -14,8 +14,13 @@ import "bytes"
 //   - AWS access key ids: AKIA or ASIA and exactly 16 of [A-Z0-9];
 //   - Slack tokens: xoxa-, xoxb-, xoxp-, xoxr-, xoxs- and 10 or more of
 //     [A-Za-z0-9-];
-//   - PEM private keys: a "-----BEGIN … PRIVATE KEY-----" line through the
-//     next "-----END …-----" (to the end of the text when there is none);
+//   - PEM private keys (OpenSSH's too) and PGP private key blocks: a
+//     "-----BEGIN … PRIVATE KEY-----" or "-----BEGIN PGP PRIVATE KEY
+//     BLOCK-----" line through the next "-----END …-----" (to the end of
+//     the text when there is none);
+//   - the prefixed cloud, payment, chat and CI formats of families.go
+//     ([KindAnthropicKey] and its siblings), Telegram bot tokens and
+//     Discord bot tokens;
 //   - JWTs: three base64url segments separated by dots, the first one
 //     starting "eyJ" (a JSON object) and at least 10 characters long, the
 //     second at least 4, the last one possibly empty.
@@ -62,7 +67,7 @@ func isPEMLabel(c byte) bool { return isUpperDigit(c) || c == ' ' }
 
 // tokenStarts are the first two bytes of every token format; the scanner
 // looks at a token only where they occur.
-var tokenStarts = []string{"gh", "gi", "AK", "AS", "xo", "--", "ey"}
+var tokenStarts = append([]string{"gh", "gi", "AK", "AS", "xo", "--", "ey"}, familyTokenStarts()...)
 
 // run returns the length of the prefix of s whose bytes satisfy ok.
 func run(s []byte, ok func(byte) bool) int {
@@ -87,6 +92,32 @@ func prefix(s []byte, p string) (ok, more bool) {
 // or more when s ends before that can be decided (only when !final). prev
 // is the byte before s, or -1 at the start of the text.
 func matchToken(s []byte, prev int, final bool) (n int, kind string, more bool) {
+	n, kind, more = matchKnown(s, prev, final)
+	others := [...]func([]byte, int, bool) (int, string, bool){matchFamily, nil}
+	switch c := s[0]; {
+	case '1' <= c && c <= '9':
+		others[1] = matchTelegram
+	case c == 'M' || c == 'N' || c == 'O':
+		others[1] = matchDiscord
+	}
+	for _, f := range others {
+		if f == nil {
+			continue
+		}
+		fn, fkind, fmore := f(s, prev, final)
+		more = more || fmore
+		if fn > n {
+			n, kind = fn, fkind
+		}
+	}
+	if more && !final {
+		return 0, "", true
+	}
+	return n, kind, false
+}
+
+// matchKnown is matchToken for the formats of this file.
+func matchKnown(s []byte, prev int, final bool) (n int, kind string, more bool) {
 	switch s[0] {
 	case 'g':
 		if prev >= 0 && isWord(byte(prev)) {
@@ -242,7 +273,7 @@ func matchPEM(s []byte, final bool) (int, string, bool) {
 	if ok, more := prefix(s[at:], "-----"); !ok {
 		return 0, "", more && !final
 	}
-	if !bytes.HasSuffix(s[len(begin):at], []byte("PRIVATE KEY")) {
+	if l := s[len(begin):at]; !bytes.HasSuffix(l, []byte("PRIVATE KEY")) && !bytes.HasSuffix(l, []byte("PRIVATE KEY BLOCK")) {
 		return 0, "", false
 	}
 	if end := pemEnd(s[at+5:]); end >= 0 {
