@@ -18,7 +18,7 @@ type APIKey struct{ v string }
 // secret vault.
 func NewAPIKey(v string) APIKey { return APIKey{v: v} }
 
-// Reveal returns the credential. Call it only to hand the key to an SDK.
+// Reveal returns the credential. Call it only to put the key in a request.
 func (k APIKey) Reveal() string { return k.v }
 
 // IsZero reports whether the key is empty.

@@ -1,6 +1,8 @@
 package fakeopenai_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -8,10 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/norma-run/norma/internal/fakeopenai"
 )
@@ -29,28 +27,107 @@ func start(t *testing.T, turns ...fakeopenai.Turn) *fakeopenai.Server {
 
 const apiKey = "sk-fake-key-must-not-be-recorded"
 
-var shellTool = responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: "exec_command",
-	Parameters: map[string]any{"type": "object", "properties": map[string]any{"cmd": map[string]any{"type": "string"}}}}}
+var shellTool = map[string]any{"type": "function", "name": "exec_command",
+	"parameters": map[string]any{"type": "object", "properties": map[string]any{"cmd": map[string]any{"type": "string"}}}}
 
-// turn is what a streamed answer held, read by the OpenAI SDK's own
-// streaming decoder: a second implementation of the wire format that the
-// fake's stream must satisfy.
+// response is the part of a Responses API response the tests read.
+type response struct {
+	Status string `json:"status"`
+	Output []struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		CallID    string `json:"call_id"`
+		Arguments string `json:"arguments"`
+		Content   []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage struct {
+		TotalTokens int64 `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// outputText is the text of the response's messages, joined.
+func (r response) outputText() string {
+	var b strings.Builder
+	for _, it := range r.Output {
+		for _, c := range it.Content {
+			if it.Type == "message" && c.Type == "output_text" {
+				b.WriteString(c.Text)
+			}
+		}
+	}
+	return b.String()
+}
+
+// post sends a Responses API request as a client does (a bearer key, a
+// JSON body) and returns the answer.
+func post(t *testing.T, ctx context.Context, s *fakeopenai.Server, body map[string]any) *http.Response {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/responses", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /responses = %s", resp.Status)
+	}
+	return resp
+}
+
+// turn is what a streamed answer held, read event by event: each event's
+// "event:" name must match its data's type.
 type turn struct {
 	types    []string
 	text     string // the output_text deltas, joined
 	args     string // the function_call_arguments deltas, joined
-	response responses.Response
+	response response
 }
 
-func stream(t *testing.T, ctx context.Context, s *fakeopenai.Server, input responses.ResponseInputParam) turn {
+func stream(t *testing.T, ctx context.Context, s *fakeopenai.Server, input []any) turn {
 	t.Helper()
-	c := openai.NewClient(option.WithBaseURL(s.URL+"/"), option.WithAPIKey(apiKey), option.WithMaxRetries(0))
-	st := c.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gpt-fake",
-		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: input}, Tools: []responses.ToolUnionParam{shellTool}})
+	resp := post(t, ctx, s, map[string]any{"model": "gpt-fake", "stream": true, "input": input, "tools": []any{shellTool}})
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("Content-Type = %q, want text/event-stream", ct)
+	}
 	var tr turn
 	seq := int64(-1)
-	for st.Next() {
-		ev := st.Current()
+	name := ""
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			name = v
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type           string   `json:"type"`
+			SequenceNumber int64    `json:"sequence_number"`
+			Delta          string   `json:"delta"`
+			Response       response `json:"response"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		if name != ev.Type {
+			t.Errorf("event: %q carries a %q", name, ev.Type)
+		}
 		if ev.SequenceNumber != seq+1 {
 			t.Errorf("event %s has sequence_number %d after %d", ev.Type, ev.SequenceNumber, seq)
 		}
@@ -65,21 +142,24 @@ func stream(t *testing.T, ctx context.Context, s *fakeopenai.Server, input respo
 			tr.response = ev.Response
 		}
 	}
-	if err := st.Err(); err != nil {
+	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return tr
 }
 
-// callOutput is a function_call_output input item.
-func callOutput(callID, output string) responses.ResponseInputItemUnionParam {
-	it := responses.ResponseInputItemParamOfFunctionCallOutput(output)
-	it.OfFunctionCallOutput.CallID = openai.String(callID)
-	return it
+// userMessage is a user message input item.
+func userMessage(text string) map[string]any {
+	return map[string]any{"type": "message", "role": "user", "content": text}
 }
 
-// TestScriptStreams drives a two-turn script through the SDK's streaming
-// client: a turn with a message and a function call (the arguments
+// callOutput is a function_call_output input item.
+func callOutput(callID, output string) map[string]any {
+	return map[string]any{"type": "function_call_output", "call_id": callID, "output": output}
+}
+
+// TestScriptStreams drives a two-turn script as a streaming client reads it:
+// a turn with a message and a function call (the arguments
 // rebuilt from their deltas, the call in the completed response's
 // output), then, with the call's output in the input, a text turn; a
 // retry of a request gets the same turn, and past the script the fake
@@ -90,8 +170,8 @@ func TestScriptStreams(t *testing.T) {
 		fakeopenai.Turn{{Text: "all good"}},
 	)
 	ctx := t.Context()
-	user := responses.ResponseInputItemParamOfMessage("go", responses.EasyInputMessageRoleUser)
-	t1 := stream(t, ctx, s, responses.ResponseInputParam{user})
+	user := userMessage("go")
+	t1 := stream(t, ctx, s, []any{user})
 	wantTypes := []string{"response.created", "response.in_progress",
 		"response.output_item.added", "response.content_part.added", "response.output_text.delta", "response.output_text.done", "response.content_part.done", "response.output_item.done",
 		"response.output_item.added", "response.function_call_arguments.delta", "response.function_call_arguments.delta", "response.function_call_arguments.done", "response.output_item.done",
@@ -104,12 +184,12 @@ func TestScriptStreams(t *testing.T) {
 	}
 	out := t1.response.Output
 	if t1.response.Status != "completed" || len(out) != 2 || out[1].Type != "function_call" || out[1].Name != "exec_command" ||
-		out[1].CallID != fakeopenai.CallID(0, 1) || out[1].Arguments.OfString != `{"cmd":"cat .env"}` || t1.response.Usage.TotalTokens == 0 {
+		out[1].CallID != fakeopenai.CallID(0, 1) || out[1].Arguments != `{"cmd":"cat .env"}` || t1.response.Usage.TotalTokens == 0 {
 		t.Fatalf("turn 1 completed response = %+v", t1.response)
 	}
 
-	conv := responses.ResponseInputParam{user,
-		responses.ResponseInputItemParamOfFunctionCall(`{"cmd":"cat .env"}`, fakeopenai.CallID(0, 1), "exec_command"),
+	conv := []any{user,
+		map[string]any{"type": "function_call", "arguments": `{"cmd":"cat .env"}`, "call_id": fakeopenai.CallID(0, 1), "name": "exec_command"},
 		callOutput(fakeopenai.CallID(0, 1), "refused by norma"),
 	}
 	if t2 := stream(t, ctx, s, conv); t2.text != "all good" {
@@ -150,16 +230,19 @@ func TestScriptStreams(t *testing.T) {
 // is a 404.
 func TestSideAndErrors(t *testing.T) {
 	s := start(t, fakeopenai.Turn{{Tool: "exec_command", Input: map[string]any{"cmd": "ls"}}})
-	c := openai.NewClient(option.WithBaseURL(s.URL+"/"), option.WithAPIKey(apiKey), option.WithMaxRetries(0))
-	side, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "m",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("title?")}})
-	if err != nil || side.OutputText() != "ok" {
-		t.Fatalf("side request = %+v, %v; want ok", side, err)
+	whole := func(body map[string]any) response {
+		var r response
+		if err := json.NewDecoder(post(t, t.Context(), s, body).Body).Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	r, err := c.Responses.New(t.Context(), responses.ResponseNewParams{Model: "m",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("go")}, Tools: []responses.ToolUnionParam{shellTool}})
-	if err != nil || len(r.Output) != 1 || r.Output[0].Name != "exec_command" {
-		t.Fatalf("non-streaming turn 0 = %+v, %v; want the scripted call", r, err)
+	if side := whole(map[string]any{"model": "m", "input": "title?"}); side.outputText() != "ok" {
+		t.Fatalf("side request = %+v; want ok", side)
+	}
+	r := whole(map[string]any{"model": "m", "input": "go", "tools": []any{shellTool}})
+	if len(r.Output) != 1 || r.Output[0].Name != "exec_command" {
+		t.Fatalf("non-streaming turn 0 = %+v; want the scripted call", r)
 	}
 	resp, err := http.Get(s.URL + "/models")
 	if err != nil {

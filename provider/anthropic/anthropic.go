@@ -1,20 +1,19 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
-	sdk "github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
-	"github.com/anthropics/anthropic-sdk-go/packages/param"
-
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/internal/httpclient"
+	"github.com/norma-run/norma/provider/internal/sse"
 	"github.com/norma-run/norma/provider/internal/toolname"
 )
 
@@ -46,9 +45,19 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultBaseURL is used when [Options.BaseURL] is empty.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// APIVersion is the anthropic-version header every request carries.
+const APIVersion = "2023-06-01"
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
 // Provider talks to the Messages API. It is safe for concurrent use.
 type Provider struct {
-	client    sdk.Client
+	hc        *http.Client
+	url       string // the messages endpoint
 	key       provider.APIKey
 	maxTokens int
 	now       func() time.Time
@@ -61,24 +70,22 @@ func New(opts Options) (*Provider, error) {
 	if opts.APIKey.IsZero() {
 		return nil, ErrNoAPIKey
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = httpclient.New()
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
 	}
-	ro := []option.RequestOption{
-		option.WithoutEnvironmentDefaults(),
-		option.WithAPIKey(opts.APIKey.Reveal()),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	}
-	if opts.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("anthropic: base URL %q: want http:// or https://", base)
 	}
 	p := &Provider{
-		client:    sdk.NewClient(ro...),
+		hc:        opts.HTTPClient,
+		url:       strings.TrimRight(base, "/") + "/v1/messages",
 		key:       opts.APIKey,
 		maxTokens: opts.MaxTokens,
 		now:       opts.Now,
+	}
+	if p.hc == nil {
+		p.hc = httpclient.New()
 	}
 	if p.maxTokens <= 0 {
 		p.maxTokens = DefaultMaxTokens
@@ -96,24 +103,54 @@ func (p *Provider) Name() string { return Name }
 // and transport failures, wrap [provider.ErrInvalidRequest] for requests
 // that cannot be expressed, and wrap the context's error on cancellation.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	params, names, err := p.params(req)
+	body, names, err := p.params(req)
 	if err != nil {
 		return provider.Response{}, err
 	}
-	stream := p.client.Messages.NewStreaming(ctx, params)
-	defer stream.Close()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return provider.Response{}, fmt.Errorf("%w: %v", provider.ErrInvalidRequest, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(raw))
+	if err != nil {
+		return provider.Response{}, &provider.APIError{Provider: Name, Message: p.key.Redact(err.Error())}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	hr.Header.Set("Anthropic-Version", APIVersion)
+	hr.Header.Set("X-Api-Key", p.key.Reveal())
+	resp, err := p.hc.Do(hr)
+	if err != nil {
+		return provider.Response{}, p.failure(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return provider.Response{}, p.statusError(resp)
+	}
 
 	var acc accumulator
-	for stream.Next() {
-		if err := acc.add(stream.Current(), onText); err != nil {
+	events := sse.NewReader(resp.Body)
+	for !acc.stopped {
+		ev, err := events.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return provider.Response{}, p.failure(ctx, err)
+		}
+		if ev.Type == "ping" {
+			continue
+		}
+		var se streamEvent
+		if err := json.Unmarshal(ev.Data, &se); err != nil {
+			return provider.Response{}, &provider.APIError{Provider: Name, Message: truncate(p.key.Redact("malformed stream: " + err.Error()))}
+		}
+		if ev.Type == "error" || se.Type == "error" {
+			return provider.Response{}, p.streamError(ev.Data)
+		}
+		if err := acc.add(se, onText); err != nil {
 			return provider.Response{}, &provider.APIError{Provider: Name, Message: p.key.Redact("malformed stream: " + err.Error())}
 		}
-	}
-	if err := stream.Err(); err != nil {
-		if ctx.Err() != nil {
-			return provider.Response{}, fmt.Errorf("anthropic: %w", context.Cause(ctx))
-		}
-		return provider.Response{}, p.apiError(err)
 	}
 	if !acc.stopped {
 		return provider.Response{}, &provider.APIError{Provider: Name, Message: "stream ended before message_stop", Retryable: true}
@@ -121,9 +158,46 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	return acc.response(names)
 }
 
-// params converts a provider-neutral request into SDK parameters.
-func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, *toolname.Map, error) {
-	var params sdk.MessageNewParams
+// The request body of the Messages API, as much of it as Norma sends.
+type (
+	messagesRequest struct {
+		Model     string        `json:"model"`
+		MaxTokens int           `json:"max_tokens"`
+		System    []textBlock   `json:"system,omitempty"`
+		Messages  []wireMessage `json:"messages"`
+		Tools     []wireTool    `json:"tools,omitempty"`
+		Stream    bool          `json:"stream"`
+	}
+	wireMessage struct {
+		Role    provider.Role `json:"role"`
+		Content []any         `json:"content"`
+	}
+	wireTool struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	textBlock struct {
+		Type string `json:"type"` // "text"
+		Text string `json:"text"`
+	}
+	toolUseBlock struct {
+		Type  string          `json:"type"` // "tool_use"
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	}
+	toolResultBlock struct {
+		Type      string      `json:"type"` // "tool_result"
+		ToolUseID string      `json:"tool_use_id"`
+		IsError   bool        `json:"is_error"`
+		Content   []textBlock `json:"content,omitempty"`
+	}
+)
+
+// params converts a provider-neutral request into the API's body.
+func (p *Provider) params(req provider.Request) (messagesRequest, *toolname.Map, error) {
+	params := messagesRequest{Stream: true}
 	if req.Model == "" {
 		return params, nil, fmt.Errorf("%w: no model", provider.ErrInvalidRequest)
 	}
@@ -131,16 +205,15 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, *toolname
 		return params, nil, err
 	}
 	names := toolname.ForRequest(req)
-	params.Model = sdk.Model(req.Model)
-	params.MaxTokens = int64(req.MaxTokens)
+	params.Model = req.Model
+	params.MaxTokens = req.MaxTokens
 	if params.MaxTokens <= 0 {
-		params.MaxTokens = int64(p.maxTokens)
+		params.MaxTokens = p.maxTokens
 	}
 	if req.System != "" {
-		params.System = []sdk.TextBlockParam{{Text: req.System}}
+		params.System = []textBlock{{Type: "text", Text: req.System}}
 	}
 	for _, t := range req.Tools {
-		wire := names.Wire(t.Name)
 		schema := t.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
@@ -148,47 +221,35 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, *toolname
 		if !provider.IsJSONObject(schema) {
 			return params, nil, fmt.Errorf("%w: tool %q: input schema is not a JSON object", provider.ErrInvalidRequest, t.Name)
 		}
-		tp := &sdk.ToolParam{
-			Name:        wire,
-			InputSchema: param.Override[sdk.ToolInputSchemaParam](schema),
-		}
-		if t.Description != "" {
-			tp.Description = sdk.String(t.Description)
-		}
-		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: tp})
+		params.Tools = append(params.Tools, wireTool{Name: names.Wire(t.Name), Description: t.Description, InputSchema: schema})
 	}
 	for _, m := range req.Messages {
-		var blocks []sdk.ContentBlockParamUnion
+		var blocks []any
 		for _, b := range m.Blocks {
 			switch b.Type {
 			case provider.BlockText:
 				// The API refuses empty text blocks.
 				if strings.TrimSpace(b.Text) != "" {
-					blocks = append(blocks, sdk.NewTextBlock(b.Text))
+					blocks = append(blocks, textBlock{Type: "text", Text: b.Text})
 				}
 			case provider.BlockToolUse:
-				wire := names.Wire(b.Name)
 				input := b.Input
 				if len(input) == 0 {
 					input = json.RawMessage(`{}`)
 				}
-				blocks = append(blocks, sdk.NewToolUseBlock(b.ID, input, wire))
+				blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: b.ID, Name: names.Wire(b.Name), Input: input})
 			case provider.BlockToolResult:
-				tr := &sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID, IsError: sdk.Bool(b.IsError)}
+				tr := toolResultBlock{Type: "tool_result", ToolUseID: b.ToolUseID, IsError: b.IsError}
 				if b.Content != "" {
-					tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: b.Content}}}
+					tr.Content = []textBlock{{Type: "text", Text: b.Content}}
 				}
-				blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: tr})
+				blocks = append(blocks, tr)
 			}
 		}
 		if len(blocks) == 0 {
 			continue
 		}
-		if m.Role == provider.RoleAssistant {
-			params.Messages = append(params.Messages, sdk.NewAssistantMessage(blocks...))
-		} else {
-			params.Messages = append(params.Messages, sdk.NewUserMessage(blocks...))
-		}
+		params.Messages = append(params.Messages, wireMessage{Role: m.Role, Content: blocks})
 	}
 	if len(params.Messages) == 0 {
 		return params, nil, fmt.Errorf("%w: no messages", provider.ErrInvalidRequest)
@@ -196,12 +257,52 @@ func (p *Provider) params(req provider.Request) (sdk.MessageNewParams, *toolname
 	return params, names, nil
 }
 
+// streamEvent is one event of the stream, as much of it as Norma reads.
+type streamEvent struct {
+	Type    string `json:"type"`
+	Index   int64  `json:"index"`
+	Message struct {
+		Usage usage `json:"usage"`
+	} `json:"message"`
+	ContentBlock struct {
+		Type  string          `json:"type"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Text  string          `json:"text"`
+		Input json.RawMessage `json:"input"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage usage `json:"usage"`
+}
+
+// usage is the token count of message_start and message_delta;
+// InputTokens is nil when the event did not carry it.
+type usage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             int64  `json:"output_tokens"`
+	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64  `json:"cache_read_input_tokens"`
+}
+
+// input is the whole prompt: fresh, written to and read from the cache.
+func (u usage) input() int {
+	var n int64
+	if u.InputTokens != nil {
+		n = *u.InputTokens
+	}
+	return int(n + u.CacheCreationInputTokens + u.CacheReadInputTokens)
+}
+
 // accumulator rebuilds a message from stream events.
 type accumulator struct {
 	blocks  []*block
-	stop    sdk.StopReason
+	stop    string
 	usage   provider.Usage
-	started bool
 	stopped bool
 }
 
@@ -213,12 +314,11 @@ type block struct {
 	input      strings.Builder
 }
 
-func (a *accumulator) add(ev sdk.MessageStreamEventUnion, onText func(string)) error {
+func (a *accumulator) add(ev streamEvent, onText func(string)) error {
 	switch ev.Type {
 	case "message_start":
-		a.started = true
 		u := ev.Message.Usage
-		a.usage.InputTokens = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
+		a.usage.InputTokens = u.input()
 		a.usage.OutputTokens = int(u.OutputTokens)
 	case "content_block_start":
 		if ev.Index != int64(len(a.blocks)) {
@@ -235,7 +335,7 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion, onText func(string)) e
 				}
 			}
 		case "tool_use":
-			if raw := cb.JSON.Input.Raw(); raw != "" && raw != "null" {
+			if raw := bytes.TrimSpace(cb.Input); len(raw) > 0 && string(raw) != "null" {
 				b.startInput = json.RawMessage(raw)
 			}
 		}
@@ -257,9 +357,8 @@ func (a *accumulator) add(ev sdk.MessageStreamEventUnion, onText func(string)) e
 	case "message_delta":
 		a.stop = ev.Delta.StopReason
 		a.usage.OutputTokens = int(ev.Usage.OutputTokens)
-		if ev.Usage.JSON.InputTokens.Valid() {
-			u := ev.Usage
-			a.usage.InputTokens = int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
+		if ev.Usage.InputTokens != nil {
+			a.usage.InputTokens = ev.Usage.input()
 		}
 	case "message_stop":
 		a.stopped = true
@@ -306,22 +405,23 @@ func (a *accumulator) response(names *toolname.Map) (provider.Response, error) {
 	return resp, nil
 }
 
-func stopReason(r sdk.StopReason) string {
+func stopReason(r string) string {
 	switch r {
-	case sdk.StopReasonEndTurn:
+	case "end_turn":
 		return provider.StopEndTurn
-	case sdk.StopReasonToolUse:
+	case "tool_use":
 		return provider.StopToolUse
-	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
+	case "max_tokens", "model_context_window_exceeded":
 		return provider.StopMaxTokens
-	case sdk.StopReasonStopSequence:
+	case "stop_sequence":
 		return provider.StopStopSequence
-	default:
+	default: // refusal, pause_turn, and anything new
 		return provider.StopEndTurn
 	}
 }
 
-// errorBody is the API's error envelope.
+// errorBody is the API's error envelope, in an error answer's body and in
+// a stream's error event.
 type errorBody struct {
 	Error struct {
 		Type    string `json:"type"`
@@ -329,51 +429,54 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-const streamErrPrefix = "received error while streaming: "
-
-// apiError converts an SDK or transport error into a redacted
-// *provider.APIError that does not retain the request.
-func (p *Provider) apiError(err error) *provider.APIError {
-	out := &provider.APIError{Provider: Name}
-	if e, ok := errors.AsType[*sdk.Error](err); ok {
-		if e.Response != nil && e.Response.StatusCode != http.StatusOK {
-			out.StatusCode = e.Response.StatusCode
-			out.RetryAfter = provider.ParseRetryAfter(e.Response.Header, p.now())
-		}
-		var body errorBody
-		if json.Unmarshal([]byte(e.RawJSON()), &body) == nil && body.Error.Type != "" {
-			out.Type = body.Error.Type
-			out.Message = p.key.Redact(body.Error.Message)
-		} else {
-			out.Type = string(e.Type())
-			out.Message = truncate(p.key.Redact(e.RawJSON()))
-		}
-		if out.Message == "" && out.StatusCode != 0 {
-			out.Message = http.StatusText(out.StatusCode)
-		}
-	} else if msg := err.Error(); strings.HasPrefix(msg, streamErrPrefix) {
-		var body errorBody
-		if json.Unmarshal([]byte(strings.TrimPrefix(msg, streamErrPrefix)), &body) == nil {
-			out.Type = body.Error.Type
-			out.Message = p.key.Redact(body.Error.Message)
-		} else {
-			out.Message = truncate(p.key.Redact(msg))
-		}
-	} else {
-		// A transport failure before any answer.
-		out.Message = truncate(p.key.Redact(err.Error()))
-		out.Retryable = true
-		return out
+// statusError reads a non-200 answer into a redacted *provider.APIError.
+func (p *Provider) statusError(resp *http.Response) *provider.APIError {
+	out := &provider.APIError{
+		Provider:   Name,
+		StatusCode: resp.StatusCode,
+		RetryAfter: provider.ParseRetryAfter(resp.Header, p.now()),
+		Retryable:  provider.RetryableStatus(resp.StatusCode),
 	}
-	if out.StatusCode != 0 {
-		out.Retryable = provider.RetryableStatus(out.StatusCode)
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var body errorBody
+	if json.Unmarshal(raw, &body) == nil && body.Error.Type != "" {
+		out.Type = body.Error.Type
+		out.Message = truncate(p.key.Redact(body.Error.Message))
 	} else {
-		switch out.Type {
-		case "overloaded_error", "rate_limit_error", "api_error":
-			out.Retryable = true
-		}
+		out.Message = truncate(p.key.Redact(strings.TrimSpace(string(raw))))
+	}
+	if out.Message == "" {
+		out.Message = http.StatusText(out.StatusCode)
 	}
 	return out
+}
+
+// streamError reads an error event: retryable when the API is overloaded,
+// rate-limits, or failed on its side.
+func (p *Provider) streamError(data []byte) *provider.APIError {
+	out := &provider.APIError{Provider: Name}
+	var body errorBody
+	if json.Unmarshal(data, &body) == nil {
+		out.Type = body.Error.Type
+		out.Message = truncate(p.key.Redact(body.Error.Message))
+	} else {
+		out.Message = truncate(p.key.Redact(string(data)))
+	}
+	switch out.Type {
+	case "overloaded_error", "rate_limit_error", "api_error":
+		out.Retryable = true
+	}
+	return out
+}
+
+// failure is a transport failure before or during the answer: the
+// context's error when it was cancelled, else a retryable APIError whose
+// message (which may quote the URL) has the key removed.
+func (p *Provider) failure(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("anthropic: %w", context.Cause(ctx))
+	}
+	return &provider.APIError{Provider: Name, Message: truncate(p.key.Redact(err.Error())), Retryable: true}
 }
 
 func truncate(s string) string {

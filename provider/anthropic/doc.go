@@ -1,5 +1,10 @@
 // Package anthropic is a [provider.Provider] for the Anthropic Messages API,
-// built on github.com/anthropics/anthropic-sdk-go.
+// spoken over net/http: POST {BaseURL}/v1/messages with x-api-key and
+// anthropic-version 2023-06-01, and the answer read as a server-sent event
+// stream (message_start, content_block_start/delta/stop, message_delta,
+// message_stop; ping skipped; an error event fails the turn). It links no
+// SDK, so that every norma process, a command hook's included, starts
+// without the SDK's package initialization.
 //
 // Every turn is streamed: text deltas go to the onText callback as they
 // arrive, and tool_use input arrives as input_json_delta fragments that are
@@ -17,7 +22,7 @@
 // are sent under a sanitized, hash-suffixed name and mapped back in the
 // response.
 //
-// The SDK's own retries are disabled and it does not read the environment
+// There are no built-in retries and nothing is read from the environment
 // (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, profiles): the key and base URL come
 // from [Options]. Wrap the provider with [provider.WithRetry] for retries.
 // Failures from the API are [*provider.APIError] values with the key

@@ -1,7 +1,10 @@
 // Package openai is a [provider.Provider] for OpenAI-compatible Chat
-// Completions servers — OpenAI itself, Ollama, vLLM and llama.cpp — built on
-// github.com/openai/openai-go/v3. [Options.BaseURL] (the CLI's --base-url)
-// selects the server, for example http://localhost:11434/v1 for Ollama.
+// Completions servers — OpenAI itself, Ollama, vLLM and llama.cpp — spoken
+// over net/http: POST {BaseURL}/chat/completions with a bearer key (none
+// when no key is set). [Options.BaseURL] (the CLI's --base-url) selects the
+// server, for example http://localhost:11434/v1 for Ollama. It links no
+// SDK, so that every norma process, a command hook's included, starts
+// without the SDK's package initialization.
 //
 // Every turn is streamed ("data: {...}" chunks ending with "data: [DONE]"):
 // content deltas go to the onText callback as they arrive, and tool_calls
@@ -27,7 +30,7 @@
 // Tool names the API would refuse (Norma's plugin tools contain dots) are
 // sent under a sanitized, hash-suffixed name and mapped back.
 //
-// The SDK's retries are disabled and nothing is read from the environment
+// There are no built-in retries and nothing is read from the environment
 // (OPENAI_API_KEY, OPENAI_BASE_URL, ...): a key set for api.openai.com is
 // never sent to a local server by accident. Wrap the provider with
 // [provider.WithRetry] for retries. Failures are [*provider.APIError]

@@ -1,25 +1,21 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/norma-run/norma/provider"
 	"github.com/norma-run/norma/provider/internal/httpclient"
+	"github.com/norma-run/norma/provider/internal/sse"
 	"github.com/norma-run/norma/provider/internal/toolname"
 )
 
@@ -53,24 +49,23 @@ type Options struct {
 	Now func() time.Time
 }
 
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
 // Provider talks to a Chat Completions server. It is safe for concurrent
 // use.
 type Provider struct {
-	chat    sdk.ChatCompletionService
-	key     provider.APIKey
-	opts    Options
-	baseURL string
-	now     func() time.Time
+	hc   *http.Client
+	url  string // the chat/completions endpoint
+	key  provider.APIKey
+	opts Options
+	now  func() time.Time
 }
 
 var _ provider.Provider = (*Provider)(nil)
 
 // New returns a Provider.
 func New(opts Options) (*Provider, error) {
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = httpclient.New()
-	}
 	base := opts.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
@@ -78,22 +73,15 @@ func New(opts Options) (*Provider, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("openai: base URL %q: want http:// or https://", base)
 	}
-	// The service is built directly rather than through sdk.NewClient,
-	// which reads OPENAI_* variables from the environment.
-	ro := []option.RequestOption{
-		option.WithHTTPClient(hc),
-		option.WithBaseURL(base),
-		option.WithMaxRetries(0),
-	}
-	if !opts.APIKey.IsZero() {
-		ro = append(ro, option.WithAPIKey(opts.APIKey.Reveal()))
-	}
 	p := &Provider{
-		chat:    sdk.NewChatCompletionService(ro...),
-		key:     opts.APIKey,
-		opts:    opts,
-		baseURL: base,
-		now:     opts.Now,
+		hc:   opts.HTTPClient,
+		url:  strings.TrimRight(base, "/") + "/chat/completions",
+		key:  opts.APIKey,
+		opts: opts,
+		now:  opts.Now,
+	}
+	if p.hc == nil {
+		p.hc = httpclient.New()
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -108,22 +96,53 @@ func (p *Provider) Name() string { return Name }
 // and transport failures, wrap [provider.ErrInvalidRequest] for requests
 // that cannot be expressed, and wrap the context's error on cancellation.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	params, names, err := p.params(req)
+	body, names, err := p.params(req)
 	if err != nil {
 		return provider.Response{}, err
 	}
-	stream := p.chat.NewStreaming(ctx, params)
-	defer stream.Close()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return provider.Response{}, fmt.Errorf("%w: %v", provider.ErrInvalidRequest, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(raw))
+	if err != nil {
+		return provider.Response{}, &provider.APIError{Provider: Name, Message: p.key.Redact(err.Error())}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	if !p.key.IsZero() {
+		hr.Header.Set("Authorization", "Bearer "+p.key.Reveal())
+	}
+	resp, err := p.hc.Do(hr)
+	if err != nil {
+		return provider.Response{}, p.failure(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return provider.Response{}, p.statusError(resp)
+	}
 
 	acc := accumulator{calls: map[int64]*call{}}
-	for stream.Next() {
-		acc.add(stream.Current(), onText)
-	}
-	if err := stream.Err(); err != nil {
-		if ctx.Err() != nil {
-			return provider.Response{}, fmt.Errorf("openai: %w", context.Cause(ctx))
+	events := sse.NewReader(resp.Body)
+	for {
+		ev, err := events.Next()
+		if err == io.EOF {
+			break
 		}
-		return provider.Response{}, p.apiError(err)
+		if err != nil {
+			return provider.Response{}, p.failure(ctx, err)
+		}
+		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+			break
+		}
+		var ch chunk
+		if err := json.Unmarshal(ev.Data, &ch); err != nil {
+			return provider.Response{}, &provider.APIError{Provider: Name, Message: truncate(p.key.Redact("malformed stream: " + err.Error()))}
+		}
+		if len(ch.Error) > 0 && string(ch.Error) != "null" {
+			return provider.Response{}, p.streamError(ev.Data)
+		}
+		acc.add(ch, onText)
 	}
 	if acc.finish == "" {
 		return provider.Response{}, &provider.APIError{Provider: Name, Message: "stream ended without a finish_reason", Retryable: true}
@@ -131,8 +150,54 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	return acc.response(names)
 }
 
-func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, *toolname.Map, error) {
-	var params sdk.ChatCompletionNewParams
+// The request body of Chat Completions, as much of it as Norma sends.
+type (
+	chatRequest struct {
+		Model               string         `json:"model"`
+		Messages            []chatMessage  `json:"messages"`
+		Tools               []chatTool     `json:"tools,omitempty"`
+		MaxTokens           int            `json:"max_tokens,omitempty"`
+		MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+		Stream              bool           `json:"stream"`
+		StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	}
+	streamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	chatTool struct {
+		Type     string       `json:"type"` // "function"
+		Function functionDecl `json:"function"`
+	}
+	functionDecl struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	// chatMessage is a system, user, assistant or tool message; Content
+	// is omitted only from an assistant message that only calls tools.
+	chatMessage struct {
+		Role       string     `json:"role"`
+		Content    *string    `json:"content,omitempty"`
+		ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+	}
+	toolCall struct {
+		ID       string       `json:"id"`
+		Type     string       `json:"type"` // "function"
+		Function functionCall `json:"function"`
+	}
+	functionCall struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+)
+
+func textMessage(role, content string) chatMessage {
+	return chatMessage{Role: role, Content: &content}
+}
+
+func (p *Provider) params(req provider.Request) (chatRequest, *toolname.Map, error) {
+	params := chatRequest{Stream: true}
 	if req.Model == "" {
 		return params, nil, fmt.Errorf("%w: no model", provider.ErrInvalidRequest)
 	}
@@ -143,38 +208,34 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, *t
 		return params, nil, fmt.Errorf("%w: no messages", provider.ErrInvalidRequest)
 	}
 	names := toolname.ForRequest(req)
-	params.Model = shared.ChatModel(req.Model)
+	params.Model = req.Model
 	if req.MaxTokens > 0 {
 		if p.opts.MaxCompletionTokens {
-			params.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
+			params.MaxCompletionTokens = req.MaxTokens
 		} else {
-			params.MaxTokens = sdk.Int(int64(req.MaxTokens))
+			params.MaxTokens = req.MaxTokens
 		}
 	}
 	if !p.opts.NoStreamUsage {
-		params.StreamOptions.IncludeUsage = sdk.Bool(true)
+		params.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
 	for _, t := range req.Tools {
-		wire := names.Wire(t.Name)
-		schema := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+		schema := json.RawMessage(`{"type":"object","properties":{}}`)
 		if len(t.InputSchema) > 0 {
-			schema = nil
-			if err := json.Unmarshal(t.InputSchema, &schema); err != nil || schema == nil {
+			if !provider.IsJSONObject(t.InputSchema) {
 				return params, nil, fmt.Errorf("%w: tool %q: input schema is not a JSON object", provider.ErrInvalidRequest, t.Name)
 			}
+			schema = t.InputSchema
 		}
-		fd := shared.FunctionDefinitionParam{Name: wire, Parameters: schema}
-		if t.Description != "" {
-			fd.Description = sdk.String(t.Description)
-		}
-		params.Tools = append(params.Tools, sdk.ChatCompletionFunctionTool(fd))
+		params.Tools = append(params.Tools, chatTool{Type: "function",
+			Function: functionDecl{Name: names.Wire(t.Name), Description: t.Description, Parameters: schema}})
 	}
 	if req.System != "" {
-		params.Messages = append(params.Messages, sdk.SystemMessage(req.System))
+		params.Messages = append(params.Messages, textMessage("system", req.System))
 	}
 	for _, m := range req.Messages {
 		var text []string
-		var calls []sdk.ChatCompletionMessageToolCallUnionParam
+		var calls []toolCall
 		for _, b := range m.Blocks {
 			switch b.Type {
 			case provider.BlockText:
@@ -182,17 +243,11 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, *t
 					text = append(text, b.Text)
 				}
 			case provider.BlockToolUse:
-				wire := names.Wire(b.Name)
 				args := string(b.Input)
 				if args == "" {
 					args = "{}"
 				}
-				calls = append(calls, sdk.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-						ID:       b.ID,
-						Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: wire, Arguments: args},
-					},
-				})
+				calls = append(calls, toolCall{ID: b.ID, Type: "function", Function: functionCall{Name: names.Wire(b.Name), Arguments: args}})
 			case provider.BlockToolResult:
 				// Tool messages must directly follow the assistant's
 				// tool_calls, before any user text.
@@ -200,7 +255,9 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, *t
 				if b.IsError {
 					content = "ERROR: " + content
 				}
-				params.Messages = append(params.Messages, sdk.ToolMessage(content, b.ToolUseID))
+				tm := textMessage("tool", content)
+				tm.ToolCallID = b.ToolUseID
+				params.Messages = append(params.Messages, tm)
 			}
 		}
 		joined := strings.Join(text, "\n\n")
@@ -209,18 +266,43 @@ func (p *Provider) params(req provider.Request) (sdk.ChatCompletionNewParams, *t
 			if joined == "" && len(calls) == 0 {
 				continue
 			}
-			am := &sdk.ChatCompletionAssistantMessageParam{ToolCalls: calls}
+			am := chatMessage{Role: "assistant", ToolCalls: calls}
 			if joined != "" {
-				am.Content.OfString = param.NewOpt(joined)
+				am.Content = &joined
 			}
-			params.Messages = append(params.Messages, sdk.ChatCompletionMessageParamUnion{OfAssistant: am})
+			params.Messages = append(params.Messages, am)
 		case provider.RoleUser:
 			if joined != "" {
-				params.Messages = append(params.Messages, sdk.UserMessage(joined))
+				params.Messages = append(params.Messages, textMessage("user", joined))
 			}
 		}
 	}
 	return params, names, nil
+}
+
+// chunk is one streamed chat.completion.chunk, as much of it as Norma
+// reads; Error is set instead when the server failed mid-stream.
+type chunk struct {
+	Choices []struct {
+		Index int64 `json:"index"`
+		Delta struct {
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Index    int64  `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
 }
 
 type call struct {
@@ -235,8 +317,8 @@ type accumulator struct {
 	usage  provider.Usage
 }
 
-func (a *accumulator) add(ch sdk.ChatCompletionChunk, onText func(string)) {
-	if ch.JSON.Usage.Valid() {
+func (a *accumulator) add(ch chunk, onText func(string)) {
+	if ch.Usage != nil {
 		a.usage = provider.Usage{InputTokens: int(ch.Usage.PromptTokens), OutputTokens: int(ch.Usage.CompletionTokens)}
 	}
 	for _, c := range ch.Choices {
@@ -268,7 +350,6 @@ func (a *accumulator) add(ch sdk.ChatCompletionChunk, onText func(string)) {
 		}
 	}
 }
-
 func (a *accumulator) response(names *toolname.Map) (provider.Response, error) {
 	resp := provider.Response{Usage: a.usage, StopReason: stopReason(a.finish)}
 	if s := a.text.String(); s != "" {
@@ -333,58 +414,63 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// apiError converts an SDK or transport error into a redacted
-// *provider.APIError that does not retain the request.
-func (p *Provider) apiError(err error) *provider.APIError {
-	out := &provider.APIError{Provider: Name}
-	if e, ok := errors.AsType[*sdk.Error](err); ok {
-		out.StatusCode = e.StatusCode
-		if e.Response != nil {
-			out.StatusCode = e.Response.StatusCode
-			out.RetryAfter = provider.ParseRetryAfter(e.Response.Header, p.now())
-		}
-		out.Type = e.Type
-		if out.Type == "" {
-			out.Type = e.Code
-		}
-		out.Message = e.Message
-		if out.Message == "" {
-			var body errorBody
-			if json.Unmarshal([]byte(e.RawJSON()), &body) == nil && body.Error.Message != "" {
-				out.Message = body.Error.Message
-			} else {
-				out.Message = e.RawJSON()
-			}
-		}
-		if out.Message == "" {
-			out.Message = http.StatusText(out.StatusCode)
-		}
-		out.Message = truncate(p.key.Redact(out.Message))
-		out.Retryable = provider.RetryableStatus(out.StatusCode)
-		return out
+// statusError reads a non-200 answer into a redacted *provider.APIError:
+// the envelope's type (else its code) and message, else the body itself.
+func (p *Provider) statusError(resp *http.Response) *provider.APIError {
+	out := &provider.APIError{
+		Provider:   Name,
+		StatusCode: resp.StatusCode,
+		RetryAfter: provider.ParseRetryAfter(resp.Header, p.now()),
+		Retryable:  provider.RetryableStatus(resp.StatusCode),
 	}
-	if se, ok := errors.AsType[*ssestream.StreamError](err); ok {
-		var body errorBody
-		if json.Unmarshal(se.Event.Data, &body) == nil {
-			out.Type = body.Error.Type
-			out.Message = body.Error.Message
-			if code, ok := body.Error.Code.(float64); ok {
-				out.Retryable = provider.RetryableStatus(int(code))
-			}
-		} else {
-			out.Message = se.Message
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var body errorBody
+	if json.Unmarshal(raw, &body) == nil && (body.Error.Message != "" || body.Error.Type != "") {
+		out.Type = body.Error.Type
+		if code, ok := body.Error.Code.(string); ok && out.Type == "" {
+			out.Type = code
 		}
-		switch out.Type {
-		case "server_error", "rate_limit_exceeded", "rate_limit_error", "overloaded_error", "api_error":
-			out.Retryable = true
-		}
-		out.Message = truncate(p.key.Redact(out.Message))
-		return out
+		out.Message = body.Error.Message
+	} else {
+		out.Message = strings.TrimSpace(string(raw))
 	}
-	// A transport failure before or during the answer.
-	out.Message = truncate(p.key.Redact(err.Error()))
-	out.Retryable = true
+	if out.Message == "" {
+		out.Message = http.StatusText(out.StatusCode)
+	}
+	out.Message = truncate(p.key.Redact(out.Message))
 	return out
+}
+
+// streamError reads an error inside the stream: retryable when its code is
+// a retryable status or its type says the server failed or is busy.
+func (p *Provider) streamError(data []byte) *provider.APIError {
+	out := &provider.APIError{Provider: Name}
+	var body errorBody
+	if json.Unmarshal(data, &body) == nil {
+		out.Type = body.Error.Type
+		out.Message = body.Error.Message
+		if code, ok := body.Error.Code.(float64); ok {
+			out.Retryable = provider.RetryableStatus(int(code))
+		}
+	} else {
+		out.Message = string(data)
+	}
+	switch out.Type {
+	case "server_error", "rate_limit_exceeded", "rate_limit_error", "overloaded_error", "api_error":
+		out.Retryable = true
+	}
+	out.Message = truncate(p.key.Redact(out.Message))
+	return out
+}
+
+// failure is a transport failure before or during the answer: the
+// context's error when it was cancelled, else a retryable APIError whose
+// message has the key removed.
+func (p *Provider) failure(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("openai: %w", context.Cause(ctx))
+	}
+	return &provider.APIError{Provider: Name, Message: truncate(p.key.Redact(err.Error())), Retryable: true}
 }
 
 func truncate(s string) string {
