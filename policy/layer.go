@@ -23,6 +23,7 @@ type layer struct {
 	kind layerKind
 
 	read, write, deny globList
+	denyWrite         globList // a deny of fs.write alone (manifest.Filesystem.DenyWrite)
 	readSet, writeSet bool
 
 	net    *netIndex
@@ -62,6 +63,7 @@ func compileLayer(name capability.Layer, kind layerKind, p manifest.Permissions)
 		l.read, l.readSet = compileGlobs(string(name), "read", fs.Read), fs.Read != nil
 		l.write, l.writeSet = compileGlobs(string(name), "write", fs.Write), fs.Write != nil
 		l.deny = compileGlobs(string(name), "deny", fs.Deny)
+		l.denyWrite = compileGlobs(string(name), "deny_write", fs.DenyWrite)
 	}
 	var err error
 	if l.net, err = compileNet(name, p.Network); err != nil {
@@ -134,6 +136,11 @@ func (l *layer) decideRule(req *capability.Request) (capability.Mode, capability
 		}
 		if g := l.deny.first(req.Path); g != nil {
 			return capability.Deny, reason, g.rule
+		}
+		if req.Kind == capability.FSWrite {
+			if g := l.denyWrite.first(req.Path); g != nil {
+				return capability.Deny, reason, g.rule
+			}
 		}
 		if l.kind == ceiling && !set {
 			return capability.Allow, capability.ReasonAllowed, ""

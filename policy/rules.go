@@ -422,3 +422,29 @@ func RuleGlob(text string) (glob string, ok bool) {
 	}
 	return r.path.denyGlob()
 }
+
+// DenyGlobs returns the workspace:// globs (see [RuleGlob]) of the path
+// rules among deny, apart by verb, for the workspace layer's floor: a
+// Read rule's glob is in hidden (the layer's deny list: the path is
+// neither read nor written, and the sandbox hides it), a Write or Edit
+// rule's in readOnly (its deny_write list: read, never written, and the
+// sandbox shows it read-only). A deny on one verb denies that verb:
+// Edit(./protected/**) refuses writing protected/, not reading it.
+func DenyGlobs(deny []string) (hidden, readOnly []string) {
+	for _, t := range deny {
+		r, err := parseRule(t)
+		if err != nil || r.kind != rulePath {
+			continue
+		}
+		g, ok := r.path.denyGlob()
+		if !ok {
+			continue
+		}
+		if r.fsKind == capability.FSWrite {
+			readOnly = append(readOnly, g)
+		} else {
+			hidden = append(hidden, g)
+		}
+	}
+	return hidden, readOnly
+}

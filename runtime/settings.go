@@ -205,15 +205,18 @@ func makeInside(ws, dir string) error {
 }
 
 // withFloor adds the workspace's floor to its policy layer: the protected
-// files, and Norma's state and user settings directories when they lie
-// inside the workspace (a run in $HOME). A deny in the workspace layer
+// files, Norma's state and user settings directories when they lie inside
+// the workspace (a run in $HOME), and the globs of the path deny rules
+// (ruleDenies): hidden (Read) ones join the deny list, readOnly (Write,
+// Edit) ones the deny_write list, which refuses writes only and which the
+// sandbox shows read-only (sandboxpolicy.Derive). A deny in the workspace layer
 // binds every built-in tool and plugin and hides the paths in the shell's
 // sandbox, whose pins keep these names from being moved (see
 // sandboxpolicy.Derive); the file tools also refuse the directories by
 // identity (agent.WithProtected). The directories are compared with
 // symbolic links resolved, as the guards name paths: a workspace or a
 // state directory given through a link is still found inside.
-func withFloor(l *manifest.Layer, dir string, denyGlobs []string, others ...string) *manifest.Layer {
+func withFloor(l *manifest.Layer, dir string, hidden, readOnly []string, others ...string) *manifest.Layer {
 	deny := slices.Clone(protected)
 	dir = realPath(dir)
 	for _, o := range others {
@@ -245,13 +248,18 @@ func withFloor(l *manifest.Layer, dir string, denyGlobs []string, others ...stri
 		cp := *out.Permissions.Filesystem
 		fs = &cp
 	}
-	globs := make([]string, 0, len(deny)+len(denyGlobs))
+	globs := make([]string, 0, len(deny)+len(hidden))
 	for _, d := range deny {
 		globs = append(globs, manifest.WorkspaceScheme+d)
 	}
-	for _, g := range append(globs, denyGlobs...) {
+	for _, g := range append(globs, hidden...) {
 		if !slices.Contains(fs.Deny, g) {
 			fs.Deny = append(slices.Clone(fs.Deny), g)
+		}
+	}
+	for _, g := range readOnly {
+		if !slices.Contains(fs.DenyWrite, g) && !slices.Contains(fs.Deny, g) {
+			fs.DenyWrite = append(slices.Clone(fs.DenyWrite), g)
 		}
 	}
 	out.Permissions.Filesystem = fs
@@ -267,17 +275,12 @@ func realPath(p string) string {
 	return p
 }
 
-// ruleDenies are the globs of the path deny rules (Read, Write, Edit): they
-// join the workspace layer's deny list, so that a deny rule also binds
-// what the rule matcher does not see — a file a shell command names as an
-// argument (cat secrets/key), which the sandbox then hides. A Write or
-// Edit deny so also denies reading.
-func ruleDenies(r policy.Rules) []string {
-	var out []string
-	for _, t := range r.Deny {
-		if g, ok := policy.RuleGlob(t); ok {
-			out = append(out, g)
-		}
-	}
-	return out
+// ruleDenies are the globs of the path deny rules, apart by verb
+// (policy.DenyGlobs): they join the workspace layer's floor, so that a
+// deny rule also binds what the rule matcher does not see — a file a
+// shell command names as an argument (cat secrets/key) or writes by a
+// name the analysis cannot see, and the plugins' own file access. A Read
+// deny hides the path; a Write or Edit deny keeps it read-only.
+func ruleDenies(r policy.Rules) (hidden, readOnly []string) {
+	return policy.DenyGlobs(r.Deny)
 }

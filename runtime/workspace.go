@@ -259,7 +259,8 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, err
 	}
 	placeRules(&o.Rules, dir)
-	layer = withFloor(layer, dir, ruleDenies(o.Rules), o.Home, o.Settings.UserDir)
+	hidden, readOnly := ruleDenies(o.Rules)
+	layer = withFloor(layer, dir, hidden, readOnly, o.Home, o.Settings.UserDir)
 	if o.RunID == "" {
 		o.RunID = agent.NewRunID()
 	}

@@ -60,7 +60,11 @@ type Paths struct {
 //     process sees nothing rather than too much);
 //   - under every granted directory, each entry the policy does not allow
 //     (a deny glob such as **/.env*, a file outside a narrower grant) is
-//     added to Deny, which the sandbox hides;
+//     added to Deny, which the sandbox hides; under a read-write one, an
+//     entry the policy lets be read but not written (a deny_write glob,
+//     from a Write or Edit deny rule) is added to Freeze instead, which
+//     the sandbox shows read-only, and what lies under a frozen directory
+//     is judged on reads (a denied file in it is still hidden);
 //   - inside every read-write directory, each directory between it and a
 //     hidden entry, and each between it and the literal prefix of a deny
 //     glob (docs/private/*.key → docs/private, .norma/policy.yaml →
@@ -120,16 +124,19 @@ func Derive(ctx context.Context, ws string, set *policy.Set, prot Protected, lay
 	if p.Freeze, err = agentFloor(ws, p); err != nil {
 		return Paths{}, err
 	}
-	if p.Deny, err = hidden(ctx, ws, set, p, prot.ids); err != nil {
+	var ro []string
+	if p.Deny, ro, err = hidden(ctx, ws, set, p, prot.ids); err != nil {
 		return Paths{}, err
 	}
+	p.Freeze = append(p.Freeze, ro...)
 	p.Pin = pinned(ws, p, layers)
 	return p, nil
 }
 
 // pinned returns the sorted directories Derive pins (see there): inside
 // each read-write bind, the ancestors of every hidden entry and the
-// longest existing literal prefix of every deny glob with its ancestors,
+// longest existing literal prefix of every deny and deny_write glob with
+// its ancestors,
 // the bind itself and anything hidden left out.
 func pinned(ws string, p Paths, layers []manifest.Permissions) []string {
 	var out []string
@@ -147,7 +154,7 @@ func pinned(ws string, p Paths, layers []manifest.Permissions) []string {
 		if l.Filesystem == nil {
 			continue
 		}
-		for _, g := range l.Filesystem.Deny {
+		for _, g := range slices.Concat(l.Filesystem.Deny, l.Filesystem.DenyWrite) {
 			pre := literalDir(manifest.WorkspaceGlob(g))
 			if pre == "" || pre == "." || !filepath.IsLocal(filepath.FromSlash(pre)) {
 				continue
@@ -242,17 +249,18 @@ func Protect(paths ...string) (Protected, error) {
 // every other name of a hidden file (a hard link made before the deny
 // rule existed would show its content under a name the policy allows). A
 // read-write bind is judged on writes (what the process may change there
-// it may also read back); a read-only one on reads.
-func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid.Set) ([]string, error) {
-	var deny []string
+// it may also read back); a read-only one on reads. An entry of a
+// read-write bind that the policy lets be read but not written is
+// returned in frozen instead (with every other name of a frozen file),
+// and what lies under a frozen directory is judged on reads.
+func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid.Set) (deny, frozen []string, _ error) {
 	var links []linked // allowed regular files with more than one name
+	frozenIDs := map[fileid.ID]bool{}
 	seen := 0
 	aliases := agentfiles.Aliases(ws)
 	for _, root := range slices.Concat(p.ReadOnly, p.ReadWrite) {
-		kind := capability.FSRead
-		if slices.Contains(p.ReadWrite, root) {
-			kind = capability.FSWrite
-		}
+		rw := slices.Contains(p.ReadWrite, root)
+		under := "" // the frozen directory being walked, if any
 		err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -276,10 +284,32 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid
 			if abs == root {
 				return nil // granted by the decision in Derive
 			}
+			if under != "" && !within(abs, under) {
+				under = ""
+			}
 			rel, _ := filepath.Rel(ws, abs)
-			if allowedAll(ctx, set, kind, filepath.ToSlash(rel), aliases) {
+			rel = filepath.ToSlash(rel)
+			kind := capability.FSRead
+			if rw && under == "" {
+				kind = capability.FSWrite
+			}
+			if allowedAll(ctx, set, kind, rel, aliases) {
 				if id, ok := multiLink(d); ok {
-					links = append(links, linked{abs, id})
+					if under != "" {
+						frozenIDs[id] = true
+					} else {
+						links = append(links, linked{abs, id})
+					}
+				}
+				return nil
+			}
+			if kind == capability.FSWrite && allowedAll(ctx, set, capability.FSRead, rel, aliases) {
+				frozen = append(frozen, abs)
+				if id, ok := multiLink(d); ok {
+					frozenIDs[id] = true
+				}
+				if d.IsDir() {
+					under = abs
 				}
 				return nil
 			}
@@ -290,15 +320,16 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if len(links) == 0 {
-		return deny, nil
+		return deny, frozen, nil
 	}
 	// Only when the allowed names include hard links: the identities of
 	// the hidden files with more than one name, then every allowed name
-	// of one of them is hidden too.
+	// of one of them is hidden too, and every writable name of a frozen
+	// one frozen.
 	linkIDs := map[fileid.ID]bool{}
 	for _, root := range deny {
 		err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
@@ -314,15 +345,18 @@ func hidden(ctx context.Context, ws string, set *policy.Set, p Paths, ids fileid
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, l := range links {
-		if linkIDs[l.id] {
+		switch {
+		case linkIDs[l.id]:
 			deny = append(deny, l.abs)
+		case frozenIDs[l.id] && slices.ContainsFunc(p.ReadWrite, func(w string) bool { return within(l.abs, w) }):
+			frozen = append(frozen, l.abs)
 		}
 	}
-	return deny, nil
+	return deny, frozen, nil
 }
 
 // linked is a file name and the identity of the file it names.
