@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // IsProxy reports whether s already runs `norma mcp proxy` (a file that
@@ -203,9 +204,11 @@ func skipValue(dec *json.Decoder) error {
 	return nil
 }
 
-var (
-	tomlTable = regexp.MustCompile(`^\s*\[\s*mcp_servers\s*\.\s*("([^"\\]*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*\]\s*(#.*)?$`)
-)
+// tomlTable matches a [mcp_servers.NAME] header; compiled at first use,
+// as are the expressions below (a command hook links this package too).
+var tomlTable = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*\[\s*mcp_servers\s*\.\s*("([^"\\]*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*\]\s*(#.*)?$`)
+})
 
 // rewriteTOML edits the command and args lines of each [mcp_servers.NAME]
 // table; a server written as an inline table is an error.
@@ -214,7 +217,7 @@ func rewriteTOML(b []byte, argv map[string][]string) ([]byte, error) {
 	var out strings.Builder
 	done := map[string]bool{}
 	for i := 0; i < len(lines); i++ {
-		m := tomlTable.FindStringSubmatch(strings.TrimRight(lines[i], "\r\n"))
+		m := tomlTable().FindStringSubmatch(strings.TrimRight(lines[i], "\r\n"))
 		out.WriteString(lines[i])
 		if m == nil {
 			continue
@@ -250,7 +253,7 @@ func rewriteTOML(b []byte, argv map[string][]string) ([]byte, error) {
 func rewriteTable(lines []string, a []string) (string, error) {
 	body := strings.Join(lines, "")
 	var edits []edit
-	cm := tomlCommand.FindStringSubmatchIndex(body)
+	cm := tomlCommand().FindStringSubmatchIndex(body)
 	if cm == nil {
 		return "", errors.New("no command")
 	}
@@ -259,7 +262,7 @@ func rewriteTable(lines []string, a []string) (string, error) {
 		return "", errors.New("command is not a one-line string")
 	}
 	edits = append(edits, edit{cm[1], cm[1] + n, jsonText(a[0])})
-	if am := tomlArgs.FindStringSubmatchIndex(body); am != nil {
+	if am := tomlArgs().FindStringSubmatchIndex(body); am != nil {
 		n, ok := arrayEnd(body[am[1]:])
 		if !ok {
 			return "", errors.New("args is not an array")
@@ -272,8 +275,8 @@ func rewriteTable(lines []string, a []string) (string, error) {
 }
 
 var (
-	tomlCommand = regexp.MustCompile(`(?m)^[ \t]*command[ \t]*=[ \t]*`)
-	tomlArgs    = regexp.MustCompile(`(?m)^[ \t]*args[ \t]*=[ \t]*`)
+	tomlCommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^[ \t]*command[ \t]*=[ \t]*`) })
+	tomlArgs    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^[ \t]*args[ \t]*=[ \t]*`) })
 )
 
 // stringEnd returns the length of the TOML one-line string s begins with.

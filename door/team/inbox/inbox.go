@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/norma-run/norma/approval"
@@ -72,31 +73,37 @@ const csp = "default-src 'none'; style-src 'self'; img-src 'none'; form-action '
 //go:embed templates
 var files embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	// t shows a one-line field a model or plugin may have written,
-	// with its control and bidi characters made visible.
-	"t": termtext.Escape,
-	// text shows multi-line text (a preview, a reason) the same way,
-	// keeping its lines.
-	"text": termtext.EscapeText,
-	// seg makes a value one path segment of a link (a run id may hold
-	// any character).
-	"seg": url.PathEscape,
-	"utc": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format(time.RFC3339)
-	},
-}).ParseFS(files, "templates/*.html"))
+// pages are the parsed templates, built at the first page served: every
+// norma process links the inbox, and a command hook should not pay for
+// parsing them (issue 30).
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		// t shows a one-line field a model or plugin may have written,
+		// with its control and bidi characters made visible.
+		"t": termtext.Escape,
+		// text shows multi-line text (a preview, a reason) the same way,
+		// keeping its lines.
+		"text": termtext.EscapeText,
+		// seg makes a value one path segment of a link (a run id may hold
+		// any character).
+		"seg": url.PathEscape,
+		"utc": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.UTC().Format(time.RFC3339)
+		},
+	}).ParseFS(files, "templates/*.html"))
+})
 
-var styleCSS = func() []byte {
+// styleCSS is the style sheet, read at its first request.
+var styleCSS = sync.OnceValue(func() []byte {
 	b, err := files.ReadFile("templates/style.css")
 	if err != nil {
 		panic(err)
 	}
 	return b
-}()
+})
 
 // New returns the inbox.
 func New(opts Options) (*Inbox, error) {
@@ -128,7 +135,7 @@ func New(opts Options) (*Inbox, error) {
 	in.mux.HandleFunc("GET "+Prefix+"/style.css", func(w http.ResponseWriter, r *http.Request) {
 		in.headers(w)
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
-		w.Write(styleCSS)
+		w.Write(styleCSS())
 	})
 	in.mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		in.fail(w, r, nil, http.StatusNotFound, "No such page.")
@@ -416,7 +423,7 @@ func (in *Inbox) signout(w http.ResponseWriter, r *http.Request, v viewer) {
 // a clean 500 rather than half a page.
 func (in *Inbox) render(w http.ResponseWriter, status int, name string, p *page) {
 	var b bytes.Buffer
-	if err := pages.ExecuteTemplate(&b, name, p); err != nil {
+	if err := pages().ExecuteTemplate(&b, name, p); err != nil {
 		in.logf("rendering %s: %v", name, err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return
