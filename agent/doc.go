@@ -55,9 +55,9 @@
 // call that was running when the process died is answered with
 // TOOL_INTERRUPTED and not run again, since it may have had its effect.
 // Two things make this hold across processes, not only in the state file:
-// [WithRunLock] gives the run to one session at a time (a second one, in
-// any process on the same store, fails with RUN_LOCKED before it reads the
-// state), and [WithLedger] has the gate claim each tool_use in the store
+// the run's lock, which the process takes with its services
+// (runtime.ServicesOptions.Run: a second process on the same store fails
+// with RUN_LOCKED before it reads the state), and [WithLedger] has the gate claim each tool_use in the store
 // before its handler runs, so a call that a killed process started — even
 // one the state file still lists as waiting for approval — is answered
 // TOOL_INTERRUPTED, and one that finished TOOL_ALREADY_RAN, never run

@@ -122,7 +122,6 @@ type config struct {
 	resolver      netguard.Resolver
 	exec          tool.Runner
 	ledger        approval.Ledger
-	runLock       RunLocker
 	redactor      *secret.Redactor
 }
 
@@ -414,28 +413,6 @@ func WithRegistry(reg *tool.Registry) Option {
 			return errors.New("agent: WithRegistry: nil registry")
 		}
 		c.reg = reg
-		return nil
-	}
-}
-
-// RunLocker gives a run to one process at a time. LockRun fails when
-// another live process holds runID (with a *capability.Error of reason
-// RUN_LOCKED, which the session returns as is); unlock releases it.
-// *store.DB implements it with a row in the state directory's database.
-type RunLocker interface {
-	LockRun(ctx context.Context, runID string) (unlock func() error, err error)
-}
-
-// WithRunLock makes the session hold run's lock from [NewSession] to
-// [Session.Close]: a second session of the same run, in this process or
-// another on the same store, fails to open with RUN_LOCKED, before it
-// reads the run's state.
-func WithRunLock(l RunLocker) Option {
-	return func(c *config) error {
-		if l == nil {
-			return errors.New("agent: WithRunLock: nil locker")
-		}
-		c.runLock = l
 		return nil
 	}
 }

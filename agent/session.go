@@ -60,8 +60,7 @@ type Session struct {
 
 	runMu sync.Mutex // one Run at a time
 
-	mu        sync.Mutex   // guards st, pending, hashes, unlock
-	unlock    func() error // releases the run's lock (WithRunLock); nil without one
+	mu        sync.Mutex // guards st, pending, hashes
 	st        *State
 	resumed   bool
 	pending   map[string]string // tool_use id → approval id awaiting a decision
@@ -233,45 +232,7 @@ func (s *Session) build(ctx context.Context) error {
 			return fmt.Errorf("agent: gate binder: %w", err)
 		}
 	}
-	if err := s.lock(ctx); err != nil {
-		return err
-	}
-	if err := s.open(ctx); err != nil {
-		s.release()
-		return err
-	}
-	return nil
-}
-
-// lock takes the run's lock (WithRunLock) before anything of the run is
-// read: a run is continued by one process at a time.
-func (s *Session) lock(ctx context.Context) error {
-	if s.cfg.runLock == nil {
-		return nil
-	}
-	unlock, err := s.cfg.runLock.LockRun(ctx, s.cfg.runID)
-	if err != nil {
-		if capability.ReasonOf(err) == capability.ReasonRunLocked {
-			return err
-		}
-		return errorf(capability.ReasonStateUnavailable, "run "+s.cfg.runID+": lock", err)
-	}
-	s.mu.Lock()
-	s.unlock = unlock
-	s.mu.Unlock()
-	return nil
-}
-
-// release gives the run's lock back, once.
-func (s *Session) release() error {
-	s.mu.Lock()
-	unlock := s.unlock
-	s.unlock = nil
-	s.mu.Unlock()
-	if unlock == nil {
-		return nil
-	}
-	return unlock()
+	return s.open(ctx)
 }
 
 // open creates the run's views and state, or restores them.
@@ -384,11 +345,10 @@ func (s *Session) State() State {
 	return st
 }
 
-// Close forgets the run's registry views and releases the run's lock
-// (WithRunLock). The state file stays.
+// Close forgets the run's registry views. The state file stays.
 func (s *Session) Close() error {
 	s.reg.CloseRun(s.cfg.runID)
-	return s.release()
+	return nil
 }
 
 // errWallTime is the cancel cause of the session's wall-time deadline.

@@ -22,13 +22,15 @@ import (
 // previews pass the same redactor. OpenServices is their one construction
 // (internal/deptest: no door builds one itself), so no door can store
 // approval previews its own way, unredacted, as norma run and mcp proxy
-// once did.
+// once did. With ServicesOptions.Run they also hold that run's lock.
 type Services struct {
 	Home      string
 	Store     store.Store
 	Redactor  *secret.Redactor
 	Audit     *audit.Log
 	Approvals *approval.Service
+
+	unlock func() error // releases the run's lock; nil without ServicesOptions.Run
 }
 
 // ServicesOptions are what a door chooses of its Services; the zero value
@@ -45,35 +47,64 @@ type ServicesOptions struct {
 	// Approver answers new approval requests. Nil: nobody can be asked
 	// now (see approval.Options).
 	Approver approval.Approver
+	// Run, when set, is the run this process serves: OpenServices takes
+	// its lock (store.Store.LockRun) before anything else, so a second
+	// process on the same run, in this state directory or another on the
+	// same PostgreSQL store, fails with RUN_LOCKED having opened nothing;
+	// Close releases it. Doors that serve a run (norma run, mcp proxy, the
+	// demo) set it; the one way a run is held.
+	Run string
 }
 
 // OpenServices builds the services of state directory home over db, which
 // it owns from then on: Close closes it, and so does a failure here.
+// A lock refused because another process holds the run is returned as
+// is (a *capability.Error of reason RUN_LOCKED).
 func OpenServices(ctx context.Context, home string, db store.Store, o ServicesOptions) (*Services, error) {
-	red, err := newRedactor(ctx, home, o.Vault)
-	if err != nil {
+	s := &Services{Home: home, Store: db}
+	if o.Run != "" {
+		unlock, err := db.LockRun(ctx, o.Run)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		s.unlock = unlock
+	}
+	fail := func(err error) (*Services, error) {
+		s.release()
 		db.Close()
 		return nil, err
 	}
-	log, err := openAuditLog(ctx, home, db, red)
-	if err != nil {
-		db.Close()
-		return nil, err
+	var err error
+	if s.Redactor, err = newRedactor(ctx, home, o.Vault); err != nil {
+		return fail(err)
 	}
-	svc, err := approval.NewService(db, &approval.Options{Sink: log, Approver: o.Approver, Redactor: red})
-	if err != nil {
-		log.Close()
-		db.Close()
-		return nil, err
+	if s.Audit, err = openAuditLog(ctx, home, db, s.Redactor); err != nil {
+		return fail(err)
 	}
-	return &Services{Home: home, Store: db, Redactor: red, Audit: log, Approvals: svc}, nil
+	if s.Approvals, err = approval.NewService(db, &approval.Options{Sink: s.Audit, Approver: o.Approver, Redactor: s.Redactor}); err != nil {
+		s.Audit.Close()
+		return fail(err)
+	}
+	return s, nil
 }
 
-// Close signs a checkpoint of the audit log's head and closes the store.
-// A refused checkpoint (the log does not extend its newest one) is
-// returned; what the process did is durable either way.
+// Close releases the run's lock, then signs a checkpoint of the audit
+// log's head and closes the store. A refused checkpoint (the log does not
+// extend its newest one) is returned; what the process did is durable
+// either way.
 func (s *Services) Close() error {
-	return errors.Join(s.Audit.Close(), s.Store.Close())
+	return errors.Join(s.release(), s.Audit.Close(), s.Store.Close())
+}
+
+// release gives the run's lock back, once.
+func (s *Services) release() error {
+	if s.unlock == nil {
+		return nil
+	}
+	u := s.unlock
+	s.unlock = nil
+	return u()
 }
 
 // newRedactor returns a redactor that knows the token formats and, when

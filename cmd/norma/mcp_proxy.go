@@ -167,10 +167,12 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	}
 	// The approver asks the client, known once the proxy is built; the
 	// services are needed before.
+	// The proxy serves a run of its own, held from here to the end.
 	var ask lateApprover
+	runID := agent.NewRunID()
 	svcs, err := openServices(cmd, home, runtime.ServicesOptions{
 		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
-		Approver: agent.PendingApprover(&ask, approval.DefaultTTL)})
+		Approver: agent.PendingApprover(&ask, approval.DefaultTTL), Run: runID})
 	if err != nil {
 		return err
 	}
@@ -182,7 +184,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 		mode = gate.ModeDontAsk
 	}
 	rt, err := runtime.Open(ctx, runtime.Options{
-		Dir: ws, Home: home, Mode: mode, ModeGiven: f.headless, Audit: log, Settings: settingsFiles(f.settings), Declared: declared,
+		Dir: ws, Home: home, RunID: runID, Mode: mode, ModeGiven: f.headless, Audit: log, Settings: settingsFiles(f.settings), Declared: declared,
 		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		Redactor: red,
 		Warn: func(err error) {
@@ -207,7 +209,20 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 		return exitWith(exitFailed, err)
 	}
 	defer sess.Close()
-	p, err := mcpproxy.New(mcpproxy.Options{Door: sess, Server: server, Version: proxyVersion(), Approvals: svc})
+	o := mcpproxy.Options{Door: sess, Server: server, Version: proxyVersion(), Approvals: svc}
+	if up := servedPlugin(rt, server); up != nil {
+		// The server's own initialize answer is the client's: started now,
+		// as the first call would start it. One that cannot start is
+		// served with Norma's own capabilities, and every call is refused
+		// with the reason.
+		o.Upstream = up
+		if init, err := up.Upstream(ctx); err == nil {
+			o.Init = init
+		} else {
+			fmt.Fprintf(stderr, "norma: %s: %s\n", termtext.Escape(server), termtext.EscapeText(err.Error()))
+		}
+	}
+	p, err := mcpproxy.New(o)
 	if err != nil {
 		return exitWith(exitInternal, err)
 	}
@@ -225,6 +240,16 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	t := &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{cmd.OutOrStdout()}}
 	if err := p.Run(ctx, t); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) && ctx.Err() == nil {
 		return exitWith(exitFailed, fmt.Errorf("mcp proxy: %w", err))
+	}
+	return nil
+}
+
+// servedPlugin is the loaded plugin of server name server, or nil.
+func servedPlugin(rt *runtime.Runtime, server string) *host.Plugin {
+	for _, ap := range rt.Plugins() {
+		if hp, ok := ap.(*host.Plugin); ok && hp.ServerName() == server {
+			return hp
+		}
 	}
 	return nil
 }

@@ -147,31 +147,23 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	if err != nil {
 		return err
 	}
-	// The run is this process's from before its state is read to the
-	// end: a second norma on the same run stops here, having started
-	// nothing.
-	unlock, err := db.LockRun(ctx, runID)
-	if err != nil {
-		db.Close()
-		if capability.ReasonOf(err) == capability.ReasonRunLocked {
-			return exitWith(exitBusy, err)
-		}
-		return exitWith(exitInternal, err)
-	}
 	// The approver is chosen below, once the printer exists; the services
-	// are needed before.
+	// are needed before. They hold the run from before its state is read
+	// to the end: a second norma on the same run stops here, having
+	// started nothing.
 	var late lateApprover
 	svcs, err := runtime.OpenServices(ctx, home, db, runtime.ServicesOptions{
 		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
-		Approver: &late})
+		Approver: &late, Run: runID})
 	if err != nil {
-		unlock()
+		if capability.ReasonOf(err) == capability.ReasonRunLocked {
+			return exitWith(exitBusy, err)
+		}
 		return exitWith(exitInternal, fmt.Errorf("run: %w", err))
 	}
-	// Closing the services signs a checkpoint of the log's head: the
-	// run's end. The lock is released first.
+	// Closing the services releases the lock, then signs a checkpoint of
+	// the log's head: the run's end.
 	defer closeServices(cmd, svcs)
-	defer unlock()
 	log, red, svc := svcs.Audit, svcs.Redactor, svcs.Approvals
 	var resumed *agent.State
 	if f.resume != "" {

@@ -161,7 +161,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	if err != nil {
 		return nil, err
 	}
-	svcs, err := runtime.OpenServices(ctx, w.home, db, runtime.ServicesOptions{Approver: approver})
+	svcs, err := runtime.OpenServices(ctx, w.home, db, runtime.ServicesOptions{Approver: approver, Run: "demo"})
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 		agent.WithProvider(scripted.New(script), "scripted"),
 		agent.WithApprovalService(svc),
 		agent.WithStateDir(w.home),
-		agent.WithRunLock(db), agent.WithLedger(db),
+		agent.WithLedger(db),
 		agent.WithObserver(func(e agent.Event) {
 			events = append(events, e)
 			if e.Kind == agent.EventToolCall && e.Call != nil {
