@@ -45,8 +45,6 @@ func isHexLower(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= '
 
 func isHexDigit(c byte) bool { return isHexLower(c) || 'A' <= c && c <= 'F' }
 
-func isB32Upper(c byte) bool { return 'A' <= c && c <= 'Z' || '2' <= c && c <= '7' }
-
 func isWebhookPath(c byte) bool { return isB64URL(c) || c == '/' }
 
 // hasDigit keeps a long word (sk-learn-…) from passing for a key: every
@@ -97,7 +95,7 @@ var families = []family{
 	{"ATATT3", KindAtlassianToken, func(c byte) bool { return isB64URL(c) || c == '=' }, 100, 0, nil},
 	{"CCIPAT_", KindCIToken, isB64URL, 30, 0, nil},
 	{"bkua_", KindCIToken, isHexLower, 40, 40, nil},
-	{"AGE-SECRET-KEY-1", KindAgeKey, isB32Upper, 50, 0, nil},
+	{"AGE-SECRET-KEY-1", KindAgeKey, isUpperDigit, 50, 0, nil},
 }
 
 // familyStarts indexes families by their first byte.

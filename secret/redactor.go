@@ -64,17 +64,27 @@ type matcher struct {
 }
 
 // snapshot is what a Redactor knows at one time: every pattern for
-// redaction, and the value forms alone for masking.
+// redaction, the value forms alone for masking, and the value forms (with
+// their delimiter-free forms) and token formats for detection.
 type snapshot struct {
 	all    matcher
 	values matcher
+	detect matcher
 }
+
+// Which pattern set of a snapshot a use needs.
+const (
+	allSet = iota
+	valueSet
+	detectSet
+)
 
 // defaultSnap is the pattern set of a Redactor that was told nothing.
 var defaultSnap = func() *snapshot {
 	s := &snapshot{}
 	s.all.compile(nil, true)
 	s.values.compile(nil, false)
+	s.detect.compile(nil, true)
 	return s
 }()
 
@@ -199,27 +209,37 @@ func (r *Redactor) add(ps []lit) {
 			all = append(all, p)
 		}
 	}
-	var values []lit
+	var values, detect []lit
 	for _, p := range all {
 		if p.value {
 			values = append(values, p)
+			detect = append(detect, p)
+			// The split normalizer removes delimiters; a value that holds
+			// some is looked for without them there too.
+			if sp := stripDelims(p.b); len(sp) >= MinValueLen && !slices.ContainsFunc(all, func(q lit) bool { return bytes.Equal(q.b, sp) }) {
+				detect = append(detect, lit{b: sp, name: p.name, value: true})
+			}
 		}
 	}
 	n := &snapshot{}
 	n.all.compile(all, true)
 	n.values.compile(values, false)
+	n.detect.compile(detect, true)
 	r.snap.Store(n)
 }
 
-func (r *Redactor) matcher(values bool) *matcher {
+func (r *Redactor) matcher(set int) *matcher {
 	s := defaultSnap
 	if r != nil {
 		if p := r.snap.Load(); p != nil {
 			s = p
 		}
 	}
-	if values {
+	switch set {
+	case valueSet:
 		return &s.values
+	case detectSet:
+		return &s.detect
 	}
 	return &s.all
 }
@@ -238,7 +258,7 @@ func (r *Redactor) Redact(s string) string {
 // RedactCount is [Redactor.Redact] that also says what it replaced; the
 // counts are nil when nothing was.
 func (r *Redactor) RedactCount(s string) (string, Counts) {
-	m := r.matcher(false)
+	m := r.matcher(allSet)
 	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	at, _, _, _ := m.next(b, 0, -1, true)
 	if at < 0 {
@@ -252,7 +272,7 @@ func (r *Redactor) RedactCount(s string) (string, Counts) {
 // RedactBytes returns b with every known value, placeholder and token
 // replaced. It returns b itself when nothing matched.
 func (r *Redactor) RedactBytes(b []byte) []byte {
-	m := r.matcher(false)
+	m := r.matcher(allSet)
 	if at, _, _, _ := m.next(b, 0, -1, true); at < 0 {
 		return b
 	}
@@ -382,7 +402,11 @@ type stream struct {
 
 func (s *stream) step(dst, in []byte, final bool) []byte {
 	s.buf = append(s.buf, in...)
-	m := s.r.matcher(s.mask)
+	set := allSet
+	if s.mask {
+		set = valueSet
+	}
+	m := s.r.matcher(set)
 	if s.inPEM {
 		if s.swallowPEM(final); s.inPEM {
 			return dst
@@ -530,7 +554,7 @@ func (m *maskReader) Read(p []byte) (int, error) {
 			m.release() // nothing is held or pending: the buffers are free
 			return 0, m.err
 		}
-		if len(m.s.r.matcher(true).lits) == 0 && len(m.s.buf) == 0 {
+		if len(m.s.r.matcher(valueSet).lits) == 0 && len(m.s.buf) == 0 {
 			return m.src.Read(p) // nothing to mask: no copy
 		}
 		if m.bufs == nil {
