@@ -106,22 +106,39 @@ func (p *Proxy) answered(ctx context.Context, ss *mcp.ServerSession, req *mcp.Ca
 	key, known := p.asked[id]
 	delete(p.asked, id)
 	p.mu.Unlock()
+	if !known || key != callKey(tool, in) {
+		return &gate.Result{Tool: tool, IsError: true, Reason: capability.ReasonInvalidRequest, ApprovalID: id,
+			Content: "the answer names no approval this proxy asked for this call"}, true
+	}
+	er, _ := resp.(*mcp.ElicitResult)
+	if er == nil {
+		er = &mcp.ElicitResult{Action: "decline"}
+	}
+	return p.decide(ctx, ss, tool, id, er)
+}
+
+// decide records the client's answer er to approval id of a call of
+// tool: an accept that chooses approve approves it (ok: the call may be
+// repeated); any other accept (deny, or fields that are not the form's)
+// and a decline deny it (APPROVAL_DENIED); a cancel leaves it pending
+// (APPROVAL_PENDING: `norma approvals approve ID`, then the same call
+// again, runs it).
+func (p *Proxy) decide(ctx context.Context, ss *mcp.ServerSession, tool, id string, er *mcp.ElicitResult) (refusal *gate.Result, ok bool) {
 	refuse := func(reason capability.Reason, msg string) (*gate.Result, bool) {
 		return &gate.Result{Tool: tool, IsError: true, Reason: reason, Content: msg, ApprovalID: id}, true
 	}
-	if !known || key != callKey(tool, in) {
-		return refuse(capability.ReasonInvalidRequest, "the answer names no approval this proxy asked for this call")
+	if er.Action != "accept" && er.Action != "decline" {
+		return refuse(capability.ReasonApprovalPending, pendingText(id, "the MCP client's user answered "+safeAction(er.Action)))
 	}
-	er, _ := resp.(*mcp.ElicitResult)
 	by := "mcp-client"
 	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
 		by += ":" + ip.ClientInfo.Name
 	}
-	approve := er != nil && er.Action == "accept" && er.Content[choiceField] == choiceApprove
+	approve := er.Action == "accept" && er.Content[choiceField] == choiceApprove
 	why := "answered by the MCP client: yes, this once"
 	if !approve {
 		why = "answered by the MCP client: no"
-		if er != nil && er.Action != "accept" {
+		if er.Action != "accept" {
 			why = "the MCP client's user answered " + er.Action
 		}
 	}
@@ -135,6 +152,58 @@ func (p *Proxy) answered(ctx context.Context, ss *mcp.ServerSession, req *mcp.Ca
 		return refuse(capability.ReasonApprovalDenied, "approval "+id+" was not given: "+why)
 	}
 	return nil, true
+}
+
+// safeAction is the client's action as the refusal quotes it: one of the
+// three the protocol knows, else "something else".
+func safeAction(a string) string {
+	switch a {
+	case "accept", "decline", "cancel":
+		return a
+	}
+	return "something else"
+}
+
+// pendingText is the text of a call whose approval stays pending.
+func pendingText(id, why string) string {
+	return "approval " + id + " is pending (" + why + "): approve it (norma approvals approve " + id + "), then make the same call again"
+}
+
+// multiRoundTrip reports whether the client speaks input requests
+// (SEP-2322, protocol 2026-07-28 and later): it is then asked through an
+// input-required result, else through elicitation/create.
+func multiRoundTrip(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= "2026-07-28"
+}
+
+// elicitNow asks a client of an older protocol for approval r.ApprovalID
+// with elicitation/create, within the call, until the approval expires.
+// Whatever it answers, the call ends with a tool result: the server's
+// once approved, else the refusal (see decide); an error, an answer the
+// SDK refuses (fields not of the form) or no answer leaves the approval
+// pending (APPROVAL_PENDING).
+func (p *Proxy) elicitNow(ctx context.Context, req *mcp.CallToolRequest, r gate.Result, tool string, in json.RawMessage) (*mcp.CallToolResult, error) {
+	id := r.ApprovalID
+	rec, err := p.o.Approvals.Get(ctx, id)
+	if err != nil {
+		return gateResult(r), nil
+	}
+	ectx, cancel := context.WithDeadline(ctx, rec.Expires)
+	defer cancel()
+	msg := "Norma: approval required (" + rec.ID + ")\n" + prompt.Box(rec, time.Now())
+	er, err := req.Session.Elicit(ectx, &mcp.ElicitParams{Message: msg, RequestedSchema: choiceSchema})
+	if err != nil || er == nil {
+		why := "the MCP client gave no answer"
+		if err != nil {
+			why = "the MCP client's answer was an error or not the form's"
+		}
+		return gateResult(gate.Result{Tool: tool, IsError: true, Reason: capability.ReasonApprovalPending, ApprovalID: id, Content: pendingText(id, why)}), nil
+	}
+	if refusal, _ := p.decide(ctx, req.Session, tool, id, er); refusal != nil {
+		return gateResult(*refusal), nil
+	}
+	return toolResult(p.execute(ctx, req.Session, tool, in, req.Params.Meta))
 }
 
 // callKey identifies a call by tool and canonical input.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/norma-run/norma/capability"
@@ -25,6 +26,18 @@ type Door interface {
 	ToolSpecs() []provider.ToolSpec
 }
 
+// Upstream is the plugin behind the door as the proxy sees it, for what
+// passes through unchanged (*host.Plugin satisfies it): the tools its
+// server listed, its notifications, and the client's logging level.
+type Upstream interface {
+	// ServedTools are the tools the server listed, as it listed them.
+	ServedTools() []*mcp.Tool
+	// OnNotification registers the receiver of its notifications.
+	OnNotification(func(context.Context, host.Notification))
+	// SetLogLevel forwards logging/setLevel.
+	SetLogLevel(context.Context, mcp.LoggingLevel) error
+}
+
 // Options configures [New].
 type Options struct {
 	// Door is the session every request goes through. Required.
@@ -32,59 +45,109 @@ type Options struct {
 	// Server is the plugin's server name: its tools are mcp__Server__TOOL
 	// at the gate. Required.
 	Server string
-	// Version is the version the proxy advertises (Norma's).
+	// Version is the version the proxy advertises (Norma's) when Init is
+	// nil.
 	Version string
 	// Approvals is the door's approval service, through which a client
 	// that supports elicitation answers; nil asks no client.
 	Approvals Approvals
+	// Upstream is the plugin behind the door; nil builds the tool list
+	// from the door's specs alone.
+	Upstream Upstream
+	// Init is what the server answered to initialize: its capabilities
+	// (but subscriptions and completions, not offered), instructions and
+	// serverInfo are passed on to the client as they are. nil: the
+	// proxy's own (tools, and resources and prompts when the door has the
+	// feature tools).
+	Init *mcp.InitializeResult
 }
 
-// MetaReason is the _meta key of a tool result that holds the gate's
-// reason code.
-const MetaReason = "norma/reason"
+// MetaReason is the _meta key of a result that holds the gate's reason
+// code; MetaApproval holds a pending approval's id.
+const (
+	MetaReason   = "norma/reason"
+	MetaApproval = "norma/approval"
+)
+
+// CodeRefused is the JSON-RPC error code of a refused resources/read or
+// prompts/get (an error in the range JSON-RPC leaves to servers): its
+// message is "norma: REASON: why", its data {"norma/reason": REASON}.
+const CodeRefused = -32001
 
 // Proxy is one proxied server.
 type Proxy struct {
-	o   Options
-	srv *mcp.Server
+	o     Options
+	srv   *mcp.Server
+	caps  *mcp.ServerCapabilities
+	tools map[string]string // the server's tool name → the gate's
 
-	mu      sync.Mutex
-	session *mcp.ServerSession // the client's, once it sent a request
-	asked   map[string]string  // approval id → the call (callKey) it was asked for
+	mu    sync.Mutex
+	asked map[string]string // approval id → the call (callKey) it was asked for
 }
 
 // New builds the proxy's MCP server: the tools the door lists for the
-// server, and the resources and prompts when the door has the feature
-// tools.
+// server, the resources and prompts through the feature tools, with the
+// server's own capabilities when Init is given.
 func New(o Options) (*Proxy, error) {
 	if o.Door == nil || o.Server == "" {
 		return nil, errors.New("proxy: a door and a server name are required")
 	}
-	p := &Proxy{o: o, asked: map[string]string{}}
+	p := &Proxy{o: o, asked: map[string]string{}, tools: map[string]string{}}
 	prefix := host.ToolName(o.Server, "")
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
+	impl := &mcp.Implementation{Name: "norma-proxy/" + o.Server, Version: o.Version}
+	var instructions string
+	if o.Init != nil {
+		caps = upstreamCaps(o.Init.Capabilities)
+		if o.Init.ServerInfo != nil {
+			impl = o.Init.ServerInfo
+		}
+		instructions = o.Init.Instructions
+	}
 	var tools []provider.ToolSpec
 	for _, s := range o.Door.ToolSpecs() {
 		switch {
 		case strings.HasPrefix(s.Name, prefix) && len(s.Name) > len(prefix):
 			tools = append(tools, s)
-		case s.Name == host.ListResourcesTool:
+		case o.Init == nil && s.Name == host.ListResourcesTool:
 			caps.Resources = &mcp.ResourceCapabilities{}
-		case s.Name == host.ListPromptsTool:
+		case o.Init == nil && s.Name == host.ListPromptsTool:
 			caps.Prompts = &mcp.PromptCapabilities{}
 		}
 	}
-	p.srv = mcp.NewServer(&mcp.Implementation{Name: "norma-proxy/" + o.Server, Version: o.Version}, &mcp.ServerOptions{Capabilities: caps})
+	p.caps = caps
+	p.srv = mcp.NewServer(impl, &mcp.ServerOptions{Capabilities: caps, Instructions: instructions})
 	for _, s := range tools {
 		name := strings.TrimPrefix(s.Name, prefix)
 		schema := s.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
+		p.tools[name] = s.Name
 		p.srv.AddTool(&mcp.Tool{Name: name, Description: s.Description, InputSchema: schema}, p.callTool(s.Name))
 	}
 	p.srv.AddReceivingMiddleware(p.features)
+	if o.Upstream != nil {
+		o.Upstream.OnNotification(p.notify)
+	}
 	return p, nil
+}
+
+// upstreamCaps is the server's capabilities as the proxy offers them:
+// unchanged, but resource subscriptions and completions, which the proxy
+// does not relay.
+func upstreamCaps(c *mcp.ServerCapabilities) *mcp.ServerCapabilities {
+	out := &mcp.ServerCapabilities{}
+	if c != nil {
+		*out = *c
+	}
+	if out.Resources != nil {
+		r := *out.Resources
+		r.Subscribe = false
+		out.Resources = &r
+	}
+	out.Completions = nil
+	return out
 }
 
 // Server returns the MCP server, for [mcp.Server.Run].
@@ -97,6 +160,16 @@ func (p *Proxy) Run(ctx context.Context, t mcp.Transport) error { return p.srv.R
 // context of the request that needs approval.
 type sessionKey struct{}
 
+// execute runs one call through the door, with a relay that brings back
+// the server's own answer and its progress under the client's token.
+func (p *Proxy) execute(ctx context.Context, ss *mcp.ServerSession, tool string, in json.RawMessage, meta mcp.Meta) (gate.Result, *host.Relay) {
+	rl := &host.Relay{Meta: meta}
+	if ss != nil {
+		rl.Progress = func(ctx context.Context, pp *mcp.ProgressNotificationParams) { _ = ss.NotifyProgress(ctx, pp) }
+	}
+	return p.o.Door.Execute(host.WithRelay(ctx, rl), tool, in), rl
+}
+
 // callTool is the handler of the tool the gate knows as full.
 func (p *Proxy) callTool(full string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -106,23 +179,48 @@ func (p *Proxy) callTool(full string) mcp.ToolHandler {
 		}
 		ctx = context.WithValue(ctx, sessionKey{}, req.Session)
 		if refusal, ok := p.answered(ctx, req.Session, req.Params, full, in); refusal != nil {
-			return toolResult(*refusal), nil
+			return toolResult(*refusal, nil)
 		} else if ok {
 			// Approved: the repeated call redeems the approval.
-			return toolResult(p.o.Door.Execute(ctx, full, in)), nil
+			return toolResult(p.execute(ctx, req.Session, full, in, req.Params.Meta))
 		}
-		r := p.o.Door.Execute(ctx, full, in)
+		r, rl := p.execute(ctx, req.Session, full, in, req.Params.Meta)
 		if r.Reason == capability.ReasonApprovalPending && r.ApprovalID != "" && p.o.Approvals != nil && canElicit(req.Session) {
-			if res, ok := p.askClient(ctx, r.ApprovalID, full, in); ok {
-				return res, nil
+			if multiRoundTrip(req.Session) {
+				if res, ok := p.askClient(ctx, r.ApprovalID, full, in); ok {
+					return res, nil
+				}
+			} else {
+				return p.elicitNow(ctx, req, r, full, in)
 			}
 		}
-		return toolResult(r), nil
+		return toolResult(r, rl)
 	}
 }
 
-// toolResult is a gate result as MCP: a refusal's text names its code.
-func toolResult(r gate.Result) *mcp.CallToolResult {
+// toolResult is the answer to a tools/call: a refusal (a tool error
+// result whose text names the reason code), the server's JSON-RPC error
+// as it sent it, or its result as it sent it (redacted); Norma adds its
+// _meta keys only.
+func toolResult(r gate.Result, rl *host.Relay) (*mcp.CallToolResult, error) {
+	if rl != nil && (!r.IsError || r.Reason == capability.ReasonToolError) {
+		res, werr := rl.Result()
+		if werr != nil {
+			return nil, werr
+		}
+		if tr, ok := res.(*mcp.CallToolResult); ok {
+			if tr.Meta == nil {
+				tr.Meta = mcp.Meta{}
+			}
+			tr.Meta[MetaReason] = string(r.Reason)
+			return tr, nil
+		}
+	}
+	return gateResult(r), nil
+}
+
+// gateResult is a gate result as MCP: a refusal's text names its code.
+func gateResult(r gate.Result) *mcp.CallToolResult {
 	text := r.Content
 	if r.IsError && r.Reason != capability.ReasonToolError {
 		text = Refusal(r)
@@ -130,7 +228,7 @@ func toolResult(r gate.Result) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: r.IsError}
 	res.Meta = mcp.Meta{MetaReason: string(r.Reason)}
 	if r.ApprovalID != "" {
-		res.Meta["norma/approval"] = r.ApprovalID
+		res.Meta[MetaApproval] = r.ApprovalID
 	}
 	return res
 }
@@ -140,160 +238,236 @@ func Refusal(r gate.Result) string {
 	return fmt.Sprintf("norma: %s: %s", r.Reason, strings.TrimSpace(r.Content))
 }
 
-// features answers resources/list, resources/read, prompts/list and
-// prompts/get through the feature tools; everything else goes on to the
-// server. It also records the client's session.
+// features answers tools/list with the server's own tool entries,
+// resources/list, resources/templates/list, resources/read, prompts/list
+// and prompts/get through the feature tools, and forwards
+// logging/setLevel; everything else goes on to the proxy's server.
 func (p *Proxy) features(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-			p.mu.Lock()
-			p.session = ss
-			p.mu.Unlock()
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if ss != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, ss)
 		}
 		switch r := req.(type) {
+		case *mcp.ListToolsRequest:
+			if res := p.listTools(); res != nil {
+				return res, nil
+			}
 		case *mcp.ListResourcesRequest:
-			return p.listResources(ctx)
+			return p.listResources(ctx, ss, metaOf(r.Params), false)
 		case *mcp.ListResourceTemplatesRequest:
-			return p.listTemplates(ctx)
+			return p.listResources(ctx, ss, metaOf(r.Params), true)
 		case *mcp.ReadResourceRequest:
-			return p.readResource(ctx, r.Params.URI)
+			return p.readResource(ctx, ss, r.Params)
 		case *mcp.ListPromptsRequest:
-			return p.listPrompts(ctx)
+			return p.listPrompts(ctx, ss, metaOf(r.Params))
 		case *mcp.GetPromptRequest:
-			return p.getPrompt(ctx, r.Params.Name, r.Params.Arguments)
+			return p.getPrompt(ctx, ss, r.Params)
+		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
+			if p.o.Upstream != nil && r.Params != nil {
+				if err := p.o.Upstream.SetLogLevel(ctx, r.Params.Level); err != nil {
+					return nil, upstreamErr(err)
+				}
+			}
 		}
 		return next(ctx, method, req)
 	}
 }
 
-// feature calls a feature tool for this server; a refusal or a failure
-// is an error that carries the reason code.
-func (p *Proxy) feature(ctx context.Context, tool string, in map[string]any) (string, error) {
+// metaOf is the _meta of a request's params (nil params: none).
+func metaOf(p interface{ GetMeta() map[string]any }) mcp.Meta {
+	if p == nil {
+		return nil
+	}
+	return mcp.Meta(p.GetMeta())
+}
+
+// upstreamErr is an error of the server relayed as it is, else as an
+// internal error.
+func upstreamErr(err error) error {
+	if we, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		return we
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// listTools is the server's tool list as it sent it, less the tools the
+// door does not list for the principal; nil without an upstream.
+func (p *Proxy) listTools() mcp.Result {
+	if p.o.Upstream == nil {
+		return nil
+	}
+	served := p.o.Upstream.ServedTools()
+	if served == nil {
+		return nil
+	}
+	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(served))}
+	for _, t := range served {
+		if _, ok := p.tools[t.Name]; ok {
+			out.Tools = append(out.Tools, t)
+		}
+	}
+	return uncached{out}
+}
+
+// feature calls a feature tool for this server through the door.
+func (p *Proxy) feature(ctx context.Context, ss *mcp.ServerSession, tool string, in map[string]any, meta mcp.Meta) (gate.Result, *host.Relay) {
 	in["server"] = p.o.Server
 	b, err := json.Marshal(in)
 	if err != nil {
-		return "", err
+		return gate.Result{Tool: tool, IsError: true, Reason: capability.ReasonInvalidRequest, Content: err.Error()}, nil
 	}
-	r := p.o.Door.Execute(ctx, tool, b)
+	return p.execute(ctx, ss, tool, b, meta)
+}
+
+// refusedErr is a refused read or get as a JSON-RPC error, or the
+// server's own error when the call reached it.
+func refusedErr(r gate.Result, rl *host.Relay) error {
+	if rl != nil {
+		if _, werr := rl.Result(); werr != nil {
+			return werr
+		}
+	}
+	data, _ := json.Marshal(map[string]string{MetaReason: string(r.Reason)})
+	return &jsonrpc.Error{Code: CodeRefused, Message: Refusal(r), Data: data}
+}
+
+// listed is the outcome of a list: the server's answer, or an empty
+// list that says why in its _meta (a refusal), or an empty list for a
+// server that does not offer the feature (a client's probe, audited by
+// the gate as a decision).
+func listed(r gate.Result, rl *host.Relay, offered bool) (mcp.Result, mcp.Meta) {
+	if !r.IsError {
+		res, _ := rl.Result()
+		return res, nil
+	}
+	if !offered {
+		return nil, nil
+	}
+	return nil, mcp.Meta{MetaReason: string(r.Reason)}
+}
+
+func (p *Proxy) listResources(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, templates bool) (mcp.Result, error) {
+	r, rl := p.feature(ctx, ss, host.ListResourcesTool, map[string]any{}, meta)
+	res, why := listed(r, rl, p.caps.Resources != nil)
+	if templates {
+		out := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Meta: why}
+		if res != nil {
+			if ts := rl.Templates(); ts != nil {
+				out.ResourceTemplates = ts
+			}
+		}
+		return uncached{out}, nil
+	}
+	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Meta: why}
+	if lr, ok := res.(*mcp.ListResourcesResult); ok && lr.Resources != nil {
+		out.Resources = lr.Resources
+	}
+	return uncached{out}, nil
+}
+
+func (p *Proxy) readResource(ctx context.Context, ss *mcp.ServerSession, params *mcp.ReadResourceParams) (mcp.Result, error) {
+	if params == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
+	}
+	r, rl := p.feature(ctx, ss, host.ReadResourceTool, map[string]any{"uri": params.URI}, params.Meta)
 	if r.IsError {
-		return "", errors.New(Refusal(r))
+		return nil, refusedErr(r, rl)
 	}
-	return r.Content, nil
+	res, _ := rl.Result()
+	if rr, ok := res.(*mcp.ReadResourceResult); ok {
+		return uncached{rr}, nil
+	}
+	return nil, refusedErr(gate.Result{Reason: capability.ReasonToolError, Content: "the server sent no contents"}, nil)
 }
 
-// resourceEntry is one entry of ListMcpResources (host's resourceEntry).
-type resourceEntry struct {
-	Server      string `json:"server"`
-	URI         string `json:"uri"`
-	URITemplate string `json:"uriTemplate"`
-	Name        string `json:"name"`
-	MIMEType    string `json:"mimeType"`
-	Description string `json:"description"`
+func (p *Proxy) listPrompts(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Result, error) {
+	r, rl := p.feature(ctx, ss, host.ListPromptsTool, map[string]any{}, meta)
+	res, why := listed(r, rl, p.caps.Prompts != nil)
+	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Meta: why}
+	if lp, ok := res.(*mcp.ListPromptsResult); ok && lp.Prompts != nil {
+		out.Prompts = lp.Prompts
+	}
+	return uncached{out}, nil
 }
 
-// resources lists this server's resources and templates.
-func (p *Proxy) resources(ctx context.Context) ([]resourceEntry, error) {
-	text, err := p.feature(ctx, host.ListResourcesTool, map[string]any{})
-	if err != nil {
-		return nil, err
+func (p *Proxy) getPrompt(ctx context.Context, ss *mcp.ServerSession, params *mcp.GetPromptParams) (mcp.Result, error) {
+	if params == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
 	}
-	var all []resourceEntry
-	if err := json.Unmarshal([]byte(text), &all); err != nil {
-		return nil, fmt.Errorf("norma: %s: the resource list was cut or is not JSON", capability.ReasonToolError)
+	in := map[string]any{"name": params.Name}
+	if len(params.Arguments) > 0 {
+		in["arguments"] = params.Arguments
 	}
-	out := all[:0]
-	for _, e := range all {
-		if e.Server == p.o.Server {
-			out = append(out, e)
+	r, rl := p.feature(ctx, ss, host.GetPromptTool, in, params.Meta)
+	if r.IsError {
+		return nil, refusedErr(r, rl)
+	}
+	res, _ := rl.Result()
+	if gp, ok := res.(*mcp.GetPromptResult); ok {
+		return gp, nil
+	}
+	return nil, refusedErr(gate.Result{Reason: capability.ReasonToolError, Content: "the server sent no prompt"}, nil)
+}
+
+// notify relays a notification of the server to the client sessions:
+// logging messages (at the level each client set), and the list_changed
+// the proxy's own server sends when its lists change.
+func (p *Proxy) notify(ctx context.Context, n host.Notification) {
+	switch n.Method {
+	case host.MethodLogging:
+		lp, ok := n.Params.(*mcp.LoggingMessageParams)
+		if !ok {
+			return
 		}
-	}
-	return out, nil
-}
-
-func (p *Proxy) listResources(ctx context.Context) (mcp.Result, error) {
-	es, err := p.resources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
-	for _, e := range es {
-		if e.URI != "" {
-			res.Resources = append(res.Resources, &mcp.Resource{URI: e.URI, Name: e.Name, MIMEType: e.MIMEType, Description: e.Description})
+		for ss := range p.srv.Sessions() {
+			_ = ss.Log(ctx, lp)
 		}
-	}
-	return res, nil
-}
-
-func (p *Proxy) listTemplates(ctx context.Context) (mcp.Result, error) {
-	es, err := p.resources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}}
-	for _, e := range es {
-		if e.URITemplate != "" {
-			res.ResourceTemplates = append(res.ResourceTemplates, &mcp.ResourceTemplate{URITemplate: e.URITemplate, Name: e.Name,
-				MIMEType: e.MIMEType, Description: e.Description})
+	case host.MethodResourceUpdated:
+		if up, ok := n.Params.(*mcp.ResourceUpdatedNotificationParams); ok {
+			_ = p.srv.ResourceUpdated(ctx, up)
 		}
+	case host.MethodPromptsListChanged:
+		// The proxy's server says its prompts changed when its registry
+		// does: a placeholder the client never sees (prompts/list is
+		// answered from the server's list) is added and removed.
+		p.srv.AddPrompt(&mcp.Prompt{Name: placeholder}, nil)
+		p.srv.RemovePrompts(placeholder)
+	case host.MethodResourcesChanged:
+		p.srv.AddResource(&mcp.Resource{URI: "norma:" + placeholder, Name: placeholder}, nil)
+		p.srv.RemoveResources("norma:" + placeholder)
+	case host.MethodToolsListChanged:
+		p.srv.AddTool(&mcp.Tool{Name: placeholder, InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool"}
+		})
+		p.srv.RemoveTools(placeholder)
 	}
-	return res, nil
 }
 
-// readResource returns the text ReadMcpResource gives: bounded, a binary
-// resource reported by type and size, as the model gets it in a run.
-func (p *Proxy) readResource(ctx context.Context, uri string) (mcp.Result, error) {
-	text, err := p.feature(ctx, host.ReadResourceTool, map[string]any{"uri": uri})
+// placeholder names the entry that makes the proxy's server announce a
+// list change.
+const placeholder = "norma-list-changed"
+
+// uncached is a list or read result as the server sent it: the cache
+// fields (ttlMs, cacheScope) that the SDK writes on every such result
+// are left out when the server sent none (an SDK server always sends a
+// cacheScope).
+type uncached struct{ mcp.Result }
+
+func (u uncached) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(u.Result)
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
-}
-
-// promptEntry is one entry of ListMcpPrompts (host's promptEntry).
-type promptEntry struct {
-	Server      string `json:"server"`
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Arguments   []struct {
-		Name        string `json:"name"`
-		Description string `json:"description"`
-		Required    bool   `json:"required"`
-	} `json:"arguments"`
-}
-
-func (p *Proxy) listPrompts(ctx context.Context) (mcp.Result, error) {
-	text, err := p.feature(ctx, host.ListPromptsTool, map[string]any{})
-	if err != nil {
+	c, ok := u.Result.(interface{ GetCacheScope() string })
+	if !ok || c.GetCacheScope() != "" {
+		return b, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	var all []promptEntry
-	if err := json.Unmarshal([]byte(text), &all); err != nil {
-		return nil, fmt.Errorf("norma: %s: the prompt list was cut or is not JSON", capability.ReasonToolError)
-	}
-	res := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}
-	for _, e := range all {
-		if e.Server != p.o.Server {
-			continue
-		}
-		pr := &mcp.Prompt{Name: e.Name, Description: e.Description}
-		for _, a := range e.Arguments {
-			pr.Arguments = append(pr.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
-		}
-		res.Prompts = append(res.Prompts, pr)
-	}
-	return res, nil
-}
-
-// getPrompt returns the text GetMcpPrompt gives, as one user message.
-func (p *Proxy) getPrompt(ctx context.Context, name string, args map[string]string) (mcp.Result, error) {
-	in := map[string]any{"name": name}
-	if len(args) > 0 {
-		in["arguments"] = args
-	}
-	text, err := p.feature(ctx, host.GetPromptTool, in)
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+	delete(m, "ttlMs")
+	delete(m, "cacheScope")
+	return json.Marshal(m)
 }

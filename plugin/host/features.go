@@ -225,6 +225,9 @@ func (p *Plugin) featureErr(ctx context.Context, tool string, err error) error {
 	if errors.Is(err, mcp.ErrConnectionClosed) {
 		return p.crashError(ctx, tool, err)
 	}
+	if we, ok := serverError(err); ok {
+		relayOf(ctx).set(nil, relayedError(p.h.cfg.Redactor, we))
+	}
 	return fmt.Errorf("%s: %s", p.server, truncate(err.Error(), 1024))
 }
 
@@ -264,10 +267,13 @@ func (h *Host) listResources(ctx context.Context, in featureInput) (string, erro
 		return "", err
 	}
 	var out []resourceEntry
+	var raw []*mcp.Resource
+	var rawTemplates []*mcp.ResourceTemplate
 	for _, p := range ps {
 		err := h.withFeatureSession(ctx, p, func(cctx context.Context, s *mcp.ClientSession) error {
 			var err error
 			out, err = collect(out, s.Resources(cctx, nil), func(r *mcp.Resource) resourceEntry {
+				raw = append(raw, r)
 				return resourceEntry{Server: p.server, URI: r.URI, Name: r.Name, MIMEType: r.MIMEType, Description: truncate(r.Description, 256)}
 			})
 			if err != nil {
@@ -275,6 +281,7 @@ func (h *Host) listResources(ctx context.Context, in featureInput) (string, erro
 			}
 			// Templates are optional: an error ends their list only.
 			out, _ = collect(out, s.ResourceTemplates(cctx, nil), func(r *mcp.ResourceTemplate) resourceEntry {
+				rawTemplates = append(rawTemplates, r)
 				return resourceEntry{Server: p.server, URITemplate: r.URITemplate, Name: r.Name, MIMEType: r.MIMEType, Description: truncate(r.Description, 256)}
 			})
 			return nil
@@ -282,6 +289,15 @@ func (h *Host) listResources(ctx context.Context, in featureInput) (string, erro
 		if err != nil {
 			return "", err
 		}
+	}
+	if r := relayOf(ctx); r != nil {
+		for _, x := range raw {
+			redactMeta(h.cfg.Redactor, x.Meta)
+		}
+		r.set(&mcp.ListResourcesResult{Resources: raw}, nil)
+		r.mu.Lock()
+		r.templates = rawTemplates
+		r.mu.Unlock()
 	}
 	return h.boundedJSON(out), nil
 }
@@ -296,10 +312,19 @@ func (h *Host) readResource(ctx context.Context, in featureInput) (string, error
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
 	defer cancel()
-	res, err := s.ReadResource(cctx, &mcp.ReadResourceParams{URI: in.URI})
+	res, err := s.ReadResource(cctx, &mcp.ReadResourceParams{Meta: requestMeta(ctx, nil), URI: in.URI})
 	if err != nil {
 		return "", p.featureErr(cctx, ReadResourceTool, err)
 	}
+	defer func() {
+		if r := relayOf(ctx); r != nil {
+			for _, c := range res.Contents {
+				redactResource(h.cfg.Redactor, c)
+			}
+			redactMeta(h.cfg.Redactor, res.Meta)
+			r.set(res, nil)
+		}
+	}()
 	w := bounded{max: h.cfg.MaxOutput}
 	for i, c := range res.Contents {
 		if i > 0 {
@@ -341,10 +366,12 @@ func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error)
 		return "", err
 	}
 	var out []promptEntry
+	var raw []*mcp.Prompt
 	for _, p := range ps {
 		err := h.withFeatureSession(ctx, p, func(cctx context.Context, s *mcp.ClientSession) error {
 			var err error
 			out, err = collect(out, s.Prompts(cctx, nil), func(pr *mcp.Prompt) promptEntry {
+				raw = append(raw, pr)
 				e := promptEntry{Server: p.server, Name: pr.Name, Description: truncate(pr.Description, 256)}
 				for _, a := range pr.Arguments {
 					e.Arguments = append(e.Arguments, promptArg{Name: a.Name, Description: truncate(a.Description, 256), Required: a.Required})
@@ -360,6 +387,9 @@ func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error)
 			return "", err
 		}
 	}
+	if r := relayOf(ctx); r != nil {
+		r.set(&mcp.ListPromptsResult{Prompts: raw}, nil)
+	}
 	return h.boundedJSON(out), nil
 }
 
@@ -373,10 +403,19 @@ func (h *Host) getPrompt(ctx context.Context, in featureInput) (string, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.cfg.CallTimeout)
 	defer cancel()
-	res, err := s.GetPrompt(cctx, &mcp.GetPromptParams{Name: in.Name, Arguments: in.Arguments})
+	res, err := s.GetPrompt(cctx, &mcp.GetPromptParams{Meta: requestMeta(ctx, nil), Name: in.Name, Arguments: in.Arguments})
 	if err != nil {
 		return "", p.featureErr(cctx, GetPromptTool, err)
 	}
+	defer func() {
+		if r := relayOf(ctx); r != nil {
+			for _, m := range res.Messages {
+				redactContent(h.cfg.Redactor, m.Content)
+			}
+			redactMeta(h.cfg.Redactor, res.Meta)
+			r.set(res, nil)
+		}
+	}()
 	w := bounded{max: h.cfg.MaxOutput}
 	if res.Description != "" {
 		w.add(truncate(res.Description, 1024) + "\n")

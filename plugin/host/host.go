@@ -97,6 +97,8 @@ type Host struct {
 	sampled  int
 	// progress numbers the calls' progress tokens.
 	progress atomic.Int64
+	// relays maps a progress token of a relayed call to its progressRelay.
+	relays sync.Map
 	// prot is the state directory by identity, recorded when the host was
 	// created: every plugin sandbox hides it under any name.
 	prot sandboxpolicy.Protected
@@ -187,6 +189,11 @@ type Plugin struct {
 	notices int
 	// relist serializes the handling of tools/list_changed.
 	relist sync.Mutex
+	// servedRaw are the declared tools the server listed last, as it
+	// listed them (ServedTools); listeners receive its notifications
+	// (OnNotification).
+	servedRaw []*mcp.Tool
+	listeners []func(context.Context, Notification)
 
 	// credits are the idempotency keys of external-write calls in flight;
 	// the broker spends one per approval_required request (see

@@ -147,18 +147,30 @@ func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, id
 		defer p.drainCredit(idem)
 	}
 	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	var own mcp.Meta
 	if idem != "" {
-		params.Meta = mcp.Meta{"norma/idempotency_key": idem}
+		own = mcp.Meta{"norma/idempotency_key": idem}
 	}
+	params.Meta = requestMeta(ctx, own)
 	// A progress token, so that the server may report progress (audited
-	// and shown to the person as notices, never given to the model).
-	params.SetProgressToken(p.h.progress.Add(1))
+	// and shown to the person as notices, never given to the model; a
+	// door's relay gets them under its client's token).
+	tok := p.h.progress.Add(1)
+	params.SetProgressToken(tok)
+	defer p.h.trackProgress(relayOf(ctx), tok)()
 	res, err := session.CallTool(cctx, params)
 	if ce, ok := errors.AsType[*capability.Error](err); ok && cctx.Err() == nil {
 		// Our own refusal of what the server asked within the call (its
 		// input requests, on the 2026-07-28 protocol): the call fails
 		// with it, and the plugin runs on.
 		return tool.Result{}, ce
+	}
+	if we, ok := serverError(err); ok && cctx.Err() == nil {
+		// The server answered with a JSON-RPC error: it is alive, the
+		// call failed. A door relays the error with its code.
+		red := p.h.cfg.Redactor
+		relayOf(ctx).set(nil, relayedError(red, we))
+		return tool.Result{Content: fmt.Sprintf("the server answered error %d: %s", we.Code, truncate(we.Message, 1024)), IsError: true}, nil
 	}
 	if err != nil {
 		if cctx.Err() != nil {
@@ -175,19 +187,37 @@ func (p *Plugin) call(ctx context.Context, name string, args json.RawMessage, id
 }
 
 // result collects the text of res, bounded by MaxOutput: a larger result
-// restarts the plugin. The gate redacts it (step 7), as every tool's.
+// restarts the plugin. The gate redacts it (step 7), as every tool's. A
+// door's relay gets res itself, redacted (text, structured content,
+// _meta), after the text for the gate was taken from it.
 func (p *Plugin) result(ctx context.Context, name string, res *mcp.CallToolResult) (tool.Result, error) {
+	if resultSize(res) > p.h.cfg.MaxOutput {
+		p.crashed(ctx, name, errors.New("output flood"))
+		return tool.Result{}, capability.Denied(ReasonOutputTooLarge, name, fmt.Sprintf("result larger than %d bytes", p.h.cfg.MaxOutput))
+	}
+	var text string
 	var b strings.Builder
+	n := 0
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
+			if n++; n == 1 {
+				text = t.Text // one block, the common case: not copied
+				continue
+			}
+			if n == 2 {
+				b.WriteString(text)
+			}
 			b.WriteString(t.Text)
 		}
-		if b.Len() > p.h.cfg.MaxOutput {
-			p.crashed(ctx, name, errors.New("output flood"))
-			return tool.Result{}, capability.Denied(ReasonOutputTooLarge, name, fmt.Sprintf("result larger than %d bytes", p.h.cfg.MaxOutput))
-		}
 	}
-	return tool.Result{Content: b.String(), IsError: res.IsError}, nil
+	if n > 1 {
+		text = b.String()
+	}
+	if r := relayOf(ctx); r != nil {
+		redactToolResult(p.h.cfg.Redactor, res)
+		r.set(res, nil)
+	}
+	return tool.Result{Content: text, IsError: res.IsError}, nil
 }
 
 // checkToolsLocked lists the served tools when the process starts: every
@@ -200,6 +230,7 @@ func (p *Plugin) checkToolsLocked(ctx context.Context) error {
 		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginStart, Layer: "host"}, Detail: "tools/list: " + err.Error()}
 	}
 	served, undeclared := p.served(res.Tools)
+	p.servedRaw = declaredTools(p.m, res.Tools)
 	if len(undeclared) > 0 {
 		detail := "tools not in the manifest: " + strings.Join(undeclared, ", ")
 		p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypeCapabilityDecision, RunID: p.h.cfg.RunID,
@@ -275,6 +306,7 @@ func (p *Plugin) toolsChanged(ctx context.Context, s *mcp.ClientSession) {
 	var werr error
 	if detail == "" {
 		werr = p.writePins()
+		p.servedRaw = declaredTools(p.m, res.Tools)
 	}
 	p.mu.Unlock()
 	if detail != "" {
@@ -283,7 +315,20 @@ func (p *Plugin) toolsChanged(ctx context.Context, s *mcp.ClientSession) {
 	}
 	if werr != nil {
 		p.hold(ctx, ReasonToolsChanged, "the new tools cannot be pinned: "+werr.Error())
+		return
 	}
+	p.relayNotification(ctx, Notification{Method: MethodToolsListChanged})
+}
+
+// declaredTools are the tools of ts that m declares, in their order.
+func declaredTools(m *manifest.Manifest, ts []*mcp.Tool) []*mcp.Tool {
+	out := make([]*mcp.Tool, 0, len(ts))
+	for _, t := range ts {
+		if _, ok := m.Tool(t.Name); ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // served returns the declared tools among ts with their digests, and the
