@@ -135,6 +135,9 @@ type Options struct {
 	// values and provider keys it was told, and the token formats it
 	// knows. Nil means one that knows the token formats only.
 	Redactor *secret.Redactor
+	// Egress says what a credential or identifier found in what a call
+	// sends out does (see egress.go); nil denies every finding.
+	Egress *secret.EgressRules
 	// SessionID is passed to hooks.
 	SessionID string
 	// Now is the clock; nil means time.Now.
@@ -178,6 +181,7 @@ type Gate struct {
 	parallel  int
 	capture   *capture
 	red       *secret.Redactor
+	egress    *secret.EgressRules
 	sessionID string
 	now       func() time.Time
 	log       *slog.Logger
@@ -204,7 +208,7 @@ func New(opts Options) (*Gate, error) {
 		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit,
 		approver: opts.Approver, wsDir: opts.Workspace, ledger: opts.Ledger, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
 		resolver: opts.Resolver, timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
-		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace, red: opts.Redactor,
+		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace, red: opts.Redactor, egress: opts.Egress,
 		tracer: opts.Tracer, sandboxed: opts.Sandboxed,
 	}
 	if g.red == nil {
@@ -505,7 +509,7 @@ func (x *exec) check(ctx context.Context, raw json.RawMessage, first bool) bool 
 	if d.Mode == capability.ApprovalRequired && x.mode == ModeDontAsk {
 		// A command whose effect cannot be known keeps its own reason:
 		// the denial says why it could not be allowed.
-		if d.Reason != capability.ReasonCommandUnparseable {
+		if d.Reason != capability.ReasonCommandUnparseable && d.Layer != capability.LayerEgress {
 			d.Reason = capability.ReasonModeDenied
 		}
 		d.Mode, d.Layer, d.Rule = capability.Deny, capability.LayerMode, "mode:dontAsk"

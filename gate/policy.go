@@ -36,6 +36,9 @@ func (x *exec) decide(ctx context.Context) capability.Decision {
 	if d = x.capability(ctx); d.Mode == capability.Deny {
 		return d
 	}
+	if ed, ok := x.egress(); ok {
+		return ed
+	}
 	return x.harness(d, perm)
 }
 
