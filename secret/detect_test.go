@@ -3,6 +3,8 @@ package secret
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -81,8 +83,11 @@ func TestDetectKnownValues(t *testing.T) {
 func TestDetectBenign(t *testing.T) {
 	r, _ := newTestRedactor(t)
 	for _, s := range append(secrettest.Benign(), secrettest.Sample{Name: "image", Text: secrettest.Image()}) {
-		if fs := r.DetectString(s.Text); len(fs) != 0 {
-			t.Errorf("%s: Detect(%q) = %v, want nothing", s.Name, s.Text, fs)
+		j, _ := json.Marshal(map[string]string{"body": s.Text}) // as a tool's input or a JSON body holds it
+		for _, in := range []string{s.Text, string(j), url.QueryEscape(s.Text)} {
+			if fs := r.DetectString(in); len(fs) != 0 {
+				t.Errorf("%s: Detect(%q) = %v, want nothing", s.Name, in, fs)
+			}
 		}
 	}
 }

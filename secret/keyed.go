@@ -17,7 +17,8 @@ const (
 // optional "Bearer", "Basic" or "token" scheme) is a finding when it is
 // 16 to 512 bytes of no spaces or quotes, with at least two kinds of
 // character (lower, upper, digit, other), a Shannon entropy of at least
-// 3.2 bits per byte, and it is not a UUID, a template or a redaction.
+// 3.2 bits per byte, and it is not a UUID, a template ("${…}", "{{…}}",
+// "xxxx", "…" written as three dots) or a redaction.
 func (d *detection) keyed(b []byte, via string) {
 	for i, c := range b {
 		if c != ':' && c != '=' || d.full() {
@@ -120,7 +121,7 @@ func keyValue(b []byte, from int) []byte {
 	j := i
 	for j < len(b) && j-i <= maxKeyedLen {
 		c := b[j]
-		if c <= ' ' || c == '"' || c == '\'' || c == '&' || c == ',' || c == ';' || c == '}' || c == ']' || c == '<' || c == '>' || c == '`' || c >= 0x80 {
+		if c <= ' ' || c == '"' || c == '\'' || c == '&' || c == ',' || c == ';' || c == '}' || c == ']' || c == '<' || c == '>' || c == '`' || c == '\\' || c >= 0x80 {
 			break
 		}
 		j++
@@ -153,7 +154,7 @@ func highEntropy(v []byte) bool {
 		}
 	}
 	if kinds < 2 || isUUID(v) || bytes.Contains(v, []byte("${")) || bytes.Contains(v, []byte("{{")) ||
-		bytes.Contains(v, []byte("REDACTED")) || bytes.HasPrefix(v, []byte(PlaceholderPrefix)) || bytes.Contains(v, []byte("xxxx")) || bytes.Contains(v, []byte("XXXX")) {
+		bytes.Contains(v, []byte("REDACTED")) || bytes.HasPrefix(v, []byte(PlaceholderPrefix)) || bytes.Contains(v, []byte("xxxx")) || bytes.Contains(v, []byte("XXXX")) || bytes.Contains(v, []byte("...")) {
 		return false
 	}
 	return entropy(v) >= minKeyedEntropy

@@ -125,8 +125,8 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// urlView undoes one layer of percent-encoding (an invalid escape stays
-// as written).
+// urlView undoes one layer of percent-encoding, '+' read as a space as
+// in a query or form (an invalid escape stays as written).
 func urlView(b []byte) []byte {
 	i := 0
 	for ; i+2 < len(b); i++ {
@@ -152,6 +152,10 @@ func urlView(b []byte) []byte {
 				i += 2
 				continue
 			}
+		}
+		if b[i] == '+' {
+			out = append(out, ' ')
+			continue
 		}
 		out = append(out, b[i])
 	}
