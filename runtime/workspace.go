@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -184,18 +183,19 @@ type Declaration struct {
 	Dir    string
 }
 
-// Runtime is a workspace's assembled runtime. It is not safe for
-// concurrent use until [Runtime.Session] or the first [Runtime.Explain]
-// returned; then the session is, as agent.Session documents.
+// Runtime is a workspace's assembled runtime: the policy compiled once,
+// the sandbox runner, the plugins and the hooks, shared by every session
+// it serves ([Runtime.Session], [Runtime.SessionOf]) and by
+// [Runtime.Explain]. Each session has its own registry, built-in tools,
+// shell (tasks and PTYs) and todo list. Its methods are safe for
+// concurrent use once Open has returned.
 type Runtime struct {
 	opts    Options
 	dir     string
 	layer   *manifest.Layer
 	sandbox bool
-	builtin *builtin.Builtin
+	builtin *builtin.Builtin      // the first session's tools, with the one compiled policy
 	exec    *sandboxpolicy.Runner // the built-in tools' process capability; nil without the sandbox
-	reg     *tool.Registry
-	ref     *builtin.GateRef
 	host    *host.Host
 	plugins []agent.Plugin
 	failed  []*PluginFailure // installed plugins that did not load
@@ -205,11 +205,14 @@ type Runtime struct {
 	features []tool.CoreTool // the plugins' resource and prompt tools
 	hooks    *hook.Registry
 	changes  []FileChange
+	todoDirs bool // Options.Todos was not given: a file per run under Home
 
-	mu      sync.Mutex     // guards served and explain
-	once    sync.Once      // the registry serves one session
-	served  *agent.Session // the session Session started
-	explain *agent.Session // the model-less session of Explain, when Session was not called
+	mu      sync.Mutex       // guards what follows
+	first   *parts           // the parts Open built, until a session or Explain takes them
+	runs    map[string]bool  // the runs a session was started for
+	shells  []*shell.Manager // every session's shell, closed with the runtime
+	served  *agent.Session   // the first session started, which Explain asks
+	explain *agent.Session   // the model-less session of Explain, when none was started
 }
 
 // Open reads the workspace policy, builds the built-in tools with their
@@ -267,9 +270,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if !agent.ValidRunID(o.RunID) {
 		return nil, fmt.Errorf("workspace: %q is not a run id", o.RunID)
 	}
-	if o.Todos == nil && o.Home != "" {
-		o.Todos = builtin.FileTodoStore{Dir: filepath.Join(o.Home, "runs", o.RunID)}
-	}
+	todoDirs := o.Todos == nil && o.Home != ""
 	if o.ShellEnv == nil {
 		o.ShellEnv = []string{"LANG=C.UTF-8"}
 	}
@@ -277,10 +278,11 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		o.Redactor = secret.NewRedactor()
 	}
 	r := &Runtime{opts: o, dir: dir, layer: layer, settings: st, changes: tr.changes, sandbox: !o.NoSandbox && sandbox.Ready(),
-		reg: tool.NewRegistry(&tool.Options{Audit: o.Audit}), ref: &builtin.GateRef{}, plugins: o.Plugins}
-	if r.builtin, err = builtin.Build(r.toolsConfig()); err != nil {
+		plugins: o.Plugins, todoDirs: todoDirs, runs: map[string]bool{}}
+	if r.first, err = r.newParts(o.RunID); err != nil {
 		return nil, err
 	}
+	r.builtin = r.first.tools
 	if r.sandbox {
 		if r.exec, err = r.processRunner(); err != nil {
 			r.Close()
@@ -326,13 +328,17 @@ func LoadPolicy(dir string) (*manifest.Layer, error) {
 	return manifest.ParseLayerFile(p)
 }
 
-// toolsConfig configures the built-in tools: the web tools may request what
+// toolsConfig configures the built-in tools of p's session: the web tools
+// may request what
 // the workspace policy's network section lists (the policy is then both
-// their request and their ceiling), and the shell tools are installed only
-// with the OS sandbox.
-func (r *Runtime) toolsConfig() builtin.Config {
-	cfg := builtin.Config{SessionID: r.opts.RunID, Todos: r.opts.Todos, Gate: r.ref, Registry: r.reg,
+// their request and their ceiling), the shell tools are installed only
+// with the OS sandbox, and the policy is compiled by the first call only.
+func (r *Runtime) toolsConfig(p *parts) builtin.Config {
+	cfg := builtin.Config{SessionID: p.run, Todos: p.todos, Gate: p.ref, Registry: p.reg,
 		Policy: func(m *manifest.Manifest) (*policy.Set, error) {
+			if r.builtin != nil {
+				return r.builtin.Policy, nil // compiled once, for every session
+			}
 			return policy.Compile(policy.Inputs{Manifest: m, Workspace: r.layer, Run: r.opts.RunPolicy, Host: policy.Host{Sandbox: r.sandbox}})
 		}}
 	if r.layer != nil && r.layer.Permissions.Network != nil {
@@ -342,7 +348,7 @@ func (r *Runtime) toolsConfig() builtin.Config {
 		cfg.Network = append(cfg.Network, n.Requests...)
 	}
 	if r.sandbox {
-		cfg.Shell = &shell.Config{SessionID: r.opts.RunID}
+		cfg.Shell = &shell.Config{SessionID: p.run}
 	}
 	return cfg
 }
@@ -620,84 +626,6 @@ func (f *PluginFailure) Error() string {
 
 func (f *PluginFailure) Unwrap() error { return f.Err }
 
-// options are the agent options the workspace determines.
-func (r *Runtime) options() []agent.Option {
-	opts := []agent.Option{
-		agent.WithRegistry(r.reg), agent.WithTools(r.builtin.Tools...),
-		agent.WithBuiltinPolicy(r.builtin.Policy), agent.WithPolicy(r.layer, r.opts.RunPolicy), agent.WithSandbox(r.sandbox),
-		agent.WithGateBinder(r.ref.Bind), agent.WithWorkspace(r.dir), agent.WithMode(r.opts.Mode),
-		agent.WithRules(r.opts.Rules), agent.WithAudit(r.opts.Audit),
-		agent.WithNetwork(r.opts.Resolver, r.opts.RootCAs), agent.WithHooks(r.hooks),
-		agent.WithRedactor(r.opts.Redactor),
-		agent.WithProtected(r.opts.Home, r.opts.Settings.UserDir),
-	}
-	if r.exec != nil {
-		opts = append(opts, agent.WithProcessRunner(r.exec))
-	}
-	if len(r.plugins) > 0 {
-		opts = append(opts, agent.WithPlugins(r.plugins...))
-	}
-	if len(r.features) > 0 {
-		// The plugins' resources and prompts (host.FeatureTools).
-		opts = append(opts, agent.WithTools(r.features...))
-	}
-	if !r.opts.NoSubagents {
-		opts = append(opts, agent.WithSubagents(0))
-	}
-	if r.opts.Todos != nil {
-		opts = append(opts, agent.WithTodoSource(func(ctx context.Context, run string) ([]byte, error) {
-			l, err := r.opts.Todos.Load(ctx, run)
-			if err != nil || l == nil {
-				return nil, err
-			}
-			return json.Marshal(l)
-		}))
-	}
-	return opts
-}
-
-// Session starts the runtime's one session. extra are the door's own
-// options: the provider, approvals, state directory, observer, limits, and
-// WithRunID or WithResume (by default the runtime's run id).
-func (r *Runtime) Session(ctx context.Context, extra ...agent.Option) (*agent.Session, error) {
-	if !r.claim() {
-		return nil, errors.New("runtime: the runtime already serves a session")
-	}
-	run := agent.WithRunID(r.opts.RunID)
-	if r.opts.Resume {
-		run = agent.WithResume(r.opts.RunID)
-	}
-	opts := append(r.options(), run)
-	s, err := agent.NewSession(ctx, append(opts, extra...)...)
-	if err == nil {
-		r.mu.Lock()
-		r.served = s
-		r.mu.Unlock()
-	}
-	return s, err
-}
-
-func (r *Runtime) claim() bool {
-	ok := false
-	r.once.Do(func() { ok = true })
-	return ok
-}
-
-// Close stops the shell's tasks and PTYs and the plugins.
-func (r *Runtime) Close() error {
-	var errs []error
-	if r.explain != nil {
-		errs = append(errs, r.explain.Close())
-	}
-	if r.builtin != nil && r.builtin.Shell != nil {
-		errs = append(errs, r.builtin.Shell.Close())
-	}
-	if r.host != nil {
-		errs = append(errs, r.host.Close())
-	}
-	return errors.Join(errs...)
-}
-
 // OpenExplain opens the runtime that decides without running — for
 // `norma policy explain` and the agent hooks (package agenthook): it
 // writes nothing to the state directory and opens no vault. With
@@ -708,50 +636,4 @@ func OpenExplain(ctx context.Context, o Options) (*Runtime, error) {
 		o.Dir = "."
 	}
 	return Open(ctx, o)
-}
-
-// Explain reports what a run in this workspace decides for one call of
-// toolName with input, in the runtime's mode and rules: the gate's own
-// decision path (lookup, schema, mode and rules, capability layers)
-// without approval and without the call. It asks the session Session
-// started, if any (so an embedder may run a session and explain calls
-// beside it); otherwise the first Explain starts a session without a
-// model, which later ones reuse.
-func (r *Runtime) Explain(ctx context.Context, toolName string, input json.RawMessage) (gate.Explanation, error) {
-	s, err := r.explainer(ctx)
-	if err != nil {
-		return gate.Explanation{}, err
-	}
-	return s.Explain(ctx, toolName, input), nil
-}
-
-// ExplainUnconfined is Explain for a call that another agent runs itself,
-// outside Norma's sandbox, in a shell with environment shell
-// (gate.Call.Unconfined): package agenthook's decision.
-func (r *Runtime) ExplainUnconfined(ctx context.Context, toolName string, input json.RawMessage, shell gate.AgentShell) (gate.Explanation, error) {
-	s, err := r.explainer(ctx)
-	if err != nil {
-		return gate.Explanation{}, err
-	}
-	return s.ExplainUnconfined(ctx, toolName, input, shell), nil
-}
-
-// explainer is the session Explain asks.
-func (r *Runtime) explainer(ctx context.Context) (*agent.Session, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.served != nil:
-		return r.served, nil
-	case r.explain != nil:
-		return r.explain, nil
-	case !r.claim():
-		return nil, errors.New("runtime: the runtime's session is being started")
-	}
-	s, err := agent.NewSession(ctx, append(r.options(), agent.WithRunID(r.opts.RunID))...)
-	if err != nil {
-		return nil, err
-	}
-	r.explain = s
-	return s, nil
 }
