@@ -236,6 +236,8 @@ type envOptions struct {
 	noValue  bool
 	// upstreamRoots replaces the upstream test CA as the broker's roots.
 	upstreamRoots *x509.CertPool
+	// egress is Config.Egress.
+	egress *secret.EgressRules
 }
 
 const manifestTmpl = `schema_version: 2
@@ -350,6 +352,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Secrets:         handles,
 		Vault:           vault,
 		Redactor:        e.red,
+		Egress:          o.egress,
 		Approver:        o.approver,
 		Audit:           e.sink,
 		Logger:          slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

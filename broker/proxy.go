@@ -316,6 +316,15 @@ func (b *Broker) prepare(w http.ResponseWriter, r *http.Request, raw string, tun
 		}
 		return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: requestNamed(dec, creq), Detail: "broker: request refused by policy"}}
 	}
+	// What the request carries: a credential or identifier in its URL,
+	// headers or body (the detector engine) is refused, or asked.
+	if ed, ok := b.egress(raw, hdr, body, u.Origin); ok {
+		x.decision = ed
+		if ed.Mode == capability.Deny {
+			return &denial{status: http.StatusForbidden, err: &capability.Error{Decision: requestNamed(ed, creq), Detail: "broker: the request carries " + ed.Rule + "; nothing was sent"}}
+		}
+		dec = ed
+	}
 
 	// Credentials for this origin: each use is a secret.use decision.
 	var injectBuf [4]*binding // a plugin has few secrets per origin
