@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -241,5 +242,18 @@ func stripDelims(v []byte) []byte {
 			out = append(out, c)
 		}
 	}
+	return out
+}
+
+// Detectors returns the name of every detector a [Finding] may carry:
+// the token kinds and the Detector constants, sorted.
+func Detectors() []string {
+	out := []string{DetectorKnownValue, DetectorKeyedEntropy, DetectorCardNumber, DetectorIBAN, DetectorSeedPhrase, DetectorWIF, DetectorHexKey}
+	for k := range tokenKinds {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
 	return out
 }

@@ -355,7 +355,7 @@ var base58Index = func() (t [256]int8) {
 // decoding is version 0x80, the key (and 0x01 when compressed) and a
 // valid double SHA-256 checksum.
 func (d *detection) wifAt(b []byte, prev byte, via string) {
-	if base58Index[prev] >= 0 && prev != 0 {
+	if len(b) == 0 || base58Index[prev] >= 0 && prev != 0 {
 		return
 	}
 	n := 0

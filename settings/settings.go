@@ -42,7 +42,7 @@ var fields = []string{
 	"plugins", "callTimeout", "toolTimeouts",
 	"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "SessionStart", "SessionEnd",
 	"Stop", "SubagentStart", "SubagentStop", "mcp", "sampling", "max_tokens",
-	"agentHooks", "confineBash", "store",
+	"agentHooks", "confineBash", "store", "egress", "secret", "sensitive", "to", "detector", "sha256",
 }
 
 var compiled = sync.OnceValues(func() (*manifest.Schema, error) {
@@ -156,6 +156,9 @@ type Settings struct {
 	// unredacted (store.Redact).
 	Store       string  `json:"-"`
 	StoreSource *Source `json:"store_source,omitempty"`
+	// Egress is the merged egress section (egress.go); nil when no file
+	// has one.
+	Egress *Egress `json:"egress,omitempty"`
 }
 
 // Sampling is mcp.sampling: whether plugins' MCP servers may ask the run's
@@ -431,6 +434,7 @@ func (s *Settings) merge(f *File) {
 		s.Store, s.StoreSource = f.body.Store, &src
 	}
 	s.mergePlugins(f)
+	s.mergeEgress(f)
 	for k, v := range f.body.Env {
 		if s.Env == nil {
 			s.Env = map[string]string{}
@@ -499,6 +503,7 @@ type File struct {
 	pluginSources map[string]Source // by JSON pointer
 	sampling      *Sampling
 	storeSource   Source
+	egressSet     *Egress
 }
 
 type body struct {
@@ -534,7 +539,8 @@ type body struct {
 	AgentHooks *struct {
 		ConfineBash *bool `yaml:"confineBash"`
 	} `yaml:"agentHooks"`
-	Store string `yaml:"store"`
+	Store  string      `yaml:"store"`
+	Egress *egressBody `yaml:"egress"`
 }
 
 // Parse parses a settings file (YAML, or JSON, which is YAML) of scope.
@@ -584,6 +590,7 @@ func Parse(path string, data []byte, scope Scope, workspace string) (*File, erro
 	probs = append(probs, f.agentHooks(doc, scope)...)
 	probs = append(probs, f.store(doc, scope)...)
 	probs = append(probs, f.plugins(doc)...)
+	probs = append(probs, f.egress(doc, scope)...)
 	if len(probs) > 0 {
 		// In file order, as manifest.Errors are (hooks are checked in
 		// event order, network problems come from a second parse).
