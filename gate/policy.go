@@ -244,7 +244,7 @@ func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.D
 			layer, rule = "rules", r
 		} else if perm.Behavior == tool.Allow {
 			layer, rule = "tool", "tool:checkPermissions"
-		} else if x.mode == ModeAcceptEdits && x.known && onlyFiles(reqs) {
+		} else if x.mode == ModeAcceptEdits && x.known && editsAccepted(reqs) {
 			layer, rule = "mode", "mode:acceptEdits"
 		} else {
 			harness, layer, rule = capability.ApprovalRequired, "tool", "tool:"+perm.Behavior.String()
@@ -267,18 +267,6 @@ func firstReq(reqs []capability.Request, name string) string {
 		return reqs[0].String()
 	}
 	return name
-}
-
-func onlyFiles(reqs []capability.Request) bool {
-	if len(reqs) == 0 {
-		return false
-	}
-	for i := range reqs {
-		if reqs[i].Kind != capability.FSRead && reqs[i].Kind != capability.FSWrite {
-			return false
-		}
-	}
-	return true
 }
 
 // normalize turns declared accesses into normalized capability requests:
@@ -396,6 +384,9 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_
 				return reqs, "", what, err
 			}
 		}
+	}
+	if reqs, what, err = g.argWrites(reqs, se); err != nil {
+		return reqs, "", what, err
 	}
 	return reqs, se.Unknown, "", nil
 }

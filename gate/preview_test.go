@@ -44,7 +44,7 @@ func TestPreviewIsTheAction(t *testing.T) {
 		}}
 	f.register(t, note, tool.Visible)
 
-	cmd := "echo hi; \x1b[8mrm -rf docs\x1b[0m\nls -la && cat /etc/passwd | tee out"
+	cmd := "echo hi; \x1b[8mrm -rf src/old\x1b[0m\nls -la && cat /etc/passwd | tee src/out"
 	for _, c := range []struct{ tool, input, want string }{
 		{"Shell", `{"command":` + jsonString(cmd) + `}`, cmd},
 		{"Note", `{ "z": [1, 2], "a": {"k": "v\u001b[8m"} }`, `{"a":{"k":"v\u001b[8m"},"z":[1,2]}`},

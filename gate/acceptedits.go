@@ -1,0 +1,119 @@
+package gate
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/internal/command"
+	"github.com/norma-run/norma/internal/shellcmd"
+)
+
+// editsAccepted reports whether the acceptEdits mode runs a call of
+// these requests without asking, as Claude Code's does: every request is
+// a file read or write, or a command that only reads (command.ReadOnly)
+// or is a file-system command of the mode (command.FileOp: mkdir, touch,
+// rm, rmdir, mv, cp, sed, on paths below the working directory); no cd
+// moves where those paths are; and nothing is written under a path the
+// mode protects (protectedPath: .git/ and the like), whether a request
+// names it or a command's operand. The rules and the policy have decided
+// each request before (a deny stands, an ask rule asks).
+func editsAccepted(reqs []capability.Request) bool {
+	if len(reqs) == 0 {
+		return false
+	}
+	for i := range reqs {
+		r := &reqs[i]
+		switch r.Kind {
+		case capability.FSRead:
+		case capability.FSWrite:
+			if protectedPath(r.Path) {
+				return false
+			}
+		case capability.ProcessSpawn:
+			if len(r.Argv) == 0 {
+				return false
+			}
+			switch r.Argv[0] {
+			case "cd", "pushd", "popd":
+				return false // the operands of the next command are elsewhere
+			}
+			if command.ReadOnly(r.Argv) {
+				continue
+			}
+			if !command.FileOp(r.Argv) {
+				return false
+			}
+			for _, w := range command.Writes(r.Argv) {
+				if protectedPath(w.Path) {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// protectedDirs and protectedFiles are the paths whose writes Claude
+// Code's acceptEdits mode never accepts without asking (its
+// permission-modes documentation: repository state and tool
+// configuration), matched here by name at any depth, in any case.
+var (
+	protectedDirs  = []string{".git", ".vscode", ".idea", ".husky", ".claude"}
+	protectedFiles = []string{".gitconfig", ".bashrc", ".zshrc", ".profile", ".mcp.json"}
+)
+
+// protectedPath reports whether the workspace path p (cleaned, relative;
+// a command's operand as written) is or lies under a protected
+// directory, or is a protected file.
+func protectedPath(p string) bool {
+	p = strings.ToLower(path.Clean(strings.TrimPrefix(p, "./")))
+	for seg := range strings.SplitSeq(p, "/") {
+		for _, d := range protectedDirs {
+			if seg == d {
+				return true
+			}
+		}
+	}
+	base := path.Base(p)
+	for _, f := range protectedFiles {
+		if base == f {
+			return true
+		}
+	}
+	return false
+}
+
+// argWrites appends, for a call Norma runs in its sandbox, the writes of
+// the files se's commands name by their arguments (cp's destination,
+// rm's and mv's operands, sed -i's files: command.Writes), where the
+// shell uses them (cd followed), so that the rules and the policy decide
+// them as they decide a redirection's: deny: Edit(./x/**) denies rm x/a,
+// an ask rule asks, and the acceptEdits mode accepts only what they let
+// through. A name in the home directory or written absolute is left to
+// the sandbox, which shows nothing of the host writable; one that leaves
+// the workspace (../x) is refused as a redirection to it is.
+func (g *Gate) argWrites(reqs []capability.Request, se shellcmd.Effects) ([]capability.Request, string, error) {
+	for _, n := range se.Names {
+		if n.Access != shellcmd.Write || n.Home || path.IsAbs(n.Word) {
+			continue
+		}
+		for _, d := range n.Dirs {
+			if d.Home || path.IsAbs(d.Path) {
+				continue
+			}
+			if d.Path == "." && slices.Contains(se.Writes, n.Word) {
+				continue // a redirection's, requested already
+			}
+			var what string
+			var err error
+			if reqs, what, err = g.fsRequests(reqs, capability.FSWrite, path.Join(d.Path, n.Word)); err != nil {
+				return reqs, what, err
+			}
+		}
+	}
+	return reqs, "", nil
+}

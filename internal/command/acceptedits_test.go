@@ -1,0 +1,66 @@
+package command_test
+
+import (
+	"testing"
+
+	"github.com/norma-run/norma/internal/command"
+	"github.com/norma-run/norma/internal/shellcmd"
+)
+
+// TestFileOp: the file-system commands the acceptEdits mode runs without
+// asking, and what makes one of them ask.
+func TestFileOp(t *testing.T) {
+	for _, tt := range []struct {
+		cmd  string
+		want bool
+	}{
+		{"mkdir -p a/b", true},
+		{"touch new.txt", true},
+		{"rm -rf build", true},
+		{"rm -- -x", true},
+		{"rmdir empty", true},
+		{"mv a.txt b.txt", true},
+		{"cp -r src dst", true},
+		{"cp -t dst a b", true},
+		{"cp --target-directory=dst a", true},
+		{"sed -i s/a/b/ f.txt", true},
+		{"sed -i.bak -e '/^#/d' f.txt", true},
+		{"sed -ne 's/x/y/p' f.txt", true},
+		{"mkdir -m 755 d", true},
+		// Elsewhere than below the working directory.
+		{"rm -rf /tmp/x", false},
+		{"rm -rf .", false},
+		{"rm -rf ./", false},
+		{"rm ../x", false},
+		{"cp a/../../x y", false},
+		{"cp ~/.ssh/id_rsa k", false},
+		{"cp --target-directory=/tmp a", false},
+		{"touch -r /etc/passwd x", false},
+		{"cp -t /tmp a", false},
+		// Computed words and patterns.
+		{"rm $X", false},
+		{"rm *.log", false},
+		{"rm \"$HOME/x\"", false},
+		// sed that runs, reads or writes on its own.
+		{"sed -i 's/x/y/w out' f", false},
+		{"sed -i e f", false},
+		{"sed -f script.sed f", false},
+		{"sed -nf script.sed f", false},
+		{"sed --file=s f", false},
+		{"sed -i '1r /etc/passwd' f", false},
+		// Not the table, or not as written.
+		{"chmod +x f", false},
+		{"ln -s a b", false},
+		{"/bin/rm x", false},
+		{"sudo rm x", false},
+		{"rm", false},
+	} {
+		e := shellcmd.Parse(tt.cmd)
+		if len(e.Spawns) == 0 {
+			t.Fatalf("%q: no command", tt.cmd)
+		}
+		if got := command.FileOp(e.Spawns[0]); got != tt.want {
+			t.Errorf("FileOp(%q) = %v, want %v", tt.cmd, got, tt.want)
+		}
+	}
+}
