@@ -124,12 +124,8 @@ type Config struct {
 	// Redactor learns every placeholder this broker issues and every value
 	// it resolves; share it with the other output channels of the host.
 	// Nil means a private one. Its detector engine checks what every
-	// request carries (see egress.go).
+	// request carries, with its egress rules (see egress.go).
 	Redactor *secret.Redactor
-	// Egress says what a credential or identifier found in a request's
-	// URL, headers or body does; nil denies every finding
-	// (SECRET_EGRESS, SENSITIVE_DATA_EGRESS).
-	Egress *secret.EgressRules
 	// Approver answers approval_required decisions: it is asked for a
 	// ticket for exactly the request's [ActionHash] (tool [ToolNetRequest]),
 	// and the request is refused on any error, on a ticket without an

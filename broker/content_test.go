@@ -88,10 +88,9 @@ func TestContentEgress(t *testing.T) {
 // allowed toward the origin passes there.
 func TestContentEgressRules(t *testing.T) {
 	gh := secrettest.Tokens()[0].Text
-	e := newEnv(t, envOptions{egress: &secret.EgressRules{Sensitive: capability.ApprovalRequired, Allow: []secret.EgressAllow{
-		{To: "", Detector: secret.KindGitHubToken}, // set below, once the origin is known
-	}}})
-	e.broker.cfg.Egress.Allow[0].To = e.api.origin
+	e := newEnv(t, envOptions{})
+	rules := &secret.EgressRules{Sensitive: capability.ApprovalRequired, Allow: []secret.EgressAllow{{To: e.api.origin, Detector: secret.KindGitHubToken}}}
+	e.red.SetEgress(rules)
 	if r := e.get(e.client, e.api.origin+"/repos/acme/issues?t="+gh); r.status != http.StatusOK {
 		t.Errorf("allowed token: %d %s", r.status, r.body)
 	}

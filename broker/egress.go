@@ -42,7 +42,7 @@ func (b *Broker) egress(raw string, hdr http.Header, body []byte, origin string)
 			hb = append(hb, '\n')
 		}
 	}
-	d, _ := b.red.CheckEgress(b.cfg.Egress, []string{origin}, []byte(raw), hb, body)
+	d, _ := b.red.CheckEgress([]string{origin}, []byte(raw), hb, body)
 	if d.Mode == capability.Allow {
 		return capability.Decision{}, false
 	}

@@ -289,6 +289,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	pki := newTestPKI(t, "api.example.invalid", "evil.example.invalid", "internal.example.invalid", "other.example.invalid", "loop3.example.invalid")
 	e := &env{t: t, sink: &recSink{}, logs: &syncbuf.Buffer{}, seen: &syncbuf.Buffer{}, red: secret.NewRedactor()}
+	e.red.SetEgress(o.egress)
 	e.api = startUpstream(t, "api.example.invalid", "127.0.0.1", pki, e.apiHandler)
 	e.evil = startUpstream(t, "evil.example.invalid", "127.0.0.2", pki, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "evil landing")
@@ -352,7 +353,6 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Secrets:         handles,
 		Vault:           vault,
 		Redactor:        e.red,
-		Egress:          o.egress,
 		Approver:        o.approver,
 		Audit:           e.sink,
 		Logger:          slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

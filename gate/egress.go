@@ -19,7 +19,8 @@ import (
 // (an MCP server's) tool that is not read-only by its manifest (it sends
 // data or writes outside). A finding denies the call with SECRET_EGRESS
 // or SENSITIVE_DATA_EGRESS, its rule naming the detector, never the
-// value; the settings' egress rules (Options.Egress) may make a class ask
+// value; the settings' egress rules (secret.Redactor.SetEgress, on the
+// gate's redactor) may make a class ask
 // instead, or allow a value toward a named origin or tool. An ask stands
 // even where rules allow the call; in dontAsk it is a deny with the same
 // reason. ok is false when the check lets the call on.
@@ -28,7 +29,7 @@ func (x *exec) egress() (capability.Decision, bool) {
 	if len(to) == 0 {
 		return capability.Decision{}, false
 	}
-	d, _ := x.g.red.CheckEgress(x.g.egress, to, x.in.Raw())
+	d, _ := x.g.red.CheckEgress(to, x.in.Raw())
 	if d.Mode == capability.Allow {
 		return capability.Decision{}, false
 	}

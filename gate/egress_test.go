@@ -24,7 +24,8 @@ func egressFixture(t *testing.T, rules *secret.EgressRules, opts ...fixtureOpt) 
 		t.Fatal(err)
 	}
 	opts = append([]fixtureOpt{withRules(policy.Rules{Allow: []string{"WebFetch", "mcp__srv__send", "mcp__srv__lookup"}}), func(o *gate.Options, f *fixture) {
-		o.Redactor, o.Egress = red, rules
+		red.SetEgress(rules)
+		o.Redactor = red
 	}}, opts...)
 	f := newFixture(t, opts...)
 	send := tool.Spec{

@@ -135,9 +135,6 @@ type Options struct {
 	// values and provider keys it was told, and the token formats it
 	// knows. Nil means one that knows the token formats only.
 	Redactor *secret.Redactor
-	// Egress says what a credential or identifier found in what a call
-	// sends out does (see egress.go); nil denies every finding.
-	Egress *secret.EgressRules
 	// SessionID is passed to hooks.
 	SessionID string
 	// Now is the clock; nil means time.Now.
@@ -181,7 +178,6 @@ type Gate struct {
 	parallel  int
 	capture   *capture
 	red       *secret.Redactor
-	egress    *secret.EgressRules
 	sessionID string
 	now       func() time.Time
 	log       *slog.Logger
@@ -208,7 +204,7 @@ func New(opts Options) (*Gate, error) {
 		reg: opts.Registry, policy: opts.Policy, sink: opts.Audit,
 		approver: opts.Approver, wsDir: opts.Workspace, ledger: opts.Ledger, hooks: opts.Hooks, caps: opts.Capabilities, resolve: opts.Resolve,
 		resolver: opts.Resolver, timeout: opts.Timeout, maxInput: opts.MaxInput, parallel: opts.MaxParallel,
-		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace, red: opts.Redactor, egress: opts.Egress,
+		sessionID: opts.SessionID, now: opts.Now, log: opts.Logger, trace: opts.Trace, red: opts.Redactor,
 		tracer: opts.Tracer, sandboxed: opts.Sandboxed,
 	}
 	if g.red == nil {

@@ -58,15 +58,26 @@ func (f Finding) Reason() capability.Reason {
 	return capability.ReasonSecretEgress
 }
 
+// SetEgress sets the rules CheckEgress applies (nil: the zero rules,
+// every finding denied). The Redactor is the one detector engine of the
+// process, shared by every exit (the gate, the brokers of every plugin);
+// the runtime sets its rules once, from the settings' egress section.
+func (r *Redactor) SetEgress(rules *EgressRules) { r.egress.Store(rules) }
+
 // CheckEgress decides data that would leave toward each of to (origins
 // or "tool:NAME"): Allow when Detect finds nothing in any part, or each
 // finding is allowed toward every destination; otherwise the decision of
 // the most restrictive finding not allowed — Deny, or ApprovalRequired
-// when rules say ask for its class — with reason SECRET_EGRESS or
-// SENSITIVE_DATA_EGRESS, layer egress, and rule "egress:" + the finding
-// (detector, secret name, normalization), never the value. A nil rules
-// is the zero rules. A part that is empty is skipped.
-func (r *Redactor) CheckEgress(rules *EgressRules, to []string, parts ...[]byte) (capability.Decision, []Finding) {
+// when the rules ([Redactor.SetEgress]) say ask for its class — with
+// reason SECRET_EGRESS or SENSITIVE_DATA_EGRESS, layer egress, and rule
+// "egress:" + the finding (detector, secret name, normalization), never
+// the value. A part that is empty is skipped. A nil Redactor knows the
+// token formats only and denies every finding.
+func (r *Redactor) CheckEgress(to []string, parts ...[]byte) (capability.Decision, []Finding) {
+	var rules *EgressRules
+	if r != nil {
+		rules = r.egress.Load()
+	}
 	if rules == nil {
 		rules = &EgressRules{}
 	}

@@ -42,8 +42,9 @@ import (
 // when it holds a quote or a backslash), a token format not listed. It
 // implements audit.Redactor.
 type Redactor struct {
-	mu   sync.Mutex // serializes Add*
-	snap atomic.Pointer[snapshot]
+	mu     sync.Mutex // serializes Add*
+	snap   atomic.Pointer[snapshot]
+	egress atomic.Pointer[EgressRules] // SetEgress
 }
 
 // lit is a literal pattern: a value form or a placeholder.
