@@ -277,6 +277,10 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if o.Redactor == nil {
 		o.Redactor = secret.NewRedactor()
 	}
+	// What a credential or identifier found at an exit does (issue 29):
+	// the settings' egress section, on the one detector engine every exit
+	// of this process shares (the gate, every plugin's broker).
+	o.Redactor.SetEgress(st.Egress.Rules())
 	r := &Runtime{opts: o, dir: dir, layer: layer, settings: st, changes: tr.changes, sandbox: !o.NoSandbox && sandbox.Ready(),
 		plugins: o.Plugins, todoDirs: todoDirs, runs: map[string]bool{}}
 	if r.first, err = r.newParts(o.RunID); err != nil {
