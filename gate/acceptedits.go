@@ -87,30 +87,40 @@ func protectedPath(p string) bool {
 	return false
 }
 
-// argWrites appends, for a call Norma runs in its sandbox, the writes of
-// the files se's commands name by their arguments (cp's destination,
-// rm's and mv's operands, sed -i's files: command.Writes), where the
-// shell uses them (cd followed), so that the rules and the policy decide
-// them as they decide a redirection's: deny: Edit(./x/**) denies rm x/a,
-// an ask rule asks, and the acceptEdits mode accepts only what they let
-// through. A name in the home directory or written absolute is left to
-// the sandbox, which shows nothing of the host writable; one that leaves
-// the workspace (../x) is refused as a redirection to it is.
-func (g *Gate) argWrites(reqs []capability.Request, se shellcmd.Effects) ([]capability.Request, string, error) {
+// argFiles appends, for a call Norma runs in its sandbox, the files se's
+// commands write or read by their arguments where the shell uses them
+// (cd followed): the writes of cp's destination, rm's and mv's operands,
+// sed -i's files (command.Writes), and the reads of git's REV:PATH
+// operands (command.RevPaths: git show HEAD:.env reads .env's content
+// from the repository, past the sandbox). The rules and the policy then
+// decide them as they decide a redirection's: deny: Edit(./x/**) denies
+// rm x/a, deny: Read(./.env) denies git show HEAD:.env, an ask rule asks,
+// and the acceptEdits mode accepts only what they let through. A name in
+// the home directory or written absolute is left to the sandbox, which
+// shows nothing of the host writable; one that leaves the workspace
+// (../x) is refused as a redirection to it is.
+func (g *Gate) argFiles(reqs []capability.Request, se shellcmd.Effects) ([]capability.Request, string, error) {
 	for _, n := range se.Names {
-		if n.Access != shellcmd.Write || n.Home || path.IsAbs(n.Word) {
+		k, done := capability.FSWrite, se.Writes
+		switch {
+		case n.Access == shellcmd.Read:
+			k, done = capability.FSRead, se.Reads
+		case n.Access != shellcmd.Write:
+			continue
+		}
+		if n.Home || path.IsAbs(n.Word) {
 			continue
 		}
 		for _, d := range n.Dirs {
 			if d.Home || path.IsAbs(d.Path) {
 				continue
 			}
-			if d.Path == "." && slices.Contains(se.Writes, n.Word) {
+			if d.Path == "." && slices.Contains(done, n.Word) {
 				continue // a redirection's, requested already
 			}
 			var what string
 			var err error
-			if reqs, what, err = g.fsRequests(reqs, capability.FSWrite, path.Join(d.Path, n.Word)); err != nil {
+			if reqs, what, err = g.fsRequests(reqs, k, path.Join(d.Path, n.Word)); err != nil {
 				return reqs, what, err
 			}
 		}

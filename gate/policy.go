@@ -89,6 +89,9 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	if r, ok := x.g.rules.Deny(e.Name(), reqs); ok {
 		return perm, deny(capability.ReasonRuleDenied, "rules", r, firstReq(reqs, e.Name())), false
 	}
+	if r, ok := x.g.rules.Deny("", x.named); ok {
+		return perm, deny(capability.ReasonRuleDenied, "rules", r, firstReq(x.named, e.Name())), false
+	}
 	names, ok := e.RuleNames(in)
 	if !ok {
 		return perm, deny(capability.ReasonInvalidRequest, "tool", "rule names failed", e.Name()), false
@@ -238,6 +241,10 @@ func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.D
 	default:
 		if r, ok := x.g.rules.Ask(name, reqs); ok {
 			harness, layer, rule = capability.ApprovalRequired, "rules", r
+		} else if r, ok := x.g.rules.Ask("", x.named); ok {
+			// A file the command names (cat notes/a.txt under
+			// ask: Read(./notes/**)), as a deny rule denies it.
+			harness, layer, rule = capability.ApprovalRequired, "rules", r
 		} else if r, ok := x.askNames(); ok {
 			harness, layer, rule = capability.ApprovalRequired, "rules", r
 		} else if r, ok := x.g.rules.Allow(name, reqs, x.known); ok {
@@ -385,7 +392,7 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_
 			}
 		}
 	}
-	if reqs, what, err = g.argWrites(reqs, se); err != nil {
+	if reqs, what, err = g.argFiles(reqs, se); err != nil {
 		return reqs, "", what, err
 	}
 	return reqs, se.Unknown, "", nil

@@ -60,7 +60,7 @@ func FileOp(argv []string) bool {
 				case strings.HasPrefix(a, "-e") || strings.HasPrefix(a, "--expression="):
 					continue
 				case a == "--file" || strings.HasPrefix(a, "--file=") ||
-					a[1] != '-' && strings.ContainsRune(a[1:], 'f'):
+					len(a) > 1 && a[1] != '-' && strings.ContainsRune(a[1:], 'f'):
 					return false // a script read from a file
 				}
 			}

@@ -1,6 +1,7 @@
 package command_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/norma-run/norma/internal/command"
@@ -61,6 +62,33 @@ func TestFileOp(t *testing.T) {
 		}
 		if got := command.FileOp(e.Spawns[0]); got != tt.want {
 			t.Errorf("FileOp(%q) = %v, want %v", tt.cmd, got, tt.want)
+		}
+	}
+}
+
+// TestRevPaths: the files git show, cat-file and diff read from the
+// repository by a REV:PATH operand.
+func TestRevPaths(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		want []string
+	}{
+		{[]string{"git", "show", "HEAD:.env"}, []string{".env"}},
+		{[]string{"git", "-C", ".", "show", "main:./src/../.env"}, []string{".env"}},
+		{[]string{"git", "cat-file", "-p", ":0:secrets/k"}, []string{"secrets/k"}},
+		{[]string{"git", "cat-file", "blob", ":k"}, []string{"k"}},
+		{[]string{"git", "diff", "HEAD:a", "HEAD:b"}, []string{"a", "b"}},
+		{[]string{"timeout", "5", "git", "show", "HEAD:x"}, []string{"x"}},
+		{[]string{"git", "show", ":/fix the bug"}, nil},
+		{[]string{"git", "show", "HEAD:"}, nil},
+		{[]string{"git", "show", "HEAD"}, nil},
+		{[]string{"git", "log", "HEAD:x"}, nil},
+		{[]string{"git", "show", "--format=%H:%s"}, nil},
+		{[]string{"cat", "HEAD:x"}, nil},
+	} {
+		got := command.RevPaths(tt.argv)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("RevPaths(%q) = %q, want %q", tt.argv, got, tt.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -202,6 +203,11 @@ var runCorpus = []string{
 	"find . -delete -exec rm {} ;",
 	"sed -e s/a/b/w\nx -i",
 	"tar xzf a --to-command=sh",
+	// acceptEdits file commands and git REV:PATH reads
+	"rm -rf build ../x",
+	"sed -i -e s/a/b/ -- f",
+	"cp -t d a --target-directory=/tmp",
+	"git -C . show HEAD:.env :0:./a/../b :/msg",
 }
 
 // FuzzRun: Run and Risky never panic; Run's words after the program are
@@ -232,6 +238,21 @@ func FuzzRun(f *testing.F) {
 		for _, a := range argv {
 			sedRisky(a)
 			awkRisky(a)
+		}
+		if FileOp(argv) {
+			if !fileOps[argv[0]] {
+				t.Fatalf("FileOp(%q): not a command of the mode", argv)
+			}
+			for _, w := range Writes(argv) {
+				if !localPath(w.Path) {
+					t.Fatalf("FileOp(%q) with a write outside the working directory: %q", argv, w.Path)
+				}
+			}
+		}
+		for _, p := range RevPaths(argv) {
+			if p == "" || path.IsAbs(p) || path.Clean(p) != p || !strings.Contains(s, ":") {
+				t.Fatalf("RevPaths(%q) = %q", argv, p)
+			}
 		}
 	})
 }

@@ -244,3 +244,41 @@ func sedInPlace(args []string, add func(int, string)) {
 		add(i, args[i])
 	}
 }
+
+// revReaders are git's subcommands that print a file's content named
+// REV:PATH (git show HEAD:.env, git cat-file -p :0:.env, git diff
+// HEAD:a HEAD:b).
+var revReaders = map[string]bool{"show": true, "cat-file": true, "diff": true}
+
+// RevPaths returns the files a git command reads from the repository by
+// a REV:PATH operand of git show, cat-file or diff (HEAD:.env,
+// main:src/a.go, :.env and :0:.env from the index), as paths relative to
+// the top of the repository, cleaned (a leading ./, relative to the
+// working directory in git, is read as relative to the top as well). A
+// search (:/text) and a computed word name no path. argv is one simple
+// command as written; wrappers and global options are looked through
+// ([Run]).
+func RevPaths(argv []string) []string {
+	run, _ := Run(argv)
+	if len(run) < 3 || run[0] != "git" || !revReaders[run[1]] {
+		return nil
+	}
+	var out []string
+	for _, a := range run[2:] {
+		if strings.HasPrefix(a, "-") || IsComputed(a) {
+			continue
+		}
+		_, p, ok := strings.Cut(a, ":")
+		if !ok {
+			continue
+		}
+		if len(p) >= 2 && p[0] >= '0' && p[0] <= '3' && p[1] == ':' {
+			p = p[2:] // :N:PATH, a stage of the index
+		}
+		if p == "" || strings.HasPrefix(p, "/") {
+			continue
+		}
+		out = append(out, path.Clean(p))
+	}
+	return out
+}

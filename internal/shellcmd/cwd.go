@@ -28,7 +28,9 @@ const (
 	// Arg is an argument of a simple command (what the command does with
 	// it is not known).
 	Arg Access = iota
-	// Read is the source of an input redirection.
+	// Read is a file read: the source of an input redirection, or the
+	// PATH of a git REV:PATH operand (command.RevPaths: git show
+	// HEAD:.env reads .env's content from the repository).
 	Read
 	// Write is a file written: the target of an output redirection, or
 	// an argument the command writes (command.Writes: cp's destination,

@@ -155,6 +155,9 @@ func Argv(argv []string) Effects {
 	for _, wr := range command.Writes(argv) {
 		s.Names = append(s.Names, Name{Word: wr.Path, Access: Write, Dirs: startDir})
 	}
+	for _, p := range command.RevPaths(argv) {
+		s.Names = append(s.Names, Name{Word: p, Access: Read, Dirs: startDir})
+	}
 	s.command(append([]string(nil), argv...), 0)
 	s.cur = nil
 	return s
@@ -235,6 +238,11 @@ func (s *Effects) names(args []*syntax.Word) {
 			argv[i] = wordOf(w)
 		}
 		writes = command.Writes(argv)
+		// git show HEAD:.env reads .env's content from the repository:
+		// a read of .env, relative to the top (the workspace).
+		for _, p := range command.RevPaths(argv) {
+			s.Names = append(s.Names, Name{Word: p, Access: Read, Dirs: startDir})
+		}
 	}
 	for i, w := range args {
 		v, home, ok := pathWord(w)
