@@ -37,7 +37,7 @@ var classes = func() (t [256]uint8) {
 		if isDelim(b) {
 			t[c] |= cDelim
 		}
-		if b >= 0x80 || b == '%' || b == '\\' || b == '&' {
+		if b >= 0x80 || b == '%' || b == '+' || b == '\\' || b == '&' {
 			t[c] |= cSpecial
 		}
 	}
@@ -60,7 +60,7 @@ func surveyOf(b []byte) survey {
 			switch {
 			case c >= 0x80:
 				s.nonASCII = true
-			case c == '%':
+			case c == '%' || c == '+':
 				s.percent = true
 			case c == '\\' || c == '&' && i+1 < len(b) && b[i+1] == '#':
 				s.escape = true
@@ -126,38 +126,32 @@ func unhex(c byte) (byte, bool) {
 }
 
 // urlView undoes one layer of percent-encoding, '+' read as a space as
-// in a query or form (an invalid escape stays as written).
+// in a query or form (an invalid escape stays as written); nil when b
+// holds neither.
 func urlView(b []byte) []byte {
-	i := 0
-	for ; i+2 < len(b); i++ {
-		if b[i] == '%' {
-			if _, ok := unhex(b[i+1]); ok {
-				if _, ok := unhex(b[i+2]); ok {
-					break
-				}
-			}
+	found := false
+	for i, c := range b {
+		if c == '+' || c == '%' && i+2 < len(b) && isHexDigit(b[i+1]) && isHexDigit(b[i+2]) {
+			found = true
+			break
 		}
 	}
-	if i+2 >= len(b) {
+	if !found {
 		return nil
 	}
 	out := make([]byte, 0, len(b))
-	out = append(out, b[:i]...)
-	for ; i < len(b); i++ {
-		if b[i] == '%' && i+2 < len(b) {
-			h, ok1 := unhex(b[i+1])
-			l, ok2 := unhex(b[i+2])
-			if ok1 && ok2 {
-				out = append(out, h<<4|l)
-				i += 2
-				continue
-			}
-		}
-		if b[i] == '+' {
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '%' && i+2 < len(b) && isHexDigit(b[i+1]) && isHexDigit(b[i+2]):
+			h, _ := unhex(b[i+1])
+			l, _ := unhex(b[i+2])
+			out = append(out, h<<4|l)
+			i += 2
+		case c == '+':
 			out = append(out, ' ')
-			continue
+		default:
+			out = append(out, c)
 		}
-		out = append(out, b[i])
 	}
 	return out
 }
@@ -442,15 +436,15 @@ func isDelim(c byte) bool {
 const (
 	maxChunk  = 8
 	minChunks = 4
-	maxDelims = 7
+	maxDelims = 16
 )
 
 // splitView joins the chunks of every stretch of short word chunks
 // separated by delimiters that looks cut by a program (splitLike) ("g-h-p-_-…", "AKIA IOSF ODNN 7EXA MPLE",
 // "'ghp_' + 'abcd' + …"); nil when there is none. The stretch's first
 // delimiter is the one inserted: a run of one delimiter is dropped, a run
-// of that delimiter alone keeps all but its two ends ("x-o-x-b---1" is
-// "xoxb-1"), and a mixed run keeps its other bytes ("s-:-/-/-h" is
+// of that delimiter alone keeps the value's own, one in two between the
+// cuts ("x-o-x-b---1" is "xoxb-1"), and a mixed run keeps its other bytes ("s-:-/-/-h" is
 // "s://h").
 func splitView(b []byte) []byte {
 	var out []byte
@@ -538,8 +532,8 @@ func appendDelims(out, run []byte, dom byte) []byte {
 			break
 		}
 	}
-	if same {
-		return append(out, run[1:len(run)-1]...)
+	if same { // one cut between each pair of the value's own: 2k+1 for k
+		return append(out, run[:(len(run)-1)/2]...)
 	}
 	for _, c := range run {
 		if c != dom {
