@@ -18,10 +18,24 @@ import (
 // moves where those paths are; and nothing is written under a path the
 // mode protects (protectedPath: .git/ and the like), whether a request
 // names it or a command's operand. The rules and the policy have decided
-// each request before (a deny stands, an ask rule asks).
-func editsAccepted(reqs []capability.Request) bool {
+// each request before (a deny stands, an ask rule asks); an ask rule on
+// the file tools themselves (ask: [Write, Edit]) makes a command that
+// writes by its arguments ask too, as their edits do.
+func (x *exec) editsAccepted(reqs []capability.Request) bool {
 	if len(reqs) == 0 {
 		return false
+	}
+	askEdits := -1 // whether an ask rule names a file tool, computed once
+	fileToolsAsk := func() bool {
+		if askEdits < 0 {
+			askEdits = 0
+			for _, n := range [...]string{"Write", "Edit", "MultiEdit", "NotebookEdit"} {
+				if _, ok := x.g.rules.Ask(n, nil); ok {
+					askEdits = 1
+				}
+			}
+		}
+		return askEdits == 1
 	}
 	for i := range reqs {
 		r := &reqs[i]
@@ -42,7 +56,7 @@ func editsAccepted(reqs []capability.Request) bool {
 			if command.ReadOnly(r.Argv) {
 				continue
 			}
-			if !command.FileOp(r.Argv) {
+			if !command.FileOp(r.Argv) || fileToolsAsk() {
 				return false
 			}
 			for _, w := range command.Writes(r.Argv) {

@@ -52,4 +52,9 @@ func TestAcceptEditsFileCommands(t *testing.T) {
 			wantReason(t, f.g.Execute(t.Context(), bash(tt.cmd)), tt.want)
 		})
 	}
+	// An ask rule on the file tools asks for what a command writes too
+	// (the starter settings' ask: [Write, Edit, MultiEdit]).
+	f := newFixture(t, withRules(policy.Rules{Ask: []string{"Edit"}}), withMode(gate.ModeAcceptEdits))
+	wantReason(t, f.g.Execute(t.Context(), bash("rm src/a.go")), capability.ReasonApprovalDenied)
+	wantReason(t, f.g.Execute(t.Context(), bash("ls src")), capability.ReasonAllowed)
 }

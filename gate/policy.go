@@ -251,7 +251,7 @@ func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.D
 			layer, rule = "rules", r
 		} else if perm.Behavior == tool.Allow {
 			layer, rule = "tool", "tool:checkPermissions"
-		} else if x.mode == ModeAcceptEdits && x.known && editsAccepted(reqs) {
+		} else if x.mode == ModeAcceptEdits && x.known && x.editsAccepted(reqs) {
 			layer, rule = "mode", "mode:acceptEdits"
 		} else {
 			harness, layer, rule = capability.ApprovalRequired, "tool", "tool:"+perm.Behavior.String()

@@ -53,6 +53,7 @@ func TestNamedFilesRules(t *testing.T) {
 		{"cd notes && git show HEAD:config.yml", capability.Deny, capability.Deny},
 		{"git show HEAD:notes/a.txt", capability.ApprovalRequired, capability.ApprovalRequired},
 		{"git show HEAD~1", capability.Allow, capability.Allow},
+		{"git show HEAD:README.md", capability.Allow, capability.Allow},
 	} {
 		in, _ := json.Marshal(map[string]string{"command": tt.cmd})
 		e, err := rt.ExplainUnconfined(t.Context(), "Bash", in, envShell())

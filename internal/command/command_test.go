@@ -364,7 +364,9 @@ func TestReadOnly(t *testing.T) {
 		{"git diff --no-index /etc/passwd x", false},    // any host file
 		{"git log --ext-diff -p", false},                // runs the diff driver
 		{"date -s 2020-01-01", false},
-		{"git show HEAD:.env", false}, // a file's content past the file rules                   // sets the clock
+		{"git show HEAD:.env", true},         // a read of .env (RevPaths), the caller's to decide
+		{"git -C sub show HEAD:.env", false}, // sub's .env: not the path RevPaths names
+		{"env git show HEAD:.env", false},
 		{"head -5 README.md", true},
 		{"git log -3 --oneline", true},
 		{"find . -name *.go -type f", true},

@@ -125,8 +125,15 @@ func ReadOnly(argv []string) bool {
 		}
 		spec, ok := gitReadOnly[run[1]]
 		// REV:PATH names a file's content in the repository (git show
-		// HEAD:.env), which no file rule sees: asked.
-		return ok && spec.allows(run[2:]) && !slices.ContainsFunc(run[2:], func(a string) bool { return strings.Contains(a, ":") })
+		// HEAD:.env): a read of PATH ([RevPaths]), which the caller
+		// decides as any other, when git is run as written, at the top
+		// of the workspace; through a wrapper or a global option (git -C
+		// sub show HEAD:x reads sub's x) it is asked.
+		if slices.ContainsFunc(run[2:], func(a string) bool { return strings.Contains(a, ":") }) &&
+			!(revReaders[run[1]] && len(argv) > 1 && argv[0] == "git" && argv[1] == run[1]) {
+			return false
+		}
+		return ok && spec.allows(run[2:])
 	case "find":
 		return findReadOnly(run[1:])
 	}
