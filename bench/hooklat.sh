@@ -6,8 +6,9 @@
 #     norma binary, when given; each deciding itself), stdin = a real-shaped
 #     PreToolUse JSON (a Read of a workspace file): `norma hook
 #     claude-code` deciding itself, the same forwarding to a running
-#     `norma serve`, and a minimal Python and Node hook that only read the
-#     JSON and answer allow;
+#     `norma serve`, and a minimal Python, Node and Go hook that only read
+#     the JSON and answer allow (the Go one, built as norma is, is the
+#     floor of any Go command hook: process start and encoding/json);
 #   - http hooks on a kept-alive connection: `norma serve --http`, and a
 #     minimal Python and Node server that do the same as their hooks.
 # Usage: bench/hooklat.sh [RUNS] [BASELINE]   (from the repository root)
@@ -19,7 +20,8 @@ pids=
 trap 'for p in $pids; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"' EXIT
 scripts/build "$tmp/bin"                  # as installed: one static, stripped binary
 go build -o "$tmp/single/norma" ./cmd/norma # the single binary go install gives
-(cd bench && go build -o "$tmp/hooklat" ./hooklat)
+(cd bench && go build -o "$tmp/hooklat" ./hooklat &&
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/gohook" ./hooklat/gohook)
 cp bench/hooklat/*.py bench/hooklat/*.js "$tmp/"
 python=$(python3 -c 'import sys; print(sys.executable)') # not a pyenv shim
 node=$(command -v node)
@@ -51,6 +53,7 @@ cd "$tmp/ws"
 	${base:+"cmd:$base --home $tmp/self3 hook claude-code"} \
 	"cmd:$python $tmp/hook.py" \
 	"cmd:$node $tmp/hook.js" \
+	"cmd:$tmp/gohook" \
 	"http:$url/hooks/claude-code $tok" \
 	"http:http://127.0.0.1:$(cat "$tmp/py.port")/ " \
 	"http:http://127.0.0.1:$(cat "$tmp/node.port")/ " |
