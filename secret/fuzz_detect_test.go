@@ -187,3 +187,31 @@ func FuzzKeyed(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSurvey: the survey's jumps agree with a byte-by-byte count of the
+// longest base64 run and a plain scan for the escapes.
+func FuzzSurvey(f *testing.F) {
+	f.Add([]byte("aaaaaaaaaaaaaaa aaaaaaaaaaaaaaaa"))
+	f.Add([]byte("%41+\\&#x41;é"))
+	f.Add([]byte("0123456789abcde"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := surveyOf(b)
+		n, longest := 0, 0
+		var want survey
+		for i, c := range b {
+			if isB64(c) {
+				n++
+				longest = max(longest, n)
+			} else {
+				n = 0
+			}
+			want.nonASCII = want.nonASCII || c >= 0x80
+			want.percent = want.percent || c == '%' || c == '+'
+			want.escape = want.escape || c == '\\' || c == '&' && i+1 < len(b) && b[i+1] == '#'
+		}
+		want.b64 = longest >= minEncodedRun
+		if s != want {
+			t.Fatalf("surveyOf(%q) = %+v, want %+v", b, s, want)
+		}
+	})
+}
