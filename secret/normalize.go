@@ -3,8 +3,8 @@ package secret
 import (
 	"bytes"
 	"encoding/base32"
-	"encoding/binary"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"unicode/utf8"
 
