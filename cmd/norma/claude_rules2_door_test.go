@@ -172,3 +172,98 @@ func TestDoorRunDenyOneVerb(t *testing.T) {
 		t.Errorf("copy.txt = %q, %v; want the content Bash read", b, err)
 	}
 }
+
+// TestDoorHookRuleSemantics drives the built hook over the rest of issue
+// 31's semantics: in acceptEdits (Norma's and Claude Code's), the
+// file-system commands Claude Code runs without asking are allowed inside
+// the workspace and really run (the confined command made the directory
+// and moved the file on the host), while any write under .git/ asks and a
+// command of another kind asks; in the default mode they ask. An ask rule
+// on a file a command names asks (cat notes/a.txt), and git show of a
+// REV:PATH whose file a deny rule or the floor denies is denied under the
+// starter settings' allow of Bash(git show:*), where the same command
+// unconfined prints the committed secret.
+func TestDoorHookRuleSemantics(t *testing.T) {
+	sandboxtest.Require(t)
+	h := newHookEnv(t)
+	for f, body := range map[string]string{"notes/a.txt": "a note\n", "k.pem": runCanary + "\n", "docs/d.md": "doc\n"} {
+		rtWrite(t, filepath.Join(h.ws, f), body, 0o644)
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-C", h.ws, "-c", "user.name=n", "-c", "user.email=n@example.com"}, args...)...)
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return string(out)
+	}
+	git("add", "-f", "k.pem", "a.txt")
+	git("commit", "-q", "-m", "with a key")
+	if !strings.Contains(git("show", "HEAD:k.pem"), runCanary) {
+		t.Fatal("git show HEAD:k.pem does not print the key: the attack is not real")
+	}
+	starter, err := os.ReadFile(filepath.Join("..", "..", "settings", "starter.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The starter's rules, with an ask of notes/ and the mode acceptEdits.
+	st := strings.Replace(string(starter), "  ask:\n", "  ask:\n    - \"Read(./notes/**)\"\n", 1)
+	st = strings.Replace(st, "defaultMode: default", "defaultMode: acceptEdits", 1)
+	st = strings.Replace(st, "  ask:\n    - \"Read(./notes/**)\"\n    - Write\n    - Edit\n    - MultiEdit\n", "  ask:\n    - \"Read(./notes/**)\"\n", 1)
+	rtWrite(t, filepath.Join(h.cfg, "norma", "settings.yaml"), st, 0o644)
+	pre := func(mode, tool string, input map[string]any) []byte {
+		b, _ := json.Marshal(map[string]any{"session_id": "sess-sem", "transcript_path": "/tmp/t.jsonl", "cwd": h.ws,
+			"permission_mode": mode, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": input, "tool_use_id": "toolu_sem"})
+		return b
+	}
+	for _, c := range []struct {
+		mode, tool string
+		input      map[string]any
+		want       string
+	}{
+		{"acceptEdits", "Bash", map[string]any{"command": "mkdir -p out/sub && touch out/sub/t && cp a.txt out/b && mv out/b out/c && rm out/sub/t"}, "allow"},
+		{"acceptEdits", "Bash", map[string]any{"command": "sed -i s/doc/DOC/ docs/d.md"}, "allow"},
+		{"acceptEdits", "Write", map[string]any{"file_path": filepath.Join(h.ws, "out", "w.txt"), "content": "x"}, "allow"},
+		{"acceptEdits", "Write", map[string]any{"file_path": filepath.Join(h.ws, ".git", "description"), "content": "x"}, "ask"},
+		{"acceptEdits", "Bash", map[string]any{"command": "mkdir -p .git/x"}, "ask"},
+		{"acceptEdits", "Bash", map[string]any{"command": "touch .GIT/y"}, "ask"},
+		{"acceptEdits", "Bash", map[string]any{"command": "make"}, "ask"},
+		{"acceptEdits", "Bash", map[string]any{"command": "cd docs && rm d.md"}, "ask"},
+		{"acceptEdits", "Bash", map[string]any{"command": "rm *.txt"}, "ask"},
+		{"default", "Bash", map[string]any{"command": "mkdir -p out2"}, "ask"},
+		{"default", "Bash", map[string]any{"command": "cat notes/a.txt"}, "ask"},
+		{"default", "Bash", map[string]any{"command": "cat a.txt"}, "allow"},
+		{"default", "Bash", map[string]any{"command": "git show HEAD:k.pem"}, "deny"},
+		{"default", "Bash", map[string]any{"command": "git show HEAD:.env"}, "deny"},
+		{"default", "Bash", map[string]any{"command": "git diff HEAD:a.txt HEAD:k.pem"}, "deny"},
+		{"default", "Bash", map[string]any{"command": "git show HEAD:a.txt"}, "allow"},
+	} {
+		code, out, errs := h.hook(t, pre(c.mode, c.tool, c.input))
+		if got := parsePre(t, out).HookSpecificOutput.PermissionDecision; code != 0 || got != c.want {
+			t.Errorf("%s %s %v: exit %d, answer %s, stderr %s; want %s", c.mode, c.tool, c.input, code, out, errs, c.want)
+		}
+	}
+	// The allowed file commands really run, confined, as Claude Code runs
+	// the updated command.
+	_, out, _ := h.hook(t, pre("acceptEdits", "Bash", map[string]any{"command": "mkdir -p out/sub && cp a.txt out/b && mv out/b out/c"}))
+	var a confinedAnswer
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatal(err)
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if err := json.Unmarshal(a.HookSpecificOutput.UpdatedInput, &in); err != nil || !strings.Contains(in.Command, " hook exec ") {
+		t.Fatalf("no confined command in %s", out)
+	}
+	if o, code := h.claudeBash(t, in.Command); code != 0 {
+		t.Fatalf("the confined file commands: exit %d, %q", code, o)
+	}
+	if fi, err := os.Stat(filepath.Join(h.ws, "out", "sub")); err != nil || !fi.IsDir() {
+		t.Errorf("out/sub: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.ws, "out", "c")); err != nil || string(b) != "hello" {
+		t.Errorf("out/c = %q, %v; want a copy of a.txt", b, err)
+	}
+}
