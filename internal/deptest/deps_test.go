@@ -135,8 +135,9 @@ var rules = []struct {
 		},
 	},
 	{
-		name: "test doubles stay out of production",
-		pkgs: []string{"..."},
+		name:   "test doubles stay out of production",
+		pkgs:   []string{"..."},
+		except: []string{"internal/mcpfixture/..."}, // the fixture server's command
 		BadDeps: map[string]string{
 			m("gate/gatetest"):             "test doubles (in-memory sink and approver) must not be linked into production code",
 			m("capability/capabilitytest"): "test doubles must not be linked into production code",
@@ -147,6 +148,7 @@ var rules = []struct {
 			m("internal/fakegemini"):       "the fake Gemini API is a test double; a production binary must never answer as the model",
 			m("internal/chromiumtest"):     "the headless-browser harness is for tests; a production binary never drives a browser",
 			m("internal/pgtest"):           "test helpers (databases created and dropped, a private server killed with SIGKILL) must not be linked into production code",
+			m("internal/mcpfixture/..."):   "the fixture MCP server is a test double for the proxy's door tests",
 		},
 	},
 }
