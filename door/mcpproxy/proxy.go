@@ -30,8 +30,8 @@ type Door interface {
 // passes through unchanged (*host.Plugin satisfies it): the tools its
 // server listed, its notifications, and the client's logging level.
 type Upstream interface {
-	// ServedTools are the tools the server listed, as it listed them.
-	ServedTools() []*mcp.Tool
+	// ServedTools is the server's tools/list result, as it sent it.
+	ServedTools() *mcp.ListToolsResult
 	// OnNotification registers the receiver of its notifications.
 	OnNotification(func(context.Context, host.Notification))
 	// SetLogLevel forwards logging/setLevel.
@@ -81,8 +81,9 @@ type Proxy struct {
 	caps  *mcp.ServerCapabilities
 	tools map[string]string // the server's tool name → the gate's
 
-	mu    sync.Mutex
-	asked map[string]string // approval id → the call (callKey) it was asked for
+	mu     sync.Mutex
+	asked  map[string]string                       // approval id → the call (callKey) it was asked for
+	levels map[*mcp.ServerSession]mcp.LoggingLevel // the logging level each client set
 }
 
 // New builds the proxy's MCP server: the tools the door lists for the
@@ -92,7 +93,7 @@ func New(o Options) (*Proxy, error) {
 	if o.Door == nil || o.Server == "" {
 		return nil, errors.New("proxy: a door and a server name are required")
 	}
-	p := &Proxy{o: o, asked: map[string]string{}, tools: map[string]string{}}
+	p := &Proxy{o: o, asked: map[string]string{}, tools: map[string]string{}, levels: map[*mcp.ServerSession]mcp.LoggingLevel{}}
 	prefix := host.ToolName(o.Server, "")
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	impl := &mcp.Implementation{Name: "norma-proxy/" + o.Server, Version: o.Version}
@@ -166,6 +167,9 @@ func (p *Proxy) execute(ctx context.Context, ss *mcp.ServerSession, tool string,
 	rl := &host.Relay{Meta: meta}
 	if ss != nil {
 		rl.Progress = func(ctx context.Context, pp *mcp.ProgressNotificationParams) { _ = ss.NotifyProgress(ctx, pp) }
+		p.mu.Lock()
+		rl.LogLevel = p.levels[ss]
+		p.mu.Unlock()
 	}
 	return p.o.Door.Execute(host.WithRelay(ctx, rl), tool, in), rl
 }
@@ -209,6 +213,7 @@ func toolResult(r gate.Result, rl *host.Relay) (*mcp.CallToolResult, error) {
 			return nil, werr
 		}
 		if tr, ok := res.(*mcp.CallToolResult); ok {
+			tr = passOn(tr).(*mcp.CallToolResult)
 			if tr.Meta == nil {
 				tr.Meta = mcp.Meta{}
 			}
@@ -264,10 +269,14 @@ func (p *Proxy) features(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.GetPromptRequest:
 			return p.getPrompt(ctx, ss, r.Params)
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
-			if p.o.Upstream != nil && r.Params != nil {
-				if err := p.o.Upstream.SetLogLevel(ctx, r.Params.Level); err != nil {
-					return nil, upstreamErr(err)
-				}
+			if p.o.Upstream != nil && r.Params != nil && ss != nil {
+				// Passed on with each call too (a 2026-07-28 server reads
+				// it there); the server's own refusal of setLevel is not
+				// the client's concern: its messages are filtered here.
+				p.mu.Lock()
+				p.levels[ss] = r.Params.Level
+				p.mu.Unlock()
+				_ = p.o.Upstream.SetLogLevel(ctx, r.Params.Level)
 			}
 		}
 		return next(ctx, method, req)
@@ -275,20 +284,14 @@ func (p *Proxy) features(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // metaOf is the _meta of a request's params (nil params: none).
-func metaOf(p interface{ GetMeta() map[string]any }) mcp.Meta {
+func metaOf[P interface {
+	*T
+	GetMeta() map[string]any
+}, T any](p P) mcp.Meta {
 	if p == nil {
 		return nil
 	}
 	return mcp.Meta(p.GetMeta())
-}
-
-// upstreamErr is an error of the server relayed as it is, else as an
-// internal error.
-func upstreamErr(err error) error {
-	if we, ok := errors.AsType[*jsonrpc.Error](err); ok {
-		return we
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
 // listTools is the server's tool list as it sent it, less the tools the
@@ -301,13 +304,15 @@ func (p *Proxy) listTools() mcp.Result {
 	if served == nil {
 		return nil
 	}
-	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(served))}
-	for _, t := range served {
+	out := *served
+	passOn(&out)
+	out.Tools = make([]*mcp.Tool, 0, len(served.Tools))
+	for _, t := range served.Tools {
 		if _, ok := p.tools[t.Name]; ok {
 			out.Tools = append(out.Tools, t)
 		}
 	}
-	return uncached{out}
+	return uncached{&out}
 }
 
 // feature calls a feature tool for this server through the door.
@@ -351,17 +356,23 @@ func (p *Proxy) listResources(ctx context.Context, ss *mcp.ServerSession, meta m
 	r, rl := p.feature(ctx, ss, host.ListResourcesTool, map[string]any{}, meta)
 	res, why := listed(r, rl, p.caps.Resources != nil)
 	if templates {
-		out := &mcp.ListResourceTemplatesResult{ResourceTemplates: []*mcp.ResourceTemplate{}, Meta: why}
+		out := &mcp.ListResourceTemplatesResult{Meta: why}
 		if res != nil {
 			if ts := rl.Templates(); ts != nil {
-				out.ResourceTemplates = ts
+				out = passOn(ts).(*mcp.ListResourceTemplatesResult)
 			}
+		}
+		if out.ResourceTemplates == nil {
+			out.ResourceTemplates = []*mcp.ResourceTemplate{}
 		}
 		return uncached{out}, nil
 	}
-	out := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}, Meta: why}
-	if lr, ok := res.(*mcp.ListResourcesResult); ok && lr.Resources != nil {
-		out.Resources = lr.Resources
+	out, ok := passOn(res).(*mcp.ListResourcesResult)
+	if !ok {
+		out = &mcp.ListResourcesResult{Meta: why}
+	}
+	if out.Resources == nil {
+		out.Resources = []*mcp.Resource{}
 	}
 	return uncached{out}, nil
 }
@@ -376,7 +387,7 @@ func (p *Proxy) readResource(ctx context.Context, ss *mcp.ServerSession, params 
 	}
 	res, _ := rl.Result()
 	if rr, ok := res.(*mcp.ReadResourceResult); ok {
-		return uncached{rr}, nil
+		return uncached{passOn(rr)}, nil
 	}
 	return nil, refusedErr(gate.Result{Reason: capability.ReasonToolError, Content: "the server sent no contents"}, nil)
 }
@@ -384,9 +395,12 @@ func (p *Proxy) readResource(ctx context.Context, ss *mcp.ServerSession, params 
 func (p *Proxy) listPrompts(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Result, error) {
 	r, rl := p.feature(ctx, ss, host.ListPromptsTool, map[string]any{}, meta)
 	res, why := listed(r, rl, p.caps.Prompts != nil)
-	out := &mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}, Meta: why}
-	if lp, ok := res.(*mcp.ListPromptsResult); ok && lp.Prompts != nil {
-		out.Prompts = lp.Prompts
+	out, ok := passOn(res).(*mcp.ListPromptsResult)
+	if !ok {
+		out = &mcp.ListPromptsResult{Meta: why}
+	}
+	if out.Prompts == nil {
+		out.Prompts = []*mcp.Prompt{}
 	}
 	return uncached{out}, nil
 }
@@ -405,7 +419,7 @@ func (p *Proxy) getPrompt(ctx context.Context, ss *mcp.ServerSession, params *mc
 	}
 	res, _ := rl.Result()
 	if gp, ok := res.(*mcp.GetPromptResult); ok {
-		return gp, nil
+		return passOn(gp), nil
 	}
 	return nil, refusedErr(gate.Result{Reason: capability.ReasonToolError, Content: "the server sent no prompt"}, nil)
 }
@@ -470,4 +484,48 @@ func (u uncached) MarshalJSON() ([]byte, error) {
 	delete(m, "ttlMs")
 	delete(m, "cacheScope")
 	return json.Marshal(m)
+}
+
+// protocolMeta is the prefix of the _meta keys the protocol itself
+// writes per session (the server's info on a 2026-07-28 result): those of
+// the host's session with the server are not the client's, whose own the
+// proxy's server writes.
+const protocolMeta = "io.modelcontextprotocol/"
+
+// stripProtocolMeta removes the protocol's own keys from m.
+func stripProtocolMeta(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if !strings.HasPrefix(k, protocolMeta) {
+			if out == nil {
+				out = mcp.Meta{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// passOn is a result of the server as the client gets it: what the
+// session between the host and the server added (its result type, the
+// protocol's _meta keys) is taken out, everything the server said stays.
+// The fields are copied, never the content.
+func passOn(res mcp.Result) mcp.Result {
+	switch x := res.(type) {
+	case *mcp.CallToolResult:
+		return &mcp.CallToolResult{Meta: stripProtocolMeta(x.Meta), Content: x.Content, StructuredContent: x.StructuredContent, IsError: x.IsError}
+	case *mcp.GetPromptResult:
+		return &mcp.GetPromptResult{Meta: stripProtocolMeta(x.Meta), Description: x.Description, Messages: x.Messages}
+	case *mcp.ReadResourceResult:
+		return &mcp.ReadResourceResult{Meta: stripProtocolMeta(x.Meta), Cacheable: x.Cacheable, Contents: x.Contents}
+	case *mcp.ListToolsResult:
+		x.Meta, x.ResultType = stripProtocolMeta(x.Meta), ""
+	case *mcp.ListPromptsResult:
+		x.Meta, x.ResultType = stripProtocolMeta(x.Meta), ""
+	case *mcp.ListResourcesResult:
+		x.Meta, x.ResultType = stripProtocolMeta(x.Meta), ""
+	case *mcp.ListResourceTemplatesResult:
+		x.Meta, x.ResultType = stripProtocolMeta(x.Meta), ""
+	}
+	return res
 }

@@ -24,10 +24,6 @@ type Handlers struct {
 	Elicit       func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	Sample       func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 	Notice       func(context.Context, Notice)
-	// Relay receives the notifications a door may relay (progress,
-	// logging, prompts and resources list_changed, resources/updated),
-	// with their params as sent.
-	Relay func(ctx context.Context, method string, params mcp.Params)
 }
 
 // ClientOptions are the options of every MCP client session Norma opens —
@@ -58,37 +54,22 @@ func ClientOptions(h Handlers) *mcp.ClientOptions {
 			}
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-			if h.Relay != nil && req.Params != nil {
-				h.Relay(ctx, MethodLogging, req.Params)
-			}
 			if h.Notice != nil && req.Params != nil {
 				h.Notice(ctx, Notice{Kind: NoticeLog, Level: string(req.Params.Level), Logger: req.Params.Logger, Text: dataText(req.Params.Data)})
 			}
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			if h.Relay != nil && req.Params != nil {
-				h.Relay(ctx, methodProgress, req.Params)
-			}
 			if h.Notice != nil && req.Params != nil {
 				n := Notice{Kind: NoticeProgress, Text: req.Params.Message, Progress: req.Params.Progress, Total: req.Params.Total}
 				h.Notice(ctx, n)
 			}
 		},
-		PromptListChangedHandler: func(ctx context.Context, req *mcp.PromptListChangedRequest) {
-			if h.Relay != nil {
-				h.Relay(ctx, MethodPromptsListChanged, nil)
-			}
-		},
-		ResourceListChangedHandler: func(ctx context.Context, req *mcp.ResourceListChangedRequest) {
-			if h.Relay != nil {
-				h.Relay(ctx, MethodResourcesChanged, nil)
-			}
-		},
-		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			if h.Relay != nil && req.Params != nil {
-				h.Relay(ctx, MethodResourceUpdated, req.Params)
-			}
-		},
+		// Declared so that a 2026-07-28 server sends them (the client
+		// subscribes to what it handles); a door relays them as they are
+		// read (see relayConn).
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) {},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {},
+		ResourceUpdatedHandler:     func(context.Context, *mcp.ResourceUpdatedNotificationRequest) {},
 	}
 	return o
 }
@@ -101,9 +82,8 @@ func (p *Plugin) connect(ctx context.Context, proc *sandbox.Process) (*mcp.Clien
 		Elicit:       p.elicit,
 		Sample:       p.sample,
 		Notice:       p.notice,
-		Relay:        p.relay,
 	}))
-	return client.Connect(ctx, &mcp.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin}, nil)
+	return client.Connect(ctx, &relayTransport{Transport: &mcp.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin}, p: p}, nil)
 }
 
 // ProtocolVersion is the MCP protocol version negotiated with the running

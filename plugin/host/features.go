@@ -269,10 +269,14 @@ func (h *Host) listResources(ctx context.Context, in featureInput) (string, erro
 	var out []resourceEntry
 	var raw []*mcp.Resource
 	var rawTemplates []*mcp.ResourceTemplate
+	var first *mcp.ListResourcesResult
+	var firstT *mcp.ListResourceTemplatesResult
 	for _, p := range ps {
 		err := h.withFeatureSession(ctx, p, func(cctx context.Context, s *mcp.ClientSession) error {
 			var err error
-			out, err = collect(out, s.Resources(cctx, nil), func(r *mcp.Resource) resourceEntry {
+			out, err = collect(out, pagesOf(cctx, func(ctx context.Context, c string) (*mcp.ListResourcesResult, error) {
+				return s.ListResources(ctx, &mcp.ListResourcesParams{Meta: requestMeta(ctx, nil), Cursor: c})
+			}, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return r.Resources, r.NextCursor }, &first), func(r *mcp.Resource) resourceEntry {
 				raw = append(raw, r)
 				return resourceEntry{Server: p.server, URI: r.URI, Name: r.Name, MIMEType: r.MIMEType, Description: truncate(r.Description, 256)}
 			})
@@ -280,7 +284,11 @@ func (h *Host) listResources(ctx context.Context, in featureInput) (string, erro
 				return p.featureErr(cctx, ListResourcesTool, err)
 			}
 			// Templates are optional: an error ends their list only.
-			out, _ = collect(out, s.ResourceTemplates(cctx, nil), func(r *mcp.ResourceTemplate) resourceEntry {
+			out, _ = collect(out, pagesOf(cctx, func(ctx context.Context, c string) (*mcp.ListResourceTemplatesResult, error) {
+				return s.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Meta: requestMeta(ctx, nil), Cursor: c})
+			}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+				return r.ResourceTemplates, r.NextCursor
+			}, &firstT), func(r *mcp.ResourceTemplate) resourceEntry {
 				rawTemplates = append(rawTemplates, r)
 				return resourceEntry{Server: p.server, URITemplate: r.URITemplate, Name: r.Name, MIMEType: r.MIMEType, Description: truncate(r.Description, 256)}
 			})
@@ -294,9 +302,9 @@ func (h *Host) listResources(ctx context.Context, in featureInput) (string, erro
 		for _, x := range raw {
 			redactMeta(h.cfg.Redactor, x.Meta)
 		}
-		r.set(&mcp.ListResourcesResult{Resources: raw}, nil)
+		r.set(listed(first, func(l *mcp.ListResourcesResult) { l.Resources, l.NextCursor = raw, "" }), nil)
 		r.mu.Lock()
-		r.templates = rawTemplates
+		r.templates = listed(firstT, func(l *mcp.ListResourceTemplatesResult) { l.ResourceTemplates, l.NextCursor = rawTemplates, "" })
 		r.mu.Unlock()
 	}
 	return h.boundedJSON(out), nil
@@ -367,10 +375,13 @@ func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error)
 	}
 	var out []promptEntry
 	var raw []*mcp.Prompt
+	var first *mcp.ListPromptsResult
 	for _, p := range ps {
 		err := h.withFeatureSession(ctx, p, func(cctx context.Context, s *mcp.ClientSession) error {
 			var err error
-			out, err = collect(out, s.Prompts(cctx, nil), func(pr *mcp.Prompt) promptEntry {
+			out, err = collect(out, pagesOf(cctx, func(ctx context.Context, c string) (*mcp.ListPromptsResult, error) {
+				return s.ListPrompts(ctx, &mcp.ListPromptsParams{Meta: requestMeta(ctx, nil), Cursor: c})
+			}, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return r.Prompts, r.NextCursor }, &first), func(pr *mcp.Prompt) promptEntry {
 				raw = append(raw, pr)
 				e := promptEntry{Server: p.server, Name: pr.Name, Description: truncate(pr.Description, 256)}
 				for _, a := range pr.Arguments {
@@ -388,7 +399,7 @@ func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error)
 		}
 	}
 	if r := relayOf(ctx); r != nil {
-		r.set(&mcp.ListPromptsResult{Prompts: raw}, nil)
+		r.set(listed(first, func(l *mcp.ListPromptsResult) { l.Prompts, l.NextCursor = raw, "" }), nil)
 	}
 	return h.boundedJSON(out), nil
 }
@@ -490,4 +501,45 @@ func collect[T, E any](out []E, seq iter.Seq2[T, error], f func(T) E) ([]E, erro
 		out = append(out, f(x))
 	}
 	return out, nil
+}
+
+// pagesOf yields the items of every page of a list (list, cursor after
+// cursor), keeping the first page's result in *first.
+func pagesOf[R any, T any](ctx context.Context, list func(context.Context, string) (*R, error), items func(*R) ([]T, string), first **R) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		cursor := ""
+		for {
+			r, err := list(ctx, cursor)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			if *first == nil {
+				*first = r
+			}
+			ts, next := items(r)
+			for _, t := range ts {
+				if !yield(t, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			cursor = next
+		}
+	}
+}
+
+// listed is a relay's list result: the first page's as the server sent
+// it (its _meta and cache fields), holding every item (set) and no
+// cursor.
+func listed[R any](first *R, set func(*R)) *R {
+	out := new(R)
+	if first != nil {
+		*out = *first
+	}
+	set(out)
+	return out
 }

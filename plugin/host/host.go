@@ -192,7 +192,7 @@ type Plugin struct {
 	// servedRaw are the declared tools the server listed last, as it
 	// listed them (ServedTools); listeners receive its notifications
 	// (OnNotification).
-	servedRaw []*mcp.Tool
+	servedRaw *mcp.ListToolsResult
 	listeners []func(context.Context, Notification)
 
 	// credits are the idempotency keys of external-write calls in flight;

@@ -2,8 +2,10 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -27,6 +29,10 @@ type Relay struct {
 	// progressToken is replaced by the host's own, and Norma's
 	// norma/idempotency_key is set on a tool call).
 	Meta mcp.Meta
+	// LogLevel is the logging level the door's client set
+	// (logging/setLevel), sent with the call as a 2026-07-28 server reads
+	// it (the _meta key io.modelcontextprotocol/logLevel); "" none.
+	LogLevel mcp.LoggingLevel
 	// Progress receives the server's progress notifications for this call,
 	// with the client's progressToken (the one of Meta) put back; nil
 	// drops them (they are audited as notices either way).
@@ -34,7 +40,7 @@ type Relay struct {
 
 	mu        sync.Mutex
 	result    mcp.Result
-	templates []*mcp.ResourceTemplate
+	templates *mcp.ListResourceTemplatesResult
 	err       *jsonrpc.Error
 }
 
@@ -60,8 +66,9 @@ func (r *Relay) Result() (mcp.Result, *jsonrpc.Error) {
 	return r.result, r.err
 }
 
-// Templates returns the resource templates a ListMcpResources call found.
-func (r *Relay) Templates() []*mcp.ResourceTemplate {
+// Templates returns the resource templates a ListMcpResources call found
+// (nil: none, or the server has none).
+func (r *Relay) Templates() *mcp.ListResourceTemplatesResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.templates
@@ -80,14 +87,20 @@ func (r *Relay) set(res mcp.Result, err *jsonrpc.Error) {
 // relayed), without its progress token, and the host's own entries.
 func requestMeta(ctx context.Context, own mcp.Meta) mcp.Meta {
 	r := relayOf(ctx)
-	if r == nil || len(r.Meta) == 0 {
+	if r == nil || len(r.Meta) == 0 && r.LogLevel == "" {
 		return own
 	}
 	m := mcp.Meta{}
 	for k, v := range r.Meta {
-		if k != progressTokenKey {
+		// The protocol's own keys are the client's, of its session with
+		// the door (its version, info and capabilities): the host speaks
+		// for itself. Its logging level is passed on.
+		if k != progressTokenKey && (!strings.HasPrefix(k, protocolMetaPrefix) || k == mcp.MetaKeyLogLevel) {
 			m[k] = v
 		}
+	}
+	if _, ok := m[mcp.MetaKeyLogLevel]; !ok && r.LogLevel != "" {
+		m[mcp.MetaKeyLogLevel] = r.LogLevel
 	}
 	for k, v := range own {
 		m[k] = v
@@ -95,7 +108,10 @@ func requestMeta(ctx context.Context, own mcp.Meta) mcp.Meta {
 	return m
 }
 
-const progressTokenKey = "progressToken"
+const (
+	progressTokenKey   = "progressToken"
+	protocolMetaPrefix = "io.modelcontextprotocol/"
+)
 
 // serverError returns the server's JSON-RPC error in err: the server
 // answered, it is alive. A connection that broke is not one.
@@ -147,6 +163,12 @@ func (h *Host) relayProgress(ctx context.Context, params *mcp.ProgressNotificati
 	switch t := params.ProgressToken.(type) {
 	case int64:
 		tok = t
+	case json.Number:
+		n, err := t.Int64()
+		if err != nil {
+			return
+		}
+		tok = n
 	case float64:
 		tok = int64(t)
 	case int:
@@ -176,13 +198,13 @@ type Notification struct {
 
 // The methods of relayed notifications.
 const (
-	MethodLogging             = "notifications/message"
-	MethodToolsListChanged    = "notifications/tools/list_changed"
-	MethodPromptsListChanged  = "notifications/prompts/list_changed"
-	MethodResourcesChanged    = "notifications/resources/list_changed"
-	MethodResourceUpdated     = "notifications/resources/updated"
-	methodProgress            = "notifications/progress"
-	maxRelayListeners         = 8
+	MethodLogging            = "notifications/message"
+	MethodToolsListChanged   = "notifications/tools/list_changed"
+	MethodPromptsListChanged = "notifications/prompts/list_changed"
+	MethodResourcesChanged   = "notifications/resources/list_changed"
+	MethodResourceUpdated    = "notifications/resources/updated"
+	methodProgress           = "notifications/progress"
+	maxRelayListeners        = 8
 )
 
 // OnNotification registers f to receive the server's notifications (see
@@ -233,11 +255,12 @@ func (p *Plugin) Upstream(ctx context.Context) (*mcp.InitializeResult, error) {
 	return p.session.InitializeResult(), nil
 }
 
-// ServedTools returns the tools the server listed last, as it listed them
-// (every field: title, annotations, outputSchema, icons, _meta), in its
-// order, the declared ones only; nil before its first start in this run.
-// The door offers those of them that the gate lists for its principal.
-func (p *Plugin) ServedTools() []*mcp.Tool {
+// ServedTools returns the server's last tools/list result as it sent it
+// (every tool field: title, annotations, outputSchema, icons, _meta; its
+// own _meta and cache fields), holding the declared tools only, in its
+// order; nil before its first start in this run. The door offers those
+// of them that the gate lists for its principal.
+func (p *Plugin) ServedTools() *mcp.ListToolsResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.servedRaw
@@ -346,19 +369,60 @@ func resultSize(res *mcp.CallToolResult) int {
 	return n
 }
 
-// relay routes a notification of the plugin's server: progress to the
-// relay of its call, the others to the listeners, redacted.
-func (p *Plugin) relay(ctx context.Context, method string, params mcp.Params) {
-	switch x := params.(type) {
-	case *mcp.ProgressNotificationParams:
-		p.h.relayProgress(ctx, x)
-	case *mcp.LoggingMessageParams:
-		p.relayLog(ctx, x)
-	case *mcp.ResourceUpdatedNotificationParams:
-		out := *x
-		redactMeta(p.h.cfg.Redactor, out.Meta)
-		p.relayNotification(ctx, Notification{Method: method, Params: &out})
-	default:
+// relayTransport is the transport of a plugin's session with its server
+// that hands the server's notifications to the relays as they are read:
+// before the reply that follows them is read, so that a door relays a
+// call's progress and logging before its result, in the server's order
+// (the SDK handles notifications on a queue of its own, which a reply
+// does not wait for).
+type relayTransport struct {
+	mcp.Transport
+	p *Plugin
+}
+
+func (t *relayTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &relayConn{Connection: c, p: t.p}, nil
+}
+
+type relayConn struct {
+	mcp.Connection
+	p *Plugin
+}
+
+func (c *relayConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if req, ok := m.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
+		c.p.relayWire(ctx, req.Method, req.Params)
+	}
+	return m, err
+}
+
+// relayWire routes a notification of the plugin's server, as read:
+// progress to the relay of its call, the others to the listeners,
+// redacted. One that does not decode is left to the SDK.
+func (p *Plugin) relayWire(ctx context.Context, method string, params json.RawMessage) {
+	switch method {
+	case methodProgress:
+		var x mcp.ProgressNotificationParams
+		if json.Unmarshal(params, &x) == nil {
+			p.h.relayProgress(ctx, &x)
+		}
+	case MethodLogging:
+		var x mcp.LoggingMessageParams
+		if json.Unmarshal(params, &x) == nil {
+			p.relayLog(ctx, &x)
+		}
+	case MethodResourceUpdated:
+		var x mcp.ResourceUpdatedNotificationParams
+		if json.Unmarshal(params, &x) == nil {
+			redactMeta(p.h.cfg.Redactor, x.Meta)
+			p.relayNotification(ctx, Notification{Method: method, Params: &x})
+		}
+	case MethodPromptsListChanged, MethodResourcesChanged:
 		p.relayNotification(ctx, Notification{Method: method})
 	}
 }

@@ -230,7 +230,7 @@ func (p *Plugin) checkToolsLocked(ctx context.Context) error {
 		return &capability.Error{Decision: capability.Decision{Mode: capability.Deny, Reason: ReasonPluginStart, Layer: "host"}, Detail: "tools/list: " + err.Error()}
 	}
 	served, undeclared := p.served(res.Tools)
-	p.servedRaw = declaredTools(p.m, res.Tools)
+	p.servedRaw = declaredTools(p.m, res)
 	if len(undeclared) > 0 {
 		detail := "tools not in the manifest: " + strings.Join(undeclared, ", ")
 		p.h.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Event{Type: audit.TypeCapabilityDecision, RunID: p.h.cfg.RunID,
@@ -306,7 +306,7 @@ func (p *Plugin) toolsChanged(ctx context.Context, s *mcp.ClientSession) {
 	var werr error
 	if detail == "" {
 		werr = p.writePins()
-		p.servedRaw = declaredTools(p.m, res.Tools)
+		p.servedRaw = declaredTools(p.m, res)
 	}
 	p.mu.Unlock()
 	if detail != "" {
@@ -320,15 +320,17 @@ func (p *Plugin) toolsChanged(ctx context.Context, s *mcp.ClientSession) {
 	p.relayNotification(ctx, Notification{Method: MethodToolsListChanged})
 }
 
-// declaredTools are the tools of ts that m declares, in their order.
-func declaredTools(m *manifest.Manifest, ts []*mcp.Tool) []*mcp.Tool {
-	out := make([]*mcp.Tool, 0, len(ts))
-	for _, t := range ts {
+// declaredTools is the server's tools/list result, holding the tools
+// that m declares, in their order.
+func declaredTools(m *manifest.Manifest, res *mcp.ListToolsResult) *mcp.ListToolsResult {
+	out := *res
+	out.Tools = make([]*mcp.Tool, 0, len(res.Tools))
+	for _, t := range res.Tools {
 		if _, ok := m.Tool(t.Name); ok {
-			out = append(out, t)
+			out.Tools = append(out.Tools, t)
 		}
 	}
-	return out
+	return &out
 }
 
 // served returns the declared tools among ts with their digests, and the
