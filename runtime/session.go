@@ -69,6 +69,10 @@ func (r *Runtime) options(p *parts) []agent.Option {
 	if !r.opts.NoSubagents {
 		opts = append(opts, agent.WithSubagents(0))
 	}
+	if sv := r.opts.Services; sv != nil {
+		opts = append(opts, agent.WithApprovalService(sv.Approvals), agent.WithLedger(sv.Store),
+			agent.WithStateDir(sv.Home), agent.WithSpillDir(filepath.Join(sv.Home, "spill")))
+	}
 	if todos := p.todos; todos != nil {
 		opts = append(opts, agent.WithTodoSource(func(ctx context.Context, run string) ([]byte, error) {
 			l, err := todos.Load(ctx, run)
@@ -82,9 +86,10 @@ func (r *Runtime) options(p *parts) []agent.Option {
 }
 
 // Session starts a session of the runtime's own run (Options.RunID,
-// continued when Options.Resume). extra are the door's own options: the
-// provider, approvals, state directory, observer, limits. Start sessions
-// of other runs with [Runtime.SessionOf].
+// continued when Options.Resume). With Options.Services the session has
+// their approvals, ledger and state directory; extra are the door's own
+// options: the provider, the user, an observer, limits, its own tools.
+// Start sessions of other runs with [Runtime.SessionOf].
 func (r *Runtime) Session(ctx context.Context, extra ...agent.Option) (*agent.Session, error) {
 	return r.SessionOf(ctx, r.opts.RunID, r.opts.Resume, extra...)
 }

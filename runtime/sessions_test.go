@@ -9,12 +9,14 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/agent"
+	"github.com/norma-run/norma/approval"
 	"github.com/norma-run/norma/audit"
 	"github.com/norma-run/norma/capability"
 	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/gate/gatetest"
 	"github.com/norma-run/norma/provider/scripted"
 	"github.com/norma-run/norma/runtime"
+	"github.com/norma-run/norma/store"
 )
 
 // planScript enters plan mode, then tries a write, which plan mode refuses.
@@ -116,4 +118,56 @@ func mustScript(t *testing.T, s string) *scripted.Script {
 		t.Fatal(err)
 	}
 	return sc
+}
+
+// TestSessionsTakeServices: a runtime opened over Services gives each
+// session their approval service (a Write in default mode is stored as a
+// pending approval of its run), their state directory (the run's state
+// file) and their audit log; an Audit or a Home beside Services is
+// refused.
+func TestSessionsTakeServices(t *testing.T) {
+	dir, home := newWorkspace(t, ""), t.TempDir()
+	db, err := runtime.OpenStore(t.Context(), runtime.StoreLocation{SQLite: filepath.Join(home, store.FileName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs, err := runtime.OpenServices(t.Context(), home, db, runtime.ServicesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svcs.Close()
+	for name, o := range map[string]runtime.Options{
+		"audit beside services": {Dir: dir, Services: svcs, Audit: nopSink{}},
+		"another home":          {Dir: dir, Services: svcs, Home: t.TempDir()},
+		"neither":               {Dir: dir},
+	} {
+		if rt, err := runtime.Open(t.Context(), o); err == nil {
+			rt.Close()
+			t.Errorf("%s: Open succeeded", name)
+		}
+	}
+	rt, err := runtime.Open(t.Context(), runtime.Options{Dir: dir, Services: svcs, RunID: "run-s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	script := "turns:\n  - tool_calls:\n      - {id: t1, name: Write, input: {path: a.md, content: x}}\n"
+	s, err := rt.Session(t.Context(), agent.WithProvider(scripted.New(mustScript(t, script)), "scripted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(t.Context(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := svcs.Approvals.List(t.Context(), approval.ListFilter{RunID: "run-s"})
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("approvals of run-s in the services' store: %d, %v; want the Write's", len(pending), err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "runs", "run-s", "state.json")); err != nil {
+		t.Errorf("the run's state is not under the services' home: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.md")); err == nil {
+		t.Error("the Write ran without approval")
+	}
 }

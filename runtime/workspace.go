@@ -93,8 +93,15 @@ type Options struct {
 	// placed by Rules.Root and Rules.Home: by default the workspace
 	// directory, symbolic links resolved, and this user's home directory.
 	Rules policy.Rules
-	// Audit receives every decision and the registry's replacements.
-	// Required.
+	// Services are the state directory's services (OpenServices), which
+	// every door that serves runs gives: the audit log and the redactor
+	// come from them, and each session gets their approval service, their
+	// store as its ledger of executions, and its run state and spill files
+	// under their Home. Nil for a runtime that only decides (OpenExplain),
+	// which is then given Audit.
+	Services *Services
+	// Audit receives every decision and the registry's replacements;
+	// required without Services, and must be unset with them.
 	Audit audit.Sink
 	// Vault opens the secret vault, once and only when a plugin is
 	// installed (so that no key file is created for nothing). Nil means
@@ -219,8 +226,8 @@ type Runtime struct {
 // policy compiled once, and loads the installed plugins. Errors name the
 // file (and line and column for a bad policy file).
 func Open(ctx context.Context, o Options) (*Runtime, error) {
-	if o.Audit == nil {
-		return nil, errors.New("workspace: Open: Audit is required")
+	if err := o.useServices(); err != nil {
+		return nil, err
 	}
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
@@ -306,6 +313,27 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// useServices takes the audit log and the redactor from o.Services, and
+// checks that a runtime has exactly one of each.
+func (o *Options) useServices() error {
+	s := o.Services
+	switch {
+	case s == nil && o.Audit == nil:
+		return errors.New("runtime: Open: Services (or, to only decide, Audit) is required")
+	case s == nil:
+		return nil
+	case o.Audit != nil || (o.Redactor != nil && o.Redactor != s.Redactor):
+		return errors.New("runtime: Open: Audit and Redactor come from Services; give one or the other")
+	}
+	if o.Home == "" {
+		o.Home = s.Home
+	} else if filepath.Clean(o.Home) != filepath.Clean(s.Home) {
+		return fmt.Errorf("runtime: Open: Home %s is not the services' state directory %s", o.Home, s.Home)
+	}
+	o.Audit, o.Redactor = s.Audit, s.Redactor
+	return nil
 }
 
 // placeRules gives rules the directories their //abs and ~/ forms are

@@ -177,16 +177,15 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 		return err
 	}
 	defer closeServices(cmd, svcs)
-	log, red, svc := svcs.Audit, svcs.Redactor, svcs.Approvals
+	svc := svcs.Approvals
 	stderr := cmd.ErrOrStderr()
 	mode := gate.ModeDefault
 	if f.headless {
 		mode = gate.ModeDontAsk
 	}
 	rt, err := runtime.Open(ctx, runtime.Options{
-		Dir: ws, Home: home, RunID: runID, Mode: mode, ModeGiven: f.headless, Audit: log, Settings: settingsFiles(f.settings), Declared: declared,
+		Dir: ws, RunID: runID, Mode: mode, ModeGiven: f.headless, Services: svcs, Settings: settingsFiles(f.settings), Declared: declared,
 		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
-		Redactor: red,
 		Warn: func(err error) {
 			fmt.Fprintf(stderr, "norma: %s\n", termtext.EscapeText(err.Error()))
 		},
@@ -203,8 +202,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 			return exitWith(exitFailed, fmt.Errorf("mcp proxy: %s not loaded: %s: %s", termtext.Escape(server), pf.Reason, pf.Detail))
 		}
 	}
-	sess, err := rt.Session(ctx, agent.WithApprovalService(svc),
-		agent.WithSpillDir(filepath.Join(home, "spill")), agent.WithLedger(svcs.Store), agent.WithUser("user:"+whoami()))
+	sess, err := rt.Session(ctx, agent.WithUser("user:"+whoami()))
 	if err != nil {
 		return exitWith(exitFailed, err)
 	}

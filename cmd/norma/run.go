@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -164,7 +163,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	// Closing the services releases the lock, then signs a checkpoint of
 	// the log's head: the run's end.
 	defer closeServices(cmd, svcs)
-	log, red, svc := svcs.Audit, svcs.Redactor, svcs.Approvals
+	log, red := svcs.Audit, svcs.Redactor
 	var resumed *agent.State
 	if f.resume != "" {
 		if resumed, err = agent.LoadState(home, runID); err != nil {
@@ -223,11 +222,11 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	late.set(agent.PendingApprover(ask, wait))
 
 	rt, err := runtime.Open(ctx, runtime.Options{
-		Dir: ws, Home: home, RunID: runID, Resume: f.resume != "", Mode: mode, Audit: log,
+		Dir: ws, RunID: runID, Resume: f.resume != "", Mode: mode, Services: svcs,
 		ModeGiven: cmd.Flags().Changed("mode"), Settings: settingsFiles(f.settings),
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
-		UnsafeNoSandbox: f.unsafeNoSandbox, Redactor: red,
-		Limits: limits,
+		UnsafeNoSandbox: f.unsafeNoSandbox,
+		Limits:          limits,
 		Warn: func(err error) {
 			if _, ok := errors.AsType[*runtime.PluginFailure](err); !ok { // reported below
 				fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error()))
@@ -246,9 +245,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		return err
 	}
 	opts := []agent.Option{
-		agent.WithProvider(prov, model), agent.WithProviderBaseURL(baseURL), agent.WithApprovalService(svc),
-		agent.WithStateDir(home), agent.WithSpillDir(filepath.Join(home, "spill")),
-		agent.WithLedger(db),
+		agent.WithProvider(prov, model), agent.WithProviderBaseURL(baseURL),
 		agent.WithUser("user:" + whoami()), agent.WithObserver(out.event),
 		agent.WithLimits(agent.Limits{MaxTurns: f.maxTurns}),
 	}

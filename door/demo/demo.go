@@ -166,7 +166,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 		return nil, err
 	}
 	defer svcs.Close()
-	log, redactor, svc := svcs.Audit, svcs.Redactor, svcs.Approvals
+	log, redactor := svcs.Audit, svcs.Redactor
 	if w.vault, err = secret.OpenFileVault(ctx, filepath.Join(w.home, "secrets"), nil); err != nil {
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	p.section("3. A scripted agent session through the gate")
 	var malReport string
 	rt, err := runtime.Open(ctx, runtime.Options{
-		Dir: w.ws, Home: w.home, RunID: "demo", Audit: log, Redactor: redactor,
+		Dir: w.ws, RunID: "demo", Services: svcs,
 		Vault:    func(context.Context) (secret.Vault, error) { return w.vault, nil },
 		Resolver: w.resolver(),
 		RootCAs:  w.api.Pool, CallTimeout: 30 * time.Second,
@@ -234,9 +234,6 @@ func Run(ctx context.Context, o Options) (sum *Summary, err error) {
 	var events []agent.Event
 	sess, err := rt.Session(ctx,
 		agent.WithProvider(scripted.New(script), "scripted"),
-		agent.WithApprovalService(svc),
-		agent.WithStateDir(w.home),
-		agent.WithLedger(db),
 		agent.WithObserver(func(e agent.Event) {
 			events = append(events, e)
 			if e.Kind == agent.EventToolCall && e.Call != nil {

@@ -119,16 +119,14 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer svcs.Close() // signs a checkpoint of the audit log
-	rt, err := runtime.Open(ctx, runtime.Options{Dir: workspace, Home: stateDir,
-		Audit: svcs.Audit, Redactor: svcs.Redactor})
+	rt, err := runtime.Open(ctx, runtime.Options{Dir: workspace, Services: svcs})
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
 	s, err := rt.Session(ctx,
 		agent.WithProvider(scripted.New(sc), "scripted"), // or anthropic.New(...), openai.New(...)
-		agent.WithTools(ticketTool()),                    // your own tools, beside the built-in ones
-		agent.WithApprovalService(svcs.Approvals))
+		agent.WithTools(ticketTool()))                    // your own tools, beside the built-in ones
 	if err != nil {
 		return err
 	}
