@@ -3,8 +3,9 @@
 # side in one run (bench/hooklat/main.go; medians and p90):
 #   - command hooks, process start to answer (norma as scripts/build
 #     installs it, the unstripped binary of go build, and BASELINE, another
-#     norma binary, when given; each deciding itself), stdin = a real-shaped
-#     PreToolUse JSON (a Read of a workspace file): `norma hook
+#     norma binary, when given, deciding itself and forwarding to the same
+#     daemon), stdin = a real-shaped PreToolUse JSON (a Read of a
+#     workspace file), with each process's CPU time and minor faults: `norma hook
 #     claude-code` deciding itself, the same forwarding to a running
 #     `norma serve`, and a minimal Python, Node and Go hook that only read
 #     the JSON and answer allow (the Go one, built as norma is, is the
@@ -51,6 +52,7 @@ cd "$tmp/ws"
 	"cmd:$tmp/bin/norma --home $tmp/daemon hook claude-code" \
 	"cmd:$tmp/single/norma --home $tmp/self2 hook claude-code" \
 	${base:+"cmd:$base --home $tmp/self3 hook claude-code"} \
+	${base:+"cmd:$base --home $tmp/daemon hook claude-code"} \
 	"cmd:$python $tmp/hook.py" \
 	"cmd:$node $tmp/hook.js" \
 	"cmd:$tmp/gohook" \
@@ -59,7 +61,7 @@ cd "$tmp/ws"
 	"http:http://127.0.0.1:$(cat "$tmp/node.port")/ " |
 	sed "s|$tmp/||g; s|$python|python3|; s|$node|node|; s| $tok||"
 n=$(grep -c 'via unix' "$tmp/serve.log" || true)
-echo "norma serve answered $n forwarded command hooks (runs+1 expected)"
+echo "norma serve answered $n forwarded command hooks (runs+1 expected, twice that with a BASELINE)"
 # The daemon's own time per request (its log: read, decide, audit commit),
 # to split the http hook's latency from the transport's.
 for via in unix http; do
