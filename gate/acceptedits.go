@@ -141,3 +141,12 @@ func (g *Gate) argFiles(reqs []capability.Request, se shellcmd.Effects) ([]capab
 	}
 	return reqs, "", nil
 }
+
+// allow returns the allow rule covering the call, if any; for a command
+// line not written as plain words, no exact command rule (see lineShape).
+func (x *exec) allow(name string, reqs []capability.Request) (string, bool) {
+	if x.rewritten {
+		return x.g.rules.current().AllowRewritten(name, reqs, x.known)
+	}
+	return x.g.rules.Allow(name, reqs, x.known)
+}

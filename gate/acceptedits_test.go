@@ -58,3 +58,61 @@ func TestAcceptEditsFileCommands(t *testing.T) {
 	wantReason(t, f.g.Execute(t.Context(), bash("rm src/a.go")), capability.ReasonApprovalDenied)
 	wantReason(t, f.g.Execute(t.Context(), bash("ls src")), capability.ReasonAllowed)
 }
+
+// TestCompoundAsks: a command line that is more than simple commands in
+// lists and pipelines (a substitution, a subshell, a loop, a background
+// job) is covered by no allow rule of its commands and is not read-only,
+// as Claude Code asks for it; a rule on the whole tool still allows it,
+// and a deny rule still denies a command inside.
+func TestCompoundAsks(t *testing.T) {
+	rules := policy.Rules{Allow: []string{"Bash(echo:*)", "Bash(ls:*)", "Bash(cat:*)"}, Deny: []string{"Bash(rm:*)"}}
+	for _, tt := range []struct {
+		cmd  string
+		want capability.Reason
+	}{
+		{"echo a && ls | cat; echo b", capability.ReasonAllowed},
+		{"echo $(ls)", capability.ReasonApprovalDenied},
+		{"echo `ls`", capability.ReasonApprovalDenied},
+		{`echo "$(cat README.md)"`, capability.ReasonApprovalDenied},
+		{"cat <(ls)", capability.ReasonApprovalDenied},
+		{"(cd docs && ls)", capability.ReasonApprovalDenied},
+		{"{ ls; }", capability.ReasonApprovalDenied},
+		{"for f in a b; do echo $f; done", capability.ReasonApprovalDenied},
+		{"while true; do ls; done", capability.ReasonApprovalDenied},
+		{"if true; then ls; fi", capability.ReasonApprovalDenied},
+		{"echo a &", capability.ReasonApprovalDenied},
+		{"echo $(rm -rf x)", capability.ReasonRuleDenied},
+	} {
+		t.Run(tt.cmd, func(t *testing.T) {
+			f := newFixture(t, withRules(rules))
+			wantReason(t, f.g.Execute(t.Context(), bash(tt.cmd)), tt.want)
+		})
+	}
+	f := newFixture(t, withRules(policy.Rules{Allow: []string{"Bash"}}))
+	wantReason(t, f.g.Execute(t.Context(), bash("for f in a b; do echo $f; done")), capability.ReasonAllowed)
+}
+
+// TestExactRuleAsWritten: an exact allow rule covers a command written
+// as its words, as Claude Code compares the command's text: more spaces,
+// a quote or an escape ask (in the whole line), while a prefix rule
+// still reads the words.
+func TestExactRuleAsWritten(t *testing.T) {
+	rules := policy.Rules{Allow: []string{"Bash(npm run lint)", "Bash(echo:*)"}}
+	for _, tt := range []struct {
+		cmd  string
+		want capability.Reason
+	}{
+		{"npm run lint", capability.ReasonAllowed},
+		{"npm run lint && echo ok", capability.ReasonAllowed},
+		{"npm  run   lint", capability.ReasonApprovalDenied},
+		{"npm run 'lint'", capability.ReasonApprovalDenied},
+		{`npm run \lint`, capability.ReasonApprovalDenied},
+		{"X=1 npm run lint", capability.ReasonApprovalDenied},
+		{"echo 'a  b'", capability.ReasonAllowed},
+	} {
+		t.Run(tt.cmd, func(t *testing.T) {
+			f := newFixture(t, withRules(rules))
+			wantReason(t, f.g.Execute(t.Context(), bash(tt.cmd)), tt.want)
+		})
+	}
+}

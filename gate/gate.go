@@ -347,15 +347,18 @@ type exec struct {
 	// unknown names what cannot be known about the call (an unparseable
 	// command); such a call is never allowed by a rule.
 	unknown string
+	// rewritten: a command of the call is not written as plain words
+	// (shellcmd.Effects.Rewritten); no exact allow rule covers it.
+	rewritten bool
 	// unconfined is set by Explain for a call that runs outside the
 	// sandbox (see Unconfined).
 	shell *AgentShell // Call.Unconfined
 	// named are reads of the workspace files a command names as an
 	// argument (`cat .env`, `cd sub && cat ../.env`), for an unconfined
-	// call (see unconfined.namedFiles): the policy's deny of
-	// one denies the call. They are not requests of the call (rules and
-	// approvals do not see them): a command's argument may or may not be
-	// read.
+	// call (see unconfined.namedFiles): the policy's or a deny rule's
+	// deny of one denies the call, an ask rule's asks. They are not
+	// requests of the call (allow rules and approvals do not see them): a
+	// command's argument may or may not be read.
 	named []capability.Request
 	// trace is set by Explain: decide with every layer's answer collected
 	// here (nil for Execute, which needs no trace).

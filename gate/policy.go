@@ -67,7 +67,7 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 	if x.shell != nil {
 		u = x.g.unconfined(*x.shell)
 	}
-	reqs, unknown, bad := x.g.normalize(e.Name(), acc, u)
+	reqs, unknown, shape, bad := x.g.normalize(e.Name(), acc, u)
 	if bad == nil && u != nil {
 		var why string
 		x.named, why, bad = u.namedFiles(acc)
@@ -75,7 +75,11 @@ func (x *exec) declare(ctx context.Context) (tool.Permission, capability.Decisio
 			unknown = why
 		}
 	}
-	x.reqs, x.known, x.unknown, x.req0 = reqs, declared && unknown == "", unknown, ""
+	// A compound command line (shellcmd.Effects.Compound: $(...), a
+	// loop, a subshell) is known but not covered by an allow rule of its
+	// commands: Claude Code asks for it.
+	x.reqs, x.known, x.unknown, x.req0 = reqs, declared && unknown == "" && !shape.compound, unknown, ""
+	x.rewritten = shape.rewritten
 	if bad != nil {
 		return perm, *bad, false
 	}
@@ -247,7 +251,7 @@ func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.D
 			harness, layer, rule = capability.ApprovalRequired, "rules", r
 		} else if r, ok := x.askNames(); ok {
 			harness, layer, rule = capability.ApprovalRequired, "rules", r
-		} else if r, ok := x.g.rules.Allow(name, reqs, x.known); ok {
+		} else if r, ok := x.allow(name, reqs); ok {
 			layer, rule = "rules", r
 		} else if perm.Behavior == tool.Allow {
 			layer, rule = "tool", "tool:checkPermissions"
@@ -286,9 +290,9 @@ func firstReq(reqs []capability.Request, name string) string {
 // For an unconfined call (u non-nil), a redirection's file is where the
 // shell is when it opens it (cd followed), and one outside the workspace
 // is refused as the sandbox would have kept it out (see unconfined).
-func (g *Gate) normalize(toolName string, acc []tool.Access, u *unconfined) (reqs []capability.Request, unknown string, bad *capability.Decision) {
+func (g *Gate) normalize(toolName string, acc []tool.Access, u *unconfined) (reqs []capability.Request, unknown string, shape lineShape, bad *capability.Decision) {
 	if len(acc) == 0 {
-		return nil, "", nil
+		return nil, "", shape, nil
 	}
 	reqs = make([]capability.Request, 0, len(acc))
 	for _, a := range acc {
@@ -297,9 +301,12 @@ func (g *Gate) normalize(toolName string, acc []tool.Access, u *unconfined) (req
 		switch a.Kind {
 		case capability.ProcessSpawn:
 			var why string
-			if reqs, why, what, err = g.spawn(reqs, a, u); why != "" && unknown == "" {
+			var sh lineShape
+			if reqs, why, sh, what, err = g.spawn(reqs, a, u); why != "" && unknown == "" {
 				unknown = why
 			}
+			shape.compound = shape.compound || sh.compound
+			shape.rewritten = shape.rewritten || sh.rewritten
 		case capability.ExternalWrite:
 			t := a.Tool
 			if t == "" {
@@ -319,11 +326,17 @@ func (g *Gate) normalize(toolName string, acc []tool.Access, u *unconfined) (req
 			}
 		}
 		if err != nil {
-			return nil, "", refusal(err, what)
+			return nil, "", shape, refusal(err, what)
 		}
 	}
-	return reqs, unknown, nil
+	return reqs, unknown, shape, nil
 }
+
+// lineShape is what a command line's form keeps allow rules from
+// covering, as in Claude Code: a compound line (shellcmd.Effects.Compound)
+// is covered by no rule of its commands, a rewritten one
+// (shellcmd.Effects.Rewritten) by no exact rule.
+type lineShape struct{ compound, rewritten bool }
 
 // refusal is the denial of an access that cannot be normalized.
 func refusal(err error, what string) *capability.Decision {
@@ -362,8 +375,9 @@ func (g *Gate) request(a tool.Access) (capability.Request, string, error) {
 
 // spawn appends the requests of a process access: every program a shell
 // command (or an exact argv) runs, and the files its redirections read and
-// write. unknown names what cannot be known about it.
-func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_ []capability.Request, unknown, what string, err error) {
+// write. unknown names what cannot be known about it; shape is what its
+// form keeps allow rules from covering.
+func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_ []capability.Request, unknown string, shape lineShape, what string, err error) {
 	var se shellcmd.Effects
 	switch {
 	case a.Command != "":
@@ -373,14 +387,15 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_
 		// from the deny rules.
 		se = shellcmd.Argv(a.Argv)
 	default:
-		return reqs, "", "process.spawn", errUnnormalizable
+		return reqs, "", shape, "process.spawn", errUnnormalizable
 	}
+	shape = lineShape{compound: se.Compound != "", rewritten: se.Rewritten}
 	for _, argv := range se.Spawns {
 		reqs = append(reqs, capability.Request{Kind: capability.ProcessSpawn, Argv: argv})
 	}
 	if u != nil {
 		reqs, what, err = u.redirects(reqs, se)
-		return reqs, se.Unknown, what, err
+		return reqs, se.Unknown, shape, what, err
 	}
 	for _, l := range [2]struct {
 		k     capability.Kind
@@ -388,14 +403,14 @@ func (g *Gate) spawn(reqs []capability.Request, a tool.Access, u *unconfined) (_
 	}{{capability.FSRead, se.Reads}, {capability.FSWrite, se.Writes}} {
 		for _, p := range l.paths {
 			if reqs, what, err = g.fsRequests(reqs, l.k, p); err != nil {
-				return reqs, "", what, err
+				return reqs, "", shape, what, err
 			}
 		}
 	}
 	if reqs, what, err = g.argFiles(reqs, se); err != nil {
-		return reqs, "", what, err
+		return reqs, "", shape, what, err
 	}
-	return reqs, se.Unknown, "", nil
+	return reqs, se.Unknown, shape, "", nil
 }
 
 // fsRequests appends the requests of a file access to p: its canonical

@@ -143,7 +143,18 @@ func (s *RuleSet) Allow(tool string, reqs []capability.Request, known bool) (rul
 	if s == nil {
 		return "", false
 	}
-	return found(s.allow.covers(tool, reqs, known))
+	return found(s.allow.covers(tool, reqs, known, true))
+}
+
+// AllowRewritten is Allow for a command line not written as plain words
+// (a quoted word, an escape, more than one space between words: npm run
+// 'lint', npm  run lint): an exact command rule, which Claude Code
+// compares with the command's text, covers none of its commands.
+func (s *RuleSet) AllowRewritten(tool string, reqs []capability.Request, known bool) (rule string, ok bool) {
+	if s == nil {
+		return "", false
+	}
+	return found(s.allow.covers(tool, reqs, known, false))
 }
 
 func found(r *rule) (string, bool) {
@@ -370,7 +381,8 @@ func (s ruleSet) any(tool string, reqs []capability.Request) *rule {
 
 // covers returns a rule allowing the call: one matching its name, or, when
 // every request is matched by some rule, the rule matching the first one.
-func (s ruleSet) covers(tool string, reqs []capability.Request, known bool) *rule {
+// Without exact, an exact command rule matches no request.
+func (s ruleSet) covers(tool string, reqs []capability.Request, known, exact bool) *rule {
 	for i := range s {
 		if s[i].matchName(tool) {
 			return &s[i]
@@ -385,6 +397,9 @@ func (s ruleSet) covers(tool string, reqs []capability.Request, known bool) *rul
 	for j := range reqs {
 		var m *rule
 		for i := range s {
+			if !exact && s[i].kind == ruleCommand && s[i].cmd.kind == cmdExact {
+				continue
+			}
 			if s[i].matchRequest(&reqs[j], &vs[j]) {
 				m = &s[i]
 				break

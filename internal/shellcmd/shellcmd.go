@@ -95,6 +95,19 @@ type Effects struct {
 	// the disk, which a caller that decides what a command reads expands.
 	Globs      []Name
 	DirUnknown string
+	// Compound is non-empty when the command line holds more than simple
+	// commands joined by |, &&, || and ; (a command or process
+	// substitution, a subshell or group, a loop, if, case, a function, a
+	// background job): what it is. Claude Code asks for such a line
+	// whatever its allow rules say, and so does Norma: no allow rule but
+	// one naming the whole tool (Bash) covers it, and it is not read-only.
+	// Its commands are still in Spawns, for the deny and ask rules.
+	Compound string
+	// Rewritten: a simple command is not written as its words separated
+	// by single spaces (a quote, an escape, more spaces, a prefix
+	// assignment: npm run 'lint'). Claude Code matches an exact rule
+	// against the command's text, so no exact allow rule covers it.
+	Rewritten bool
 	// CDSearch: a cd or pushd target is a relative name that bash looks
 	// up in CDPATH first (cd sub, not cd ./sub), so where it goes depends
 	// on the shell's CDPATH.
@@ -128,7 +141,7 @@ func Parse(cmd string) Effects {
 // status, ...). Which files it reads is the caller's to decide, from
 // Names and Globs: a denied file is still denied.
 func (s *Effects) ReadOnly() bool {
-	if s.Unknown != "" || s.DirUnknown != "" || len(s.Writes) > 0 || len(s.Spawns) == 0 {
+	if s.Unknown != "" || s.DirUnknown != "" || s.Compound != "" || len(s.Writes) > 0 || len(s.Spawns) == 0 {
 		return false
 	}
 	for _, n := range s.Names {
@@ -196,6 +209,9 @@ func (s *Effects) parse(cmd string, depth int) {
 	s.tr = s.track(f, in)
 	exempt := map[*syntax.Assign]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
+		if s.Compound == "" {
+			s.Compound = compound(n)
+		}
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			dirs := s.dirs(s.tr.stmt_[n])
@@ -206,6 +222,9 @@ func (s *Effects) parse(cmd string, depth int) {
 			s.cur = s.dirs(s.tr.calls[n])
 			s.names(n.Args)
 			s.call(n, depth, exempt)
+			if !s.Rewritten && len(n.Args) > 0 && !plainCall(n, cmd) {
+				s.Rewritten = true
+			}
 		}
 		s.node(n, exempt)
 		return true
@@ -566,4 +585,59 @@ func (s *Effects) sameShell(script string, depth int) {
 	if s.cds > before {
 		s.setDirUnknown(whyCdEval)
 	}
+}
+
+// compound says what n is when it is more than a simple command in a
+// list or pipeline (see Effects.Compound), "" otherwise.
+func compound(n syntax.Node) string {
+	switch n := n.(type) {
+	case *syntax.CmdSubst:
+		return "a command substitution"
+	case *syntax.ProcSubst:
+		return "a process substitution"
+	case *syntax.Subshell:
+		return "a subshell"
+	case *syntax.Block:
+		return "a command group"
+	case *syntax.ForClause, *syntax.WhileClause:
+		return "a loop"
+	case *syntax.IfClause:
+		return "an if"
+	case *syntax.CaseClause:
+		return "a case"
+	case *syntax.FuncDecl:
+		return "a function"
+	case *syntax.CoprocClause:
+		return "a coprocess"
+	case *syntax.Stmt:
+		if n.Background || n.Coprocess {
+			return "a background job"
+		}
+	}
+	return ""
+}
+
+// plainCall reports whether the simple command c of the source src is
+// written as its words, each an unquoted literal without escapes,
+// separated by single spaces, with no assignment before it.
+func plainCall(c *syntax.CallExpr, src string) bool {
+	if len(c.Assigns) > 0 {
+		return false
+	}
+	for i, w := range c.Args {
+		if len(w.Parts) != 1 {
+			return false
+		}
+		l, ok := w.Parts[0].(*syntax.Lit)
+		if !ok || strings.IndexByte(l.Value, '\\') >= 0 {
+			return false
+		}
+		if i > 0 {
+			a, b := int(c.Args[i-1].End().Offset()), int(w.Pos().Offset())
+			if a < 0 || b > len(src) || a > b || src[a:b] != " " {
+				return false
+			}
+		}
+	}
+	return true
 }
