@@ -430,3 +430,51 @@ func TestCancel(t *testing.T) {
 		t.Errorf("Complete(cancelled) = %v, want DeadlineExceeded", err)
 	}
 }
+
+// TestStreamFailures: a stream cut before message_stop is a retryable
+// failure (the turn is incomplete), an event that is not JSON is a
+// malformed stream, not retried, and neither returns a partial response.
+func TestStreamFailures(t *testing.T) {
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+	tests := []struct {
+		name, body    string
+		wantRetryable bool
+		wantMessage   string
+	}{
+		{"cut before message_stop", start, true, "stream ended before message_stop"},
+		{"an event that is not JSON", start + "event: content_block_delta\ndata: {\"type\":\n\n", false, "malformed stream"},
+		{"a delta for no block", start + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":5,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n", false, "malformed stream"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, srv := newFake(t, reply{Body: tt.body})
+			resp, err := newProvider(t, srv, testKey).Complete(t.Context(), simpleRequest(), nil)
+			ae, ok := errors.AsType[*provider.APIError](err)
+			if !ok || ae.Retryable != tt.wantRetryable || !strings.Contains(ae.Message, tt.wantMessage) || len(resp.Blocks) != 0 {
+				t.Errorf("Complete = %+v, %v; want an APIError %q, retryable %v, and no blocks", resp, err, tt.wantMessage, tt.wantRetryable)
+			}
+		})
+	}
+}
+
+// TestBaseURL: the messages endpoint is under the base URL's path, with or
+// without a trailing slash; a base URL that is not http(s) is refused.
+func TestBaseURL(t *testing.T) {
+	for _, suffix := range []string{"/gateway/anthropic", "/gateway/anthropic/"} {
+		f, srv := newFake(t, reply{File: "turn2_text.sse"})
+		p, err := New(Options{APIKey: provider.NewAPIKey(testKey), BaseURL: srv.URL + suffix, HTTPClient: srv.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Complete(t.Context(), simpleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Requests()[0].Path; got != "/gateway/anthropic/v1/messages" {
+			t.Errorf("base %q: path %q, want /gateway/anthropic/v1/messages", suffix, got)
+		}
+	}
+	if _, err := New(Options{APIKey: provider.NewAPIKey(testKey), BaseURL: "file:///etc/passwd"}); err == nil {
+		t.Error("New(file:// base URL) succeeded")
+	}
+}

@@ -402,3 +402,47 @@ func TestKeyNeverLeaks(t *testing.T) {
 		t.Errorf("retries were not logged: %s", logs.String())
 	}
 }
+
+// TestStreamFailures: a stream that ends without a finish_reason is a
+// retryable failure; a chunk that is not JSON is a malformed stream, not
+// retried.
+func TestStreamFailures(t *testing.T) {
+	chunk := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n"
+	tests := []struct {
+		name, body    string
+		wantRetryable bool
+		wantMessage   string
+	}{
+		{"no finish_reason", chunk + "data: [DONE]\n\n", true, "without a finish_reason"},
+		{"cut without [DONE]", chunk, true, "without a finish_reason"},
+		{"a chunk that is not JSON", chunk + "data: {\"choices\":\n\n", false, "malformed stream"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := fakeapi.New(t, reply{Body: tt.body})
+			resp, err := newProvider(t, f, testKey).Complete(t.Context(), simpleRequest(), nil)
+			ae, ok := errors.AsType[*provider.APIError](err)
+			if !ok || ae.Retryable != tt.wantRetryable || !strings.Contains(ae.Message, tt.wantMessage) || len(resp.Blocks) != 0 {
+				t.Errorf("Complete = %+v, %v; want an APIError %q, retryable %v, and no blocks", resp, err, tt.wantMessage, tt.wantRetryable)
+			}
+		})
+	}
+}
+
+// TestBaseURLPath: chat/completions is under the base URL's path, with or
+// without a trailing slash.
+func TestBaseURLPath(t *testing.T) {
+	for _, suffix := range []string{"/v1", "/v1/"} {
+		f := fakeapi.New(t, reply{File: "turn2_text.sse"})
+		p, err := New(Options{BaseURL: f.URL + suffix, HTTPClient: f.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Complete(t.Context(), simpleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Requests()[0].Path; got != "/v1/chat/completions" {
+			t.Errorf("base %q: path %q", suffix, got)
+		}
+	}
+}
