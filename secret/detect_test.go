@@ -64,9 +64,13 @@ func TestDetectKnownValues(t *testing.T) {
 	}
 	for _, v := range []struct{ name, value string }{{"tok", canary}, {KindProviderKey, "prov-Key-9f8e7d6c5b4a"}} {
 		for _, e := range append(secrettest.Encoded(v.value), secrettest.Sample{Name: "raw", Text: "x " + v.value}) {
-			fs := r.DetectString(e.Text)
-			if len(fs) == 0 || fs[0].Detector != DetectorKnownValue || fs[0].Secret != v.name {
-				t.Errorf("%s %s: Detect(%q) = %v, want known-value %s", v.name, e.Name, e.Text, fs, v.name)
+			// As written, and as a tool's input holds a JSON body holding it.
+			j, _ := json.Marshal(map[string]string{"url": "https://x.example/", "body": `{"note": "` + e.Text + `"}`})
+			for _, in := range []string{e.Text, string(j)} {
+				fs := r.DetectString(in)
+				if len(fs) == 0 || fs[0].Detector != DetectorKnownValue || fs[0].Secret != v.name {
+					t.Errorf("%s %s: Detect(%q) = %v, want known-value %s", v.name, e.Name, in, fs, v.name)
+				}
 			}
 		}
 	}
@@ -147,6 +151,7 @@ func TestNormalizeViews(t *testing.T) {
 		{"fullwidth", "ｇｈｐ", "unicode", "ghp"},
 		{"split", "a-b-c-d-e", "split", "abcde"},
 		{"split keeps the value's own delimiters", "x-o-x-b---1-2-3-4 s-:-/-/-h", "split", "xoxb-1234s://h"},
+		{"split inside JSON quotes", `{"note": "V-A-U-L-T---C-A-N"}`, "split", `note": "VAULT-CAN`},
 		{"hex", "68656c6c6f2c20776f726c64", "hex", "hello, world"},
 		{"base64", "aGVsbG8sIHdvcmxkIGFnYWlu", "base64", "hello, world again"},
 	} {

@@ -454,7 +454,7 @@ const (
 
 // splitView joins the chunks of every stretch of short word chunks
 // separated by delimiters that looks cut by a program (splitLike) ("g-h-p-_-…", "AKIA IOSF ODNN 7EXA MPLE",
-// "'ghp_' + 'abcd' + …"); nil when there is none. The stretch's first
+// "'ghp_' + 'abcd' + …"); nil when there is none. The stretch's dominant
 // delimiter is the one inserted: a run of one delimiter is dropped, a run
 // of that delimiter alone keeps the value's own, one in two between the
 // cuts ("x-o-x-b---1" is "xoxb-1"), and a mixed run keeps its other bytes ("s-:-/-/-h" is
@@ -494,7 +494,7 @@ func splitView(b []byte) []byte {
 			if out != nil {
 				out = append(out, '\n')
 			}
-			dom := b[parts[1]] // the first delimiter of the stretch
+			dom := dominant(b, parts)
 			for x := 0; x < len(parts); x += 2 {
 				out = append(out, b[parts[x]:parts[x+1]]...)
 				if x+2 < len(parts) {
@@ -531,6 +531,35 @@ func splitLike(b []byte, parts []int) bool {
 		}
 	}
 	return 2*ones >= n || same && first >= 2
+}
+
+// dominant returns the delimiter a stretch was cut with: the one that
+// forms the most runs of one byte, else the one most frequent (the
+// quotes and colon of `"note": "` around a value cut with '-' are not
+// it).
+func dominant(b []byte, parts []int) byte {
+	var single, all [256]uint16
+	for x := 1; x+1 < len(parts); x += 2 {
+		run := b[parts[x]:parts[x+1]]
+		if len(run) == 1 {
+			single[run[0]]++
+		}
+		for _, c := range run {
+			all[c]++
+		}
+	}
+	best, bc := byte(0), uint16(0)
+	for _, t := range [2]*[256]uint16{&single, &all} {
+		for c, n := range t {
+			if n > bc {
+				best, bc = byte(c), n
+			}
+		}
+		if bc > 0 {
+			return best
+		}
+	}
+	return b[parts[1]]
 }
 
 // appendDelims appends what splitView keeps of a delimiter run.
