@@ -82,6 +82,11 @@ func TestCompoundAsks(t *testing.T) {
 		{"if true; then ls; fi", capability.ReasonApprovalDenied},
 		{"echo a &", capability.ReasonApprovalDenied},
 		{"echo $(rm -rf x)", capability.ReasonRuleDenied},
+		// A command named by a variable is each literal value assigned
+		// to it, for the deny rules (and is unknown: asked).
+		{"x=rm; $x scratch/s1.tmp", capability.ReasonRuleDenied},
+		{`x=ls; x=rm; "${x}" a`, capability.ReasonRuleDenied},
+		{"x=ls; $x", capability.ReasonApprovalDenied},
 	} {
 		t.Run(tt.cmd, func(t *testing.T) {
 			f := newFixture(t, withRules(rules))

@@ -55,6 +55,7 @@ package shellcmd
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -112,6 +113,10 @@ type Effects struct {
 	// up in CDPATH first (cd sub, not cd ./sub), so where it goes depends
 	// on the shell's CDPATH.
 	CDSearch bool
+
+	// vars are the literal values assigned to shell variables so far
+	// (x=rm), each name's values in the order met, at most maxVarValues.
+	vars map[string][]string
 
 	cur []Dir    // the directories of the simple command being recorded
 	tr  *tracker // of the script being walked
@@ -383,12 +388,24 @@ func (s *Effects) call(c *syntax.CallExpr, depth int, exempt map[*syntax.Assign]
 			if a.Name != nil && envStyle(a.Name.Value) {
 				s.Spawns = append(s.Spawns, []string{assignText(a)})
 			}
+			s.assigned(a)
 		}
 		return
 	}
 	argv := make([]string, 0, len(c.Args))
 	for _, w := range c.Args {
 		argv = append(argv, wordOf(w))
+	}
+	if isDynamic(argv[0]) {
+		// x=rm; $x f: the command is unknown (asked, never allowed by a
+		// rule), and is also each command a literal value assigned to x
+		// earlier in the line would make it, for the deny and ask rules
+		// (Claude Code denies this under deny: Bash(rm:*)).
+		if name, ok := paramName(c.Args[0]); ok {
+			for _, v := range s.vars[name] {
+				s.Spawns = append(s.Spawns, append([]string{v}, argv[1:]...))
+			}
+		}
 	}
 	if len(c.Assigns) > 0 {
 		// VAR=x cmd: the environment can change what cmd does (LD_PRELOAD,
@@ -640,4 +657,46 @@ func plainCall(c *syntax.CallExpr, src string) bool {
 		}
 	}
 	return true
+}
+
+// maxVarValues bounds the literal values recorded for one variable.
+const maxVarValues = 16
+
+// assigned records a's value when it is a literal (x=rm), for a later
+// command whose name is that variable ([Effects.vars]).
+func (s *Effects) assigned(a *syntax.Assign) {
+	if a.Name == nil || a.Value == nil || a.Array != nil || a.Index != nil || a.Append || a.Naked {
+		return
+	}
+	v := wordOf(a.Value)
+	if isDynamic(v) || v == "" {
+		return
+	}
+	if s.vars == nil {
+		s.vars = map[string][]string{}
+	}
+	if vs := s.vars[a.Name.Value]; len(vs) < maxVarValues && !slices.Contains(vs, v) {
+		s.vars[a.Name.Value] = append(vs, v)
+	}
+}
+
+// paramName returns the variable w expands when w is only that ($x,
+// ${x}, "$x").
+func paramName(w *syntax.Word) (string, bool) {
+	if len(w.Parts) != 1 {
+		return "", false
+	}
+	part := w.Parts[0]
+	if dq, ok := part.(*syntax.DblQuoted); ok {
+		if len(dq.Parts) != 1 {
+			return "", false
+		}
+		part = dq.Parts[0]
+	}
+	pe, ok := part.(*syntax.ParamExp)
+	if !ok || pe.Param == nil || pe.Excl || pe.Length || pe.Width || pe.Index != nil || pe.Slice != nil ||
+		pe.Repl != nil || pe.Exp != nil || pe.Names != 0 {
+		return "", false
+	}
+	return pe.Param.Value, true
 }
