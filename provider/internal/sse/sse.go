@@ -25,7 +25,8 @@ type Event struct {
 // Reader reads events from a stream. It is not safe for concurrent use.
 type Reader struct {
 	r       *bufio.Reader
-	pending bool // the previous line ended in '\r': skip a '\n' at the start of this one
+	line    []byte // the current line, reused
+	pending bool   // the previous line ended in '\r': skip a '\n' that follows
 }
 
 // NewReader returns a Reader of r.
@@ -40,7 +41,7 @@ func (r *Reader) Next() (Event, error) {
 	data := []byte{}
 	hasData := false
 	for {
-		line, err := r.line()
+		line, err := r.readLine()
 		if err != nil && (err != io.EOF || line == nil) {
 			if err == io.EOF && hasData {
 				ev.Data = data
@@ -48,15 +49,12 @@ func (r *Reader) Next() (Event, error) {
 			}
 			return Event{}, err
 		}
-		if len(line) == 0 {
+		if len(line) == 0 && err == nil {
 			if hasData {
 				ev.Data = data
 				return ev, nil
 			}
 			ev = Event{}
-			if err == io.EOF {
-				return Event{}, io.EOF
-			}
 			continue
 		}
 		field, value := line, []byte(nil)
@@ -85,43 +83,42 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-// line returns the next line without its end of line, and io.EOF with the
-// last line when the stream ends without one (nil when nothing was left).
-func (r *Reader) line() ([]byte, error) {
-	var buf []byte
+// readLine returns the next line without its end of line (valid until the
+// next call), and io.EOF with the last line when the stream ends without
+// one (nil when nothing was left).
+func (r *Reader) readLine() ([]byte, error) {
+	r.line = r.line[:0]
+	if r.pending {
+		r.pending = false
+		if b, err := r.r.Peek(1); err == nil && b[0] == '\n' {
+			r.r.Discard(1)
+		}
+	}
+	got := false
 	for {
-		b, err := r.r.ReadByte()
-		if err != nil {
-			if err == io.EOF && buf == nil {
-				return nil, io.EOF
-			}
-			if buf == nil {
-				buf = []byte{}
-			}
-			return buf, err
-		}
-		if r.pending {
-			r.pending = false
-			if b == '\n' {
-				continue
+		if r.r.Buffered() == 0 {
+			if _, err := r.r.Peek(1); err != nil {
+				if !got && err == io.EOF {
+					return nil, io.EOF
+				}
+				return r.line, err
 			}
 		}
-		switch b {
-		case '\n':
-			if buf == nil {
-				buf = []byte{}
+		b, _ := r.r.Peek(r.r.Buffered())
+		got = true
+		if i := bytes.IndexAny(b, "\r\n"); i >= 0 {
+			if len(r.line)+i > MaxLine {
+				return nil, ErrLineTooLong
 			}
-			return buf, nil
-		case '\r':
-			r.pending = true
-			if buf == nil {
-				buf = []byte{}
-			}
-			return buf, nil
+			r.line = append(r.line, b[:i]...)
+			r.pending = b[i] == '\r'
+			r.r.Discard(i + 1)
+			return r.line, nil
 		}
-		if len(buf) >= MaxLine {
+		if len(r.line)+len(b) > MaxLine {
 			return nil, ErrLineTooLong
 		}
-		buf = append(buf, b)
+		r.line = append(r.line, b...)
+		r.r.Discard(len(b))
 	}
 }
