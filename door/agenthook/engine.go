@@ -149,7 +149,7 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 		return v, ev.Tool // a subagent, skill or command by its definition (definitions.go)
 	}
 	if ev.Call == nil {
-		return byName(en.rules, ev), ev.Tool
+		return byName(en.rules, en.rt.Mode(), ev), ev.Tool
 	}
 	call, confined := ev.Call, e.confines(ev, en)
 	if confined {
@@ -170,7 +170,7 @@ func (e *Engine) decideCall(ctx context.Context, ev Event) (Verdict, string) {
 	if x.Stage == gate.StepLookup && x.Decision.Reason == capability.ReasonToolUnknown && strings.HasPrefix(ev.Call.Tool, "mcp__") {
 		// An MCP server of the agent's that is no installed plugin: Norma
 		// cannot see what its tool does, as for a tool with no mapping.
-		return byName(en.rules, ev), ev.Tool
+		return byName(en.rules, en.rt.Mode(), ev), ev.Tool
 	}
 	d, msg := explained(x)
 	if call.Tool == "Bash" {
@@ -238,10 +238,16 @@ func (en *rtEntry) explain(ctx context.Context, c *Call) (gate.Explanation, erro
 // permission rules alone, matched by the agent's tool name: a deny or ask
 // rule applies to inert tools too; a tool that is neither inert nor
 // named by an allow rule is refused, since Norma cannot see what it does.
-func byName(rs *policy.RuleSet, ev Event) Verdict {
+// In dontAsk (the session's mode, mode) what would ask is denied, as the
+// gate denies it.
+func byName(rs *policy.RuleSet, mode gate.Mode, ev Event) Verdict {
 	if rule, ok := rs.Deny(ev.Tool, nil); ok {
 		return Verdict{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonRuleDenied, Layer: capability.LayerRules, Rule: rule},
 			Message: fmt.Sprintf("the permission rule %q denies %s", rule, ev.Tool)}
+	}
+	if rule, ok := rs.Ask(ev.Tool, nil); ok && mode == gate.ModeDontAsk {
+		return Verdict{Decision: capability.Decision{Mode: capability.Deny, Reason: capability.ReasonModeDenied, Layer: capability.LayerMode, Rule: "mode:dontAsk"},
+			Message: fmt.Sprintf("the permission rule %q asks to approve %s, and the mode is dontAsk", rule, ev.Tool)}
 	}
 	if rule, ok := rs.Ask(ev.Tool, nil); ok {
 		return Verdict{Decision: capability.Decision{Mode: capability.ApprovalRequired, Reason: capability.ReasonApprovalRequired, Layer: capability.LayerRules, Rule: rule},
