@@ -20,11 +20,24 @@
 //
 // A [Redactor] knows the live secret values and placeholders, and the
 // token formats of common credentials (GitHub, AWS key ids, Slack, PEM
-// private keys, JWTs), and rewrites every output channel (tool results,
+// and PGP private keys, JWTs, and the families of families.go), and
+// rewrites every output channel (tool results,
 // spill files, audit, run state, logs, hook stdin) in one pass:
 // [Redactor.Redact] and [Redactor.RedactCount], [Redactor.RedactBytes],
 // [Redactor.Writer] for streams and [Redactor.MaskReader] for proxied
 // bodies.
+//
+// The same engine is the detector of what leaves (issue 29):
+// [Redactor.Detect] finds the known values, the token formats (the
+// common cloud, payment, chat and CI ones too, families.go), checked
+// identifiers (payment cards, IBANs, BIP-39 seed phrases, WIF and hex
+// private keys) and high-entropy values after a credential's name
+// ([CredentialKey]), after a normalizer that undoes URL encoding,
+// escapes, base64/base32/hex, splitting, invisible and look-alike
+// characters; [Redactor.CheckEgress] turns its findings into a decision
+// (SECRET_EGRESS, SENSITIVE_DATA_EGRESS) under the rules set with
+// [Redactor.SetEgress]. The gate and the broker call it at every exit.
+// Package secrettest holds the samples the tests of every exit send.
 //
 // Values never print: [Value] implements fmt.Formatter, fmt.Stringer,
 // fmt.GoStringer, slog.LogValuer, encoding.TextMarshaler and
