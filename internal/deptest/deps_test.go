@@ -149,6 +149,7 @@ var rules = []struct {
 			m("internal/chromiumtest"):     "the headless-browser harness is for tests; a production binary never drives a browser",
 			m("internal/pgtest"):           "test helpers (databases created and dropped, a private server killed with SIGKILL) must not be linked into production code",
 			m("internal/mcpfixture/..."):   "the fixture MCP server is a test double for the proxy's door tests",
+			m("secret/secrettest"):         "made-up tokens and card numbers for the egress tests must never ship in a binary",
 		},
 	},
 }
