@@ -83,7 +83,7 @@ func newMCPProxyCmd() *cobra.Command {
 	fl.StringVar(&f.workspace, "workspace", ".", "the workspace directory")
 	fl.StringVar(&f.settings, "settings", "", "one more settings file, above the user's and the workspace's (below managed settings)")
 	fl.BoolVar(&f.headless, "headless", false, "ask nobody: refuse every call that needs approval (dontAsk mode)")
-	fl.DurationVar(&f.approvalWait, "approval-wait", 2*time.Minute, "without elicitation: how long a call waits for \"norma approvals approve\"")
+	fl.DurationVar(&f.approvalWait, "approval-wait", 2*time.Minute, "how long a call waits for the client's answer to an approval elicitation, or without elicitation for \"norma approvals approve\"")
 	fl.StringVar(&f.manifest, "manifest", "", "serve this manifest, not installed, its server started by the command after -- (development)")
 	fl.StringVar(&f.grant, "grant", "", "with --manifest: the grant layer file that caps it (default: what the manifest declares)")
 	return c
@@ -207,7 +207,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 		return exitWith(exitFailed, err)
 	}
 	defer sess.Close()
-	o := mcpproxy.Options{Door: sess, Server: server, Version: proxyVersion(), Approvals: svc}
+	o := mcpproxy.Options{Door: sess, Server: server, Version: proxyVersion(), Approvals: svc, ElicitWait: f.approvalWait}
 	if up := servedPlugin(rt, server); up != nil {
 		// The server's own initialize answer is the client's: started now,
 		// as the first call would start it. One that cannot start is

@@ -27,11 +27,19 @@ tools:
   - {name: progress, risk: read, approval: never}
   - {name: invalid, risk: read, approval: never}
   - {name: fails, risk: read, approval: never}
+  - {name: echo, risk: read, approval: never}
+  - {name: big, risk: read, approval: never}
 `
 
 // fixturePackage builds the fixture server (static) next to its manifest
 // and returns the manifest's path.
 func fixturePackage(t *testing.T) string {
+	t.Helper()
+	return fixturePackageWith(t, fixtureManifest)
+}
+
+// fixturePackageWith is fixturePackage with the manifest text mf.
+func fixturePackageWith(t testing.TB, manifestText string) string {
 	t.Helper()
 	pkg := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(pkg, "mcpfixture"), "./internal/mcpfixture/cmd/mcpfixture")
@@ -41,7 +49,7 @@ func fixturePackage(t *testing.T) string {
 		t.Fatalf("build the fixture: %v\n%s", err, out)
 	}
 	mf := filepath.Join(pkg, "manifest.yaml")
-	if err := os.WriteFile(mf, []byte(fixtureManifest), 0o644); err != nil {
+	if err := os.WriteFile(mf, []byte(manifestText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return mf

@@ -189,7 +189,11 @@ func (p *Proxy) elicitNow(ctx context.Context, req *mcp.CallToolRequest, r gate.
 	if err != nil {
 		return gateResult(r), nil
 	}
-	ectx, cancel := context.WithDeadline(ctx, rec.Expires)
+	deadline := rec.Expires
+	if w := p.o.ElicitWait; w > 0 && time.Now().Add(w).Before(deadline) {
+		deadline = time.Now().Add(w)
+	}
+	ectx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	msg := "Norma: approval required (" + rec.ID + ")\n" + prompt.Box(rec, time.Now())
 	er, err := req.Session.Elicit(ectx, &mcp.ElicitParams{Message: msg, RequestedSchema: choiceSchema})

@@ -1,5 +1,5 @@
-// Package proxy serves one plugin's MCP server to any MCP client, through
-// Norma's gate: `norma mcp proxy` is a stdio MCP server whose tools,
+// Package mcpproxy serves one plugin's MCP server to any MCP client,
+// through Norma's gate: `norma mcp proxy` is an MCP server whose tools,
 // resources and prompts are those of an installed plugin (or an MCP
 // server added with `norma mcp add`), and whose every request is a call
 // of the runtime's session ([Door]) — lookup, schema, mode and rules,
@@ -7,25 +7,35 @@
 // redaction and audit. Nothing in this package reaches the plugin but
 // through the door.
 //
-// tools/list lists the plugin's tools the session's principal may see,
-// under the server's own names (not mcp__SERVER__TOOL) with their input
-// schemas. A refused tools/call is a tool error result (isError) whose
-// text begins "norma: REASON:" with the stable reason code, also in the
-// result's _meta ("norma/reason"). resources/list, resources/read,
-// prompts/list and prompts/get are calls of the feature tools
-// (ListMcpResources, ReadMcpResource, ListMcpPrompts, GetMcpPrompt) for
-// this server, decided and audited as in a run; a refusal is a JSON-RPC
-// error carrying the code.
+// The proxy is transparent: what the server sends reaches the client
+// unchanged unless the gate refuses it, and Norma adds only its own
+// _meta keys ("norma/reason", "norma/approval"). Each call through the
+// door carries a host.Relay, which the plugin's tool (or feature tool)
+// fills with the server's own answer, redacted: the tools/call result
+// with every content block, structuredContent and _meta, the server's
+// JSON-RPC error with its code, the prompt's messages, the resource's
+// contents, the lists with their own _meta; and its progress
+// notifications under the client's progressToken. initialize answers the
+// server's capabilities, instructions and serverInfo ([Options.Init]),
+// tools/list the server's list less what the door hides
+// ([Upstream.ServedTools]); logging messages and list_changed are relayed
+// ([Upstream.OnNotification]). [passOn] takes out what the host's own
+// session with the server added (resultType, the protocol's _meta keys).
+//
+// A refused tools/call is a tool error result (isError) whose text begins
+// "norma: REASON:" with the stable reason code, also in the result's
+// _meta ("norma/reason"); a refused resources/read or prompts/get is the
+// JSON-RPC error [CodeRefused]; a refused or unoffered list is empty.
 //
 // Approvals: a client that declared elicitation is asked through it. The
 // door's approval service, built with [Proxy.Approver] inside
-// agent.PendingApprover, leaves the request pending at once; the tool
-// call returns an input request (SEP-2322: an elicitation with the
-// approval box the terminal prompt shows and an approve/deny choice; the
-// SDK sends it as elicitation/create to a client of an older protocol).
-// The client's answer, accepted only for the call it was asked for and
-// only once, decides the stored request, and the repeated call redeems
-// it: the service binds it to the action hash as it does a terminal's
-// answer. Any other client is asked by the door's fallback (a wait for
-// `norma approvals approve`, or [Refuse]).
+// agent.PendingApprover, leaves the request pending at once. A client of
+// the 2026-07-28 protocol gets an input request (SEP-2322) and repeats
+// the call with its answer, accepted only for the call it was asked for
+// and only once; an older client is sent elicitation/create within the
+// call (elicitNow). Either way the answer decides the stored request
+// (decide), the repeated call redeems it (the service binds it to the
+// action hash), and every outcome — yes, no, decline, cancel, an error,
+// no answer — ends with a tool result. Any other client is asked by the
+// door's fallback (a wait for `norma approvals approve`, or [Refuse]).
 package mcpproxy

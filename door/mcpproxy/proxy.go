@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,6 +61,10 @@ type Options struct {
 	// proxy's own (tools, and resources and prompts when the door has the
 	// feature tools).
 	Init *mcp.InitializeResult
+	// ElicitWait bounds how long an older client's answer to an approval
+	// elicitation is awaited (0: until the approval expires); then the
+	// approval stays pending.
+	ElicitWait time.Duration
 }
 
 // MetaReason is the _meta key of a result that holds the gate's reason

@@ -9,7 +9,8 @@
 // _meta; "progress" sends three progress notifications under the
 // caller's progressToken and two logging messages before it answers;
 // "invalid" answers a JSON-RPC error -32602; "fails" a tool result with
-// isError. Its tools carry a title, annotations, an outputSchema, icons
+// isError; "echo" its text and "big" a text of 1 MiB (for the
+// benchmark). Its tools carry a title, annotations, an outputSchema, icons
 // and _meta. The prompt "multi" answers three messages (user, assistant,
 // an embedded resource); the resources are a text (fixture://text), a
 // binary blob (fixture://blob) and a template (fixture://item/{id}). It

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,6 +13,9 @@ import (
 // Blob is the bytes of the binary resource fixture://blob and of the
 // image and audio blocks: not valid UTF-8, with a NUL.
 var Blob = []byte{0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0xff, 0xfe, 0x01}
+
+// BigText is the 1 MiB answer of the tool "big".
+var BigText = strings.Repeat("abcdefghijklmno\n", 1<<16)
 
 // Instructions are the server's instructions.
 const Instructions = "Fixture server: every content type, progress, logging, an error."
@@ -46,6 +50,18 @@ func New() *mcp.Server {
 	s.AddTool(&mcp.Tool{Name: "fails", Description: "Answers a tool error result.",
 		InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the fixture failed, as asked"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "echo", Description: "Answers its text.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct {
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(req.Params.Arguments, &in)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "big", Description: "Answers a text of 1 MiB.",
+		InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: BigText}}}, nil
 	})
 	s.AddPrompt(&mcp.Prompt{Name: "multi", Title: "Three messages", Description: "A conversation of three messages.",
 		Arguments: []*mcp.PromptArgument{{Name: "topic", Description: "what it is about", Required: true}}}, multi)

@@ -178,6 +178,19 @@ func (h *Host) loaded() []*Plugin {
 	return out
 }
 
+// isLoaded reports whether a plugin of server name server is loaded.
+func (h *Host) isLoaded(server string) bool {
+	if server == "" {
+		return false
+	}
+	for _, p := range h.loaded() {
+		if p.server == server {
+			return true
+		}
+	}
+	return false
+}
+
 // featured returns the loaded plugins with feature f (all when server is
 // "", else the one of that server name), or an error naming the servers
 // that have it.
@@ -263,6 +276,11 @@ type resourceEntry struct {
 
 func (h *Host) listResources(ctx context.Context, in featureInput) (string, error) {
 	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Resources })
+	if err != nil && h.isLoaded(in.Server) {
+		// A client's probe of a server without resources: none.
+		relayOf(ctx).set(&mcp.ListResourcesResult{Resources: []*mcp.Resource{}}, nil)
+		return "[]", nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -370,6 +388,11 @@ type promptArg struct {
 
 func (h *Host) listPrompts(ctx context.Context, in featureInput) (string, error) {
 	ps, err := h.featuredPlugins(in.Server, func(f serverFeatures) bool { return f.Prompts })
+	if err != nil && h.isLoaded(in.Server) {
+		// A client's probe of a server without prompts: none.
+		relayOf(ctx).set(&mcp.ListPromptsResult{Prompts: []*mcp.Prompt{}}, nil)
+		return "[]", nil
+	}
 	if err != nil {
 		return "", err
 	}

@@ -282,15 +282,28 @@ func (p *Plugin) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) error 
 	return s.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 }
 
-// redactValue redacts every string of a decoded JSON value in place where
-// it can (maps and slices), and returns it.
+// redactValue redacts every string of a decoded JSON value, object keys
+// included, in place where it can (maps and slices), and returns it.
 func redactValue(red *secret.Redactor, v any) any {
 	switch x := v.(type) {
 	case string:
 		return red.Redact(x)
 	case map[string]any:
+		var renamed map[string]any
 		for k, e := range x {
-			x[k] = redactValue(red, e)
+			e = redactValue(red, e)
+			if nk := red.Redact(k); nk != k {
+				if renamed == nil {
+					renamed = map[string]any{}
+				}
+				renamed[nk] = e
+				delete(x, k)
+				continue
+			}
+			x[k] = e
+		}
+		for k, e := range renamed {
+			x[k] = e
 		}
 		return x
 	case []any:
