@@ -185,7 +185,7 @@ func runProxy(cmd *cobra.Command, f proxyFlags, args []string) error {
 	}
 	rt, err := runtime.Open(ctx, runtime.Options{
 		Dir: ws, RunID: runID, Mode: mode, ModeGiven: f.headless, Services: svcs, Settings: settingsFiles(f.settings), Declared: declared,
-		Vault:    func(context.Context) (secret.Vault, error) { return openVault(cmd) },
+		Vault: func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		Warn: func(err error) {
 			fmt.Fprintf(stderr, "norma: %s\n", termtext.EscapeText(err.Error()))
 		},
