@@ -171,3 +171,23 @@ func TestCredentialASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestAddEnvironment: the credentials of an environment become known
+// values named after their variable; a short value, a path, a plain word
+// and a variable whose name is not a credential's do not.
+func TestAddEnvironment(t *testing.T) {
+	r := NewRedactor()
+	gh := secrettest.Tokens()[0].Text
+	n := r.AddEnvironment([]string{"GITHUB_TOKEN=" + gh, "AWS_SECRET_ACCESS_KEY=q8Zr2LxV7pK3mN9tW4yB6cF1hJ5dA0sE", "PATH=/usr/bin:/bin",
+		"SSH_AUTH_SOCK=/tmp/ssh-Xq8Zr2LxV7/agent.1234", "DB_PASSWORD=short", "EDITOR_KEYMAP=emacsemacsemacs", "HOME=/root", "X=" + gh, "BROKEN"})
+	if n != 2 {
+		t.Fatalf("added %d, want 2", n)
+	}
+	fs := r.DetectString("q=" + url.QueryEscape("q8Zr2LxV7pK3mN9tW4yB6cF1hJ5dA0sE"))
+	if len(fs) != 1 || fs[0].Secret != "env_aws_secret_access_key" {
+		t.Errorf("findings %v", fs)
+	}
+	if got := r.Redact("x " + gh); got != "x [REDACTED:env_github_token]" {
+		t.Errorf("Redact = %q", got)
+	}
+}

@@ -213,7 +213,8 @@ func openHookEngine(cmd *cobra.Command) (*agenthook.Engine, func(), error) {
 		return nil, nil, err
 	}
 	eng, err := agenthook.NewEngine(agenthook.EngineOptions{Home: home, Settings: settingsFiles(""), Audit: svcs.Audit, Exec: self, Shell: agentShell(),
-		Warn: func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }})
+		Environ: os.Environ(), // the agent's: its credentials are known values at the exits
+		Warn:    func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error())) }})
 	if err != nil {
 		closeServices(cmd, svcs)
 		return nil, nil, err

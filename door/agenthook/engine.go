@@ -53,6 +53,11 @@ type EngineOptions struct {
 	// command hook runs in the agent's environment and passes its own; the
 	// daemon passes the one it was started with.
 	Shell gate.AgentShell
+	// Environ is the agent's environment (KEY=VALUE): the credentials in
+	// it are known values to the detector at the exits (a WebFetch or a
+	// command that would send one is SECRET_EGRESS; see
+	// secret.Redactor.AddEnvironment). Nil: token formats only.
+	Environ []string
 }
 
 // Engine is the [Decider] of every agent hook door: it decides each event
