@@ -35,6 +35,9 @@ func (d *detection) keyed(b []byte, via string) {
 // credentialASCII is credentialName for an ASCII name, in one pass with
 // no copy: whether it holds one of credentialWords in any case.
 func credentialASCII(n []byte) bool {
+	if nonCredentialName(n) {
+		return false
+	}
 	has := func(i int, w string) bool {
 		if len(n)-i < len(w) {
 			return false
@@ -81,7 +84,7 @@ func credentialASCII(n []byte) bool {
 	return false
 }
 
-func isNameByte(c byte) bool { return isWord(c) || c == '-' || c == '.' }
+func isNameByte(c byte) bool { return classes[c]&cWord != 0 || c == '-' || c == '.' }
 
 // keyName returns the name before the separator at b[at]: spaces, an
 // optional closing quote, then [A-Za-z0-9_.-]+ (at most 64 bytes).
@@ -179,4 +182,22 @@ func isUUID(v []byte) bool {
 		}
 	}
 	return true
+}
+
+// nonCredentials are names that hold a credential's word but whose values
+// are not secrets: they are random by design, made to be sent (a retry's
+// key, which Norma's own gate hands plugins; a WebSocket handshake's
+// nonce). Their values are still checked for known values and token
+// formats; only the keyed-entropy detector skips them.
+var nonCredentials = []string{"idempotency-key", "idempotency_key", "x-idempotency-key", "sec-websocket-key"}
+
+// nonCredentialName reports whether n is one of nonCredentials, in any
+// ASCII case.
+func nonCredentialName(n []byte) bool {
+	for _, w := range nonCredentials {
+		if len(n) == len(w) && bytes.EqualFold(n, []byte(w)) {
+			return true
+		}
+	}
+	return false
 }

@@ -463,7 +463,7 @@ func splitView(b []byte) []byte {
 	var out []byte
 	var parts []int // start and end of each chunk and delimiter run of a stretch
 	for i := 0; i < len(b); {
-		if !isWord(b[i]) {
+		if classes[b[i]]&cWord == 0 {
 			i++
 			continue
 		}
@@ -472,7 +472,7 @@ func splitView(b []byte) []byte {
 		parts = parts[:0]
 		for {
 			k := j
-			for k < len(b) && isWord(b[k]) {
+			for k < len(b) && classes[b[k]]&cWord != 0 {
 				k++
 			}
 			if k-j == 0 || k-j > maxChunk {
@@ -481,10 +481,10 @@ func splitView(b []byte) []byte {
 			chunks++
 			parts = append(parts, j, k)
 			d := k
-			for d < len(b) && d-k < maxDelims && isDelim(b[d]) {
+			for d < len(b) && d-k < maxDelims && classes[b[d]]&cDelim != 0 {
 				d++
 			}
-			if d == k || d == len(b) || !isWord(b[d]) {
+			if d == k || d == len(b) || classes[b[d]]&cWord == 0 {
 				j = k
 				break
 			}
@@ -505,7 +505,7 @@ func splitView(b []byte) []byte {
 		if j <= start {
 			j = start + 1
 		}
-		for j < len(b) && isWord(b[j]) {
+		for j < len(b) && classes[b[j]]&cWord != 0 {
 			j++
 		}
 		i = j
