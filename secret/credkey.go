@@ -31,6 +31,9 @@ func CredentialKey(name string) bool {
 
 // credentialName is CredentialKey on a name that needs no unescaping.
 func credentialName(n string) bool {
+	if nonCredentialName([]byte(n)) {
+		return false
+	}
 	ascii := true
 	for i := 0; i < len(n); i++ {
 		if n[i] >= 0x80 {
