@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"maps"
 	"path"
 	"strings"
 
@@ -126,4 +127,24 @@ func mentionsClient(command string) bool {
 		}
 	}
 	return false
+}
+
+// untrustedMark starts a result delivered marked as untrusted data: a
+// fetched page that addresses the model or hides text in invisible
+// characters (WebFetch, package tool/builtin).
+const untrustedMark = "NORMA " + string(capability.ReasonInjectionSuspected) + ":"
+
+// markUntrusted records on the call's finished event (detail untrusted:
+// INJECTION_SUSPECTED) that its result was delivered so marked, so the
+// audit log shows which results the model was warned about.
+func (x *exec) markUntrusted(content string) {
+	if !strings.HasPrefix(content, untrustedMark) {
+		return
+	}
+	d := maps.Clone(x.detail) // shared with the started event: a copy
+	if d == nil {
+		d = map[string]string{"toolUseId": x.c.ID}
+	}
+	d["untrusted"] = string(capability.ReasonInjectionSuspected)
+	x.detail = d
 }

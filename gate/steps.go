@@ -123,6 +123,7 @@ func (x *exec) output(ctx context.Context, out tool.Result, callErr error) {
 	x.res.IsError = isErr
 	content, counts := x.g.red.RedactCount(content)
 	x.reportRedaction(ctx, counts)
+	x.markUntrusted(content)
 	head, sp, err := x.g.capture.apply(content, SpillRecord{ToolUseID: x.c.ID, RunID: x.c.RunID, Tool: x.c.Tool})
 	if err != nil {
 		x.g.log.Error("gate: spill failed", "tool", x.c.Tool, "err", err)
