@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +19,10 @@ import (
 // BenchmarkMCPProxyCallDoor: the cost of a tools/call through the built
 // `norma mcp proxy` beside the same call made directly, interleaved in
 // one run (each iteration calls the fixture's echo directly, then
-// through the proxy, then its 1 MiB "big" both ways): the medians of
-// each, and the proxy's overhead at the median. The proxied call goes
+// through the proxy; then 20 calls of its 1 MiB "big" both ways): the medians of
+// each, the proxy's overhead at the median, and the proxy process's own
+// CPU time per echo call (user + system, from /proc: what the proxy
+// costs, apart from the waits a loaded machine adds). The proxied call goes
 // through the gate (policy, audit with its fsync, redaction, the output
 // cap that spills a large result) and the plugin's sandbox.
 //
@@ -58,9 +65,15 @@ func BenchmarkMCPProxyCallDoor(b *testing.B) {
 		call(proxied, "echo")
 	}
 	var de, pe, db, pb []time.Duration
+	cpu0 := procCPU(b, pc.Process.Pid)
+	n := 0
 	for b.Loop() {
 		de = append(de, call(direct, "echo"))
 		pe = append(pe, call(proxied, "echo"))
+		n++
+	}
+	cpu := procCPU(b, pc.Process.Pid) - cpu0
+	for range 20 {
 		db = append(db, call(direct, "big"))
 		pb = append(pb, call(proxied, "big"))
 	}
@@ -72,7 +85,22 @@ func BenchmarkMCPProxyCallDoor(b *testing.B) {
 	b.ReportMetric(med(de), "echo-direct-ms")
 	b.ReportMetric(med(pe), "echo-proxy-ms")
 	b.ReportMetric(med(pe)-med(de), "echo-overhead-ms")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "echo-proxy-cpu-ms")
 	b.ReportMetric(med(db), "1MiB-direct-ms")
 	b.ReportMetric(med(pb), "1MiB-proxy-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// procCPU is the user + system CPU time of process pid so far.
+func procCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis: utime is the
+	// 12th, stime the 13th (fields 14 and 15 of proc(5)), in ticks.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }

@@ -113,3 +113,44 @@ func FuzzRedactValue(f *testing.F) {
 		walk(back)
 	})
 }
+
+// BenchmarkRelayResult1MiB: what the host adds to a 1 MiB text result it
+// relays (the text the gate judges, the redaction of the relayed result,
+// the relay), beside the SDK's own decoding of the same result from the
+// wire (the one copy a client must make). B/op of the relay: the bytes it
+// copies.
+//
+//	go test -run '^$' -bench BenchmarkRelayResult1MiB -benchmem ./plugin/host/
+func BenchmarkRelayResult1MiB(b *testing.B) {
+	text := strings.Repeat("abcdefghijklmno\n", 1<<16)
+	wire, err := json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(wire, &res); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("relay", func(b *testing.B) {
+		p := &Plugin{h: &Host{cfg: Config{MaxOutput: 4 << 20, Redactor: relayRedactor(b)}}}
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(wire, &res); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			r := &Relay{}
+			out, err := p.result(WithRelay(context.Background(), r), "big", &res)
+			if err != nil || len(out.Content) != len(text) {
+				b.Fatal(err)
+			}
+		}
+	})
+}
