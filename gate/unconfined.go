@@ -211,7 +211,15 @@ func (u *unconfined) redirects(reqs []capability.Request, se shellcmd.Effects) (
 			if err != nil {
 				return reqs, what, err
 			}
-			reqs = append(reqs, capability.Request{Kind: k, Path: p})
+			r := capability.Request{Kind: k, Path: p}
+			if k == capability.FSWrite {
+				// A file with another name (cp -l .git/config gc, then
+				// cp x gc) is refused as the Write tool's is.
+				if err := u.g.linkedWrite(r); err != nil {
+					return reqs, what, err
+				}
+			}
+			reqs = append(reqs, r)
 		}
 	}
 	return reqs, "", nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/norma-run/norma/capability"
+	"github.com/norma-run/norma/gate"
 	"github.com/norma-run/norma/policy"
 	"github.com/norma-run/norma/runtime"
 )
@@ -63,6 +64,61 @@ func TestNamedFilesRules(t *testing.T) {
 		e, err = rt.Explain(t.Context(), "Bash", in)
 		if err != nil || e.Decision.Mode != tt.confined {
 			t.Errorf("confined %q = %v %s %s, %v; want %v", tt.cmd, e.Decision.Mode, e.Decision.Reason, e.Decision.Rule, err, tt.confined)
+		}
+	}
+}
+
+// TestAcceptEditsRedTeam: the red team's commands that wrote under .git/,
+// .claude/, .husky/ or protected/ through options the file-command check
+// did not read (abbreviations and bundles of -t, backup suffixes, sed's
+// -l, --expr, {e …}, -i with a directory suffix), a hard link made by an
+// allowed call, and REV:PATH with a colon in braces: none is allowed
+// behind the hook in acceptEdits.
+func TestAcceptEditsRedTeam(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{".git/config", "config", "a.txt", "evil.txt", "pre-commit", ".env", "protected/p.txt"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, ".git/config"), filepath.Join(dir, "gc")); err != nil {
+		t.Fatal(err)
+	}
+	rules := policy.Rules{Allow: []string{"Bash(git show:*)", "Bash(git status:*)"}, Deny: []string{"Read(./.env)", "Edit(./protected/**)"}}
+	rt, err := runtime.Open(t.Context(), runtime.Options{Dir: dir, Home: t.TempDir(), Rules: rules, Audit: nopSink{}, Mode: gate.ModeAcceptEdits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	for _, cmd := range []string{
+		"cp --t .git config", "cp --target-dir=.git config", "cp -rt .claude a.txt", "mv --target-dir=.git config",
+		"cp -ft .husky evil.txt", "cp --target-d .git/refs/heads a.txt", "cp --t .idea evil.txt",
+		"sed -l 5 '1e touch PWNED' a.txt", "sed --line-length 5 '1e touch PWNED' a.txt",
+		"sed --expr='1e touch PWNED' a.txt", "sed --e='1e touch PWNED' a.txt", "sed --fi=s.sed a.txt",
+		"sed $'1{e touch PWNED\n}' a.txt", "sed '/x/{w out\n}' a.txt",
+		"sed -i'.git/*' s/x/x/ config", "sed --in-place=.git/* s/x/x/ config", "sed -i'../*' s/x/x/ a.txt",
+		"sed -i'.husky/*' s/x/x/ pre-commit", "sed -i.json s/x/x/ a.txt", "sed -invrc s/x/x/ a.txt",
+		"cp -b -S .json a.txt .mcp", "cp --backup --suffix=.json a.txt .mcp", "mv -b -S .json a.txt .mcp",
+		"cp -l .git/config gc2", "cp config gc", "cp --t protected evil.txt", "sed -i'protected/*' s/x/x/ evil.txt",
+		"cp -rL d out",
+		"git show 'HEAD^{/i:*}:.env'",
+	} {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		e, err := rt.ExplainUnconfined(t.Context(), "Bash", in, envShell())
+		if err != nil || e.Decision.Mode == capability.Allow {
+			t.Errorf("%q = %v %s %s, %v; want ask or deny", cmd, e.Decision.Mode, e.Decision.Reason, e.Decision.Rule, err)
+		}
+	}
+	// What the mode is for still runs.
+	for _, cmd := range []string{"mkdir -p out && cp a.txt out/ && mv out/a.txt out/b.txt", "sed -i s/x/y/ a.txt", "rm -f evil.txt"} {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		e, err := rt.ExplainUnconfined(t.Context(), "Bash", in, envShell())
+		if err != nil || e.Decision.Mode != capability.Allow {
+			t.Errorf("%q = %v %s %s, %v; want allow", cmd, e.Decision.Mode, e.Decision.Reason, e.Decision.Rule, err)
 		}
 	}
 }

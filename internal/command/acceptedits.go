@@ -2,41 +2,64 @@ package command
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
 // fileOps are the file-system commands Claude Code's acceptEdits mode
 // runs without asking (its permission-modes documentation: mkdir, touch,
-// rm, rmdir, mv, cp and sed).
-var fileOps = map[string]bool{"mkdir": true, "touch": true, "rm": true, "rmdir": true, "mv": true, "cp": true, "sed": true}
+// rm, rmdir, mv, cp and sed), each with the options it may take there:
+// an allowlist of short flags (in any cluster) and long options, none
+// taking a value but sed's -e. Everything else (cp -t DIR, -S SUFFIX,
+// -b, -l, -s, -L; mv -t; touch -r FILE; mkdir -m; sed -l N, -f, -i with a
+// suffix; any abbreviation of a long option) changes which files are
+// written or read, and asks.
+var fileOps = map[string]fileOpts{
+	"mkdir": {short: "pv", long: []string{"--parents", "--verbose"}},
+	"touch": {short: "acm", long: []string{"--no-create"}},
+	"rm":    {short: "rRfvid", long: []string{"--recursive", "--force", "--verbose", "--dir"}},
+	"rmdir": {short: "pv", long: []string{"--parents", "--verbose", "--ignore-fail-on-non-empty"}},
+	"mv":    {short: "fnvi", long: []string{"--force", "--no-clobber", "--verbose"}},
+	"cp":    {short: "rRfnvipPu", long: []string{"--recursive", "--force", "--no-clobber", "--verbose", "--preserve", "--no-dereference"}},
+	"sed": {short: "nErsz", long: []string{"--in-place", "--quiet", "--silent", "--regexp-extended", "--separate", "--null-data",
+		"--posix", "--sandbox"}},
+}
+
+// fileOpts are the options a command of fileOps may take.
+type fileOpts struct {
+	short string
+	long  []string
+}
 
 // FileOp reports whether argv, one simple command as written, is a
 // file-system command that the acceptEdits mode runs without asking, as
 // Claude Code's does: mkdir, touch, rm, rmdir, mv, cp, or sed whose
 // scripts neither run a command nor read or write a file of their own
-// (sed -i edits its operands; no -f, no e, r or w commands). Every word
-// is literal (no expansion, no pathname pattern) and every operand and
-// option value is a path below the working directory, written relative
-// and without .. (not ., not /abs, not ~): a command that reaches
-// anywhere else asks. The program is named as written: no wrapper, no
-// path to it.
+// (sed -i edits its operands; no -f, no e, r or w commands), with only
+// the options of [fileOps]. Every word is literal (no expansion, no
+// pathname pattern) and every operand is a path below the working
+// directory, written relative and without .. (not ., not /abs, not ~): a
+// command that reaches anywhere else asks. The program is named as
+// written: no wrapper, no path to it.
 //
 // Which files it writes is still the policy's and the rules' to decide
 // ([Writes]: a deny of Edit(./x/**) denies rm x/a).
 func FileOp(argv []string) bool {
-	if len(argv) < 2 || !fileOps[argv[0]] {
+	if len(argv) < 2 {
 		return false
 	}
+	opts, ok := fileOps[argv[0]]
+	if !ok {
+		return false
+	}
+	sed := argv[0] == "sed"
 	args := argv[1:]
 	script := -1 // sed's script operand, when no -e gives one
-	if argv[0] == "sed" {
+	if sed {
 		if _, risky := sedScripts(args); risky {
 			return false
 		}
 		script = sedScriptOperand(args)
-		if script == -2 {
-			return false
-		}
 	}
 	operands, value := false, false
 	for i, a := range args {
@@ -51,21 +74,29 @@ func FileOp(argv []string) bool {
 			operands = true
 			continue
 		}
-		if !operands && strings.HasPrefix(a, "-") {
-			if argv[0] == "sed" {
-				switch {
-				case a == "-e" || a == "--expression":
-					value = true
-					continue
-				case strings.HasPrefix(a, "-e") || strings.HasPrefix(a, "--expression="):
-					continue
-				case a == "--file" || strings.HasPrefix(a, "--file=") ||
-					len(a) > 1 && a[1] != '-' && strings.ContainsRune(a[1:], 'f'):
-					return false // a script read from a file
+		if !operands && strings.HasPrefix(a, "-") && a != "-" {
+			switch {
+			case sed && (a == "-e" || a == "--expression"):
+				value = true
+			case sed && (strings.HasPrefix(a, "-e") && !strings.HasPrefix(a, "--") || strings.HasPrefix(a, "--expression=")):
+			case sed && a == "-i":
+			case strings.HasPrefix(a, "--"):
+				if !slices.Contains(opts.long, a) {
+					return false
 				}
-			}
-			if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") && !localPath(v) {
-				return false
+			default:
+				c := a[1:]
+				switch {
+				case sed && strings.HasSuffix(c, "e"):
+					c, value = c[:len(c)-1], true // -ne SCRIPT (-ie is -i with the suffix e: refused below)
+				case sed && strings.HasSuffix(c, "i"):
+					c = c[:len(c)-1] // -ni: -i last, without a suffix
+				}
+				for _, r := range c {
+					if !strings.ContainsRune(opts.short, r) {
+						return false
+					}
+				}
 			}
 			continue
 		}

@@ -106,6 +106,12 @@ func TestRisky(t *testing.T) {
 		{"sed p f", ""}, // a command after no address (once looped forever)
 		{"sed 1,3d;q f", ""},
 		{"sed -f script f", "-f"},
+		{"sed 1{e·touch·x} f", "1{e touch x}"},
+		{"sed /re/{w·out} f", "/re/{w out}"},
+		{"sed --expr=1e·ls f", "1e ls"},
+		{"sed --e 1e·ls f", "1e ls"},
+		{"sed --fi=s.sed f", "--fi=s.sed"},
+		{"sort --out=x f", "--out=x"},
 		{"tar -tzf a.tgz", ""},
 		{"tar -xzf a.tgz", "-xzf"},
 		{"tar xzf a.tgz", "xzf"},
@@ -240,7 +246,7 @@ func FuzzRun(f *testing.F) {
 			awkRisky(a)
 		}
 		if FileOp(argv) {
-			if !fileOps[argv[0]] {
+			if _, ok := fileOps[argv[0]]; !ok {
 				t.Fatalf("FileOp(%q): not a command of the mode", argv)
 			}
 			for _, w := range Writes(argv) {
@@ -266,6 +272,12 @@ func TestWrites(t *testing.T) {
 		{"cp -r a b c/", "4:c/"},
 		{"cp -t dir a b", "2:dir"},
 		{"cp --target-directory=dir a", "1:dir"},
+		{"cp --t protected evil.txt", "2:protected"},
+		{"cp --target-dir=.git config", "1:.git"},
+		{"cp -rt .claude settings.local.json", "2:.claude"},
+		{"cp -rt.claude a", "1:.claude"},
+		{"mv --target-d .git config", "2:.git 3:config"},
+		{"cp --suf .x a b", "4:b"},
 		{"cp a", ""},
 		{"mv a b", "1:a 2:b"},
 		{"install -m 644 a /usr/bin/a", "4:/usr/bin/a"},

@@ -88,6 +88,9 @@ func Risky(run []string) (word string, ok bool) {
 			if a == w || len(a) > len(w) && a[len(w)] == '=' && strings.HasPrefix(w, "--") && strings.HasPrefix(a, w) {
 				return a, true
 			}
+			if abbrev(a, w) {
+				return a, true // --out for --output: GNU getopt takes a prefix
+			}
 		}
 		for _, p := range r.prefixes {
 			if strings.HasPrefix(a, p) {
@@ -110,6 +113,15 @@ func Risky(run []string) (word string, ok bool) {
 	return "", false
 }
 
+// abbrev reports whether a, a long option (with or without =value), is
+// a shorter prefix of the long option w, as GNU getopt_long accepts it
+// (--expr for --expression). An ambiguous prefix counts: a caller that
+// asks about a risky option errs toward asking.
+func abbrev(a, w string) bool {
+	name, _, _ := strings.Cut(a, "=")
+	return len(name) > 2 && len(name) < len(w) && strings.HasPrefix(name, "--") && strings.HasPrefix(w, "--") && strings.HasPrefix(w, name)
+}
+
 func letters(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
@@ -125,13 +137,14 @@ func sedScripts(args []string) (string, bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "-e" || a == "--expression":
+		case a == "-e" || a == "--expression" || abbrev(a, "--expression") && !strings.Contains(a, "="):
 			if i+1 < len(args) {
 				scripts = append(scripts, args[i+1])
 				i++
 			}
-		case strings.HasPrefix(a, "--expression="):
-			scripts = append(scripts, a[len("--expression="):])
+		case strings.HasPrefix(a, "--expression=") || abbrev(a, "--expression"):
+			_, v, _ := strings.Cut(a, "=")
+			scripts = append(scripts, v)
 		case strings.HasPrefix(a, "-e") && !strings.HasPrefix(a, "--"):
 			scripts = append(scripts, a[2:])
 		}
@@ -231,6 +244,8 @@ func sedRisky(s string) bool {
 			break
 		}
 		switch c := s[i]; c {
+		case '{', '}', ';', '\n':
+			i++ // a block after an address (1{e cmd}): its commands follow
 		case 'w', 'W', 'r', 'R', 'e':
 			return true
 		case 's', 'y':

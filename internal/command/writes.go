@@ -2,6 +2,7 @@ package command
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -171,6 +172,32 @@ func Writes(argv []string) []Written {
 			target = len(args)
 		case contains(c.takes, a):
 			i++
+		case strings.HasPrefix(a, "--") && slices.ContainsFunc(c.target, func(t string) bool { return abbrev(name, t) }):
+			// --target-dir=DIR, --t DIR: an abbreviation GNU getopt takes
+			if eq {
+				add(i, a[len(name)+1:])
+				target = len(args)
+			} else if i+1 < len(args) {
+				target = i + 1
+				i++
+			}
+		case strings.HasPrefix(a, "--") && !eq && slices.ContainsFunc(c.takes, func(t string) bool { return abbrev(name, t) }):
+			i++
+		case a[1] != '-':
+			// A cluster holding the target's letter (-rt DIR, -rtDIR).
+			for j := 2; j < len(a); j++ {
+				if !contains(c.target, "-"+a[j:j+1]) {
+					continue
+				}
+				if j+1 < len(a) {
+					add(i, a[j+1:])
+					target = len(args)
+				} else if i+1 < len(args) {
+					target = i + 1
+					i++
+				}
+				break
+			}
 		}
 	}
 	if len(operands) <= c.skip {
@@ -268,7 +295,7 @@ func RevPaths(argv []string) []string {
 		if strings.HasPrefix(a, "-") || IsComputed(a) {
 			continue
 		}
-		_, p, ok := strings.Cut(a, ":")
+		p, ok := revPath(a)
 		if !ok {
 			continue
 		}
@@ -281,4 +308,32 @@ func RevPaths(argv []string) []string {
 		out = append(out, path.Clean(p))
 	}
 	return out
+}
+
+// revPath returns the PATH of a REV:PATH word: what follows the first
+// colon outside braces, as git reads it (HEAD^{/fix: typo}:.env and
+// HEAD@{1:00}:.env name .env). A brace left open names no path that can
+// be known: the whole word is then taken for one, which a rule can only
+// match broadly.
+func revPath(a string) (string, bool) {
+	depth := 0
+	for i := 0; i < len(a); i++ {
+		switch a[i] {
+		case '{':
+			depth++
+		case '}':
+			if depth > 0 {
+				depth--
+			}
+		case ':':
+			if depth == 0 {
+				return a[i+1:], true
+			}
+		}
+	}
+	if depth > 0 && strings.Contains(a, ":") {
+		_, p, _ := strings.Cut(a[strings.LastIndexByte(a, '}')+1:], ":")
+		return p, p != ""
+	}
+	return "", false
 }
