@@ -19,3 +19,9 @@ const (
 
 // LayerEgress is the layer of the content checks at the exits.
 const LayerEgress Layer = "egress"
+
+// ReasonInjectionSuspected marks (it refuses nothing) content the model
+// reads that hides text from a person (HTML comments, CSS-hidden
+// elements, invisible characters) or carries instruction-like phrases:
+// it is delivered marked as untrusted data, the hidden text shown.
+const ReasonInjectionSuspected Reason = "INJECTION_SUSPECTED"

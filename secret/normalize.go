@@ -584,3 +584,9 @@ func appendDelims(out, run []byte, dom byte) []byte {
 	}
 	return out
 }
+
+// Invisible reports whether r renders as nothing (zero-width spaces and
+// joiners, bidi controls, tag characters, soft hyphens, variation
+// selectors): the characters the normalizer drops, which can carry
+// hidden text past a reader.
+func Invisible(r rune) bool { return invisible(r) }
