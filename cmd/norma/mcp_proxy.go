@@ -45,11 +45,13 @@ func newMCPProxyCmd() *cobra.Command {
 			"Behind it the server NAME (its name or plugin id) runs as `norma run` runs it: in the workspace (default the\n" +
 			"current directory) with its settings, in the sandbox behind the broker. tools/list shows its tools the policy\n" +
 			"lets you see, under the server's own names; every tools/call, resources/read and prompts/get is decided,\n" +
-			"approved, capped, redacted and audited by the gate. A refusal is a tool error whose text begins\n" +
-			"\"norma: REASON:\".\n\n" +
+			"approved, redacted and audited by the gate. What the server sends reaches the client as it sent it (every\n" +
+			"content block, structured content, errors with their codes, progress and logging), redacted; Norma adds\n" +
+			"only its _meta keys (norma/reason). A refused call is a tool error whose text begins \"norma: REASON:\".\n\n" +
 			"Approvals: asked through the client (MCP elicitation, with the preview the terminal prompt shows) when it\n" +
-			"supports it; otherwise the call waits up to --approval-wait for `norma approvals approve ID` in another\n" +
-			"terminal, then is refused (APPROVAL_PENDING: once approved, the same call again runs); --approval-wait 0\n" +
+			"supports it, waiting up to --approval-wait for its answer (a cancel, an error or no answer leaves the\n" +
+			"request pending: APPROVAL_PENDING); otherwise the call waits up to --approval-wait for\n" +
+			"`norma approvals approve ID` in another terminal, then is refused (APPROVAL_PENDING: once approved, the same call again runs); --approval-wait 0\n" +
 			"refuses at once (APPROVAL_DENIED). --headless runs in dontAsk mode: a call that needs approval is refused\n" +
 			"at once (MODE_DENIED), and nobody is asked.\n\n" +
 			"stdout carries MCP frames only; Norma's messages go to stderr. The proxy exits when the client closes\n" +
