@@ -105,6 +105,9 @@ func TestAcceptEditsRedTeam(t *testing.T) {
 		"cp -b -S .json a.txt .mcp", "cp --backup --suffix=.json a.txt .mcp", "mv -b -S .json a.txt .mcp",
 		"cp -l .git/config gc2", "cp config gc", "cp --t protected evil.txt", "sed -i'protected/*' s/x/x/ evil.txt",
 		"cp -rL d out",
+		"sed -ne '1e touch PWNED' -e p a.txt", "sed -Ee '1e touch PWNED' --expression=p a.txt",
+		"sed -n ':a 1e touch PWNED' a.txt", "sed -n '/[/]*/e touch PWNED' a.txt", "sed -n '/[/]*/w .git/config' config",
+		"sed -n '\\,.*,Ie touch PWNED' a.txt", "sed -n 'v4.2 e touch PWNED' a.txt",
 		"git show 'HEAD^{/i:*}:.env'",
 	} {
 		in, _ := json.Marshal(map[string]string{"command": cmd})

@@ -106,6 +106,18 @@ func TestRisky(t *testing.T) {
 		{"sed p f", ""}, // a command after no address (once looped forever)
 		{"sed 1,3d;q f", ""},
 		{"sed -f script f", "-f"},
+		// The red team's (R15-R18): -ne SCRIPT, labels ending at white
+		// space, a delimiter in a bracket expression, \cREc with I.
+		{"sed -ne 1e·touch·x -e p f", "1e touch x"},
+		{"sed -Ee 1e·x --expression=p f", "1e x"},
+		{"sed -n :a·1e·touch·x f", ":a 1e touch x"},
+		{"sed -n v4.2·e·touch·x f", "v4.2 e touch x"},
+		{"sed -n /[/]*/e·touch·x f", "/[/]*/e touch x"},
+		{"sed -n /[/]*/w·.git/config f", "/[/]*/w .git/config"},
+		{"sed -n \\,.*,Ie·touch·x f", "\\,.*,Ie touch x"},
+		{"sed -l 5 1e·x f", "1e x"},
+		{"sed s/[/]/x/ f", ""},
+		{"sed -n /a[[:space:]/]b/p f", ""},
 		{"sed 1{e·touch·x} f", "1{e touch x}"},
 		{"sed /re/{w·out} f", "/re/{w out}"},
 		{"sed --expr=1e·ls f", "1e ls"},

@@ -134,6 +134,7 @@ func letters(s string) bool {
 // sedScripts checks sed's scripts: the -e values, else the first operand.
 func sedScripts(args []string) (string, bool) {
 	var scripts []string
+	first := "" // the first operand
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -145,20 +146,42 @@ func sedScripts(args []string) (string, bool) {
 		case strings.HasPrefix(a, "--expression=") || abbrev(a, "--expression"):
 			_, v, _ := strings.Cut(a, "=")
 			scripts = append(scripts, v)
-		case strings.HasPrefix(a, "-e") && !strings.HasPrefix(a, "--"):
-			scripts = append(scripts, a[2:])
+		case a == "--":
+			if first == "" && i+1 < len(args) {
+				first = args[i+1]
+			}
+			i = len(args)
+		case !strings.HasPrefix(a, "-") || a == "-":
+			if first == "" {
+				first = a
+			}
+		case len(a) > 1 && a[0] == '-' && a[1] != '-':
+			// A cluster, read as GNU getopt reads it: -e takes the rest
+			// of the cluster or the next word (-ne SCRIPT, -es/a/b/), -l
+			// a number likewise, -i the rest as its suffix.
+		cluster:
+			for j := 1; j < len(a); j++ {
+				switch a[j] {
+				case 'e', 'l':
+					v := a[j+1:]
+					if v == "" && i+1 < len(args) {
+						i++
+						v = args[i]
+					}
+					if a[j] == 'e' {
+						scripts = append(scripts, v)
+					}
+					break cluster
+				case 'i':
+					break cluster
+				}
+			}
+		case (a == "--line-length" || abbrev(a, "--line-length")) && !strings.Contains(a, "="):
+			i++
 		}
 	}
-	if len(scripts) == 0 {
-		for _, a := range args {
-			if a == "--" {
-				continue
-			}
-			if !strings.HasPrefix(a, "-") {
-				scripts = append(scripts, a)
-				break
-			}
-		}
+	if len(scripts) == 0 && first != "" {
+		scripts = append(scripts, first)
 	}
 	for _, s := range scripts {
 		if IsComputed(s) || sedRisky(s) {
@@ -178,12 +201,40 @@ func sedRisky(s string) bool {
 			i++
 		}
 	}
-	// part skips a delimited part (a regex, a replacement) ending in d.
-	part := func(d byte) bool {
+	// part skips a delimited part (a regex, a replacement) ending in d;
+	// in a regex a bracket expression may hold d ([/]).
+	part := func(d byte, regex bool) bool {
 		for i < len(s) {
 			switch s[i] {
 			case '\\':
 				i += 2
+				continue
+			case '[':
+				if !regex {
+					break
+				}
+				j := i + 1
+				if j < len(s) && s[j] == '^' {
+					j++
+				}
+				if j < len(s) && s[j] == ']' {
+					j++
+				}
+				for j < len(s) && s[j] != ']' {
+					if s[j] == '[' && j+1 < len(s) && (s[j+1] == ':' || s[j+1] == '.' || s[j+1] == '=') {
+						k := strings.Index(s[j+2:], string(s[j+1])+"]")
+						if k < 0 {
+							return false
+						}
+						j += k + 4
+						continue
+					}
+					j++
+				}
+				if j >= len(s) {
+					return false
+				}
+				i = j + 1
 				continue
 			case d:
 				i++
@@ -223,7 +274,7 @@ func sedRisky(s string) bool {
 				continue
 			case c == '/':
 				i++
-				if !part('/') {
+				if !part('/', true) {
 					return true
 				}
 				for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
@@ -233,8 +284,11 @@ func sedRisky(s string) bool {
 			case c == '\\' && i+1 < len(s):
 				d := s[i+1]
 				i += 2
-				if !part(d) {
+				if !part(d, true) {
 					return true
+				}
+				for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
+					i++
 				}
 				continue
 			}
@@ -257,7 +311,7 @@ func sedRisky(s string) bool {
 				return true
 			}
 			i += 2
-			if !part(d) || !part(d) {
+			if !part(d, c == 's') || !part(d, false) {
 				return true
 			}
 			if c == 's' {
@@ -267,6 +321,14 @@ func sedRisky(s string) bool {
 					}
 					i++
 				}
+			}
+		case ':', 'b', 't', 'T', 'v':
+			// A label or version: GNU sed ends it at white space, and a
+			// command may follow (:a 1e cmd).
+			i++
+			skipSpace()
+			for i < len(s) && s[i] != ' ' && s[i] != '\t' && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
+				i++
 			}
 		case 'a', 'i', 'c':
 			// Text to the end of the line.
