@@ -1,7 +1,9 @@
 package gate
 
 import (
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -25,7 +27,8 @@ func (x *exec) editsAccepted(reqs []capability.Request) bool {
 	if len(reqs) == 0 {
 		return false
 	}
-	askEdits := -1 // whether an ask rule names a file tool, computed once
+	var written []string // what the line's file commands write, in order
+	askEdits := -1       // whether an ask rule names a file tool, computed once
 	fileToolsAsk := func() bool {
 		if askEdits < 0 {
 			askEdits = 0
@@ -59,9 +62,22 @@ func (x *exec) editsAccepted(reqs []capability.Request) bool {
 			if !command.FileOp(r.Argv) || fileToolsAsk() {
 				return false
 			}
+			// A path under one an earlier command of the line wrote
+			// (mv D E && cp x E/L/y): what it leads to is only known
+			// once that command ran (E/L may be a link D held).
+			for _, a := range r.Argv[1:] {
+				for _, w := range written {
+					if strings.HasPrefix(path.Clean(a), w+"/") {
+						return false
+					}
+				}
+			}
 			for _, w := range command.Writes(r.Argv) {
 				if protectedPath(w.Path) {
 					return false
+				}
+				if makesLinks(r.Argv) {
+					written = append(written, path.Clean(w.Path))
 				}
 			}
 		default:
@@ -125,6 +141,15 @@ func (g *Gate) argFiles(reqs []capability.Request, se shellcmd.Effects) ([]capab
 		if n.Home || path.IsAbs(n.Word) {
 			continue
 		}
+		if n.Top {
+			n.Word, n.Dirs = g.fromTop(n.Word), nil
+			var what string
+			var err error
+			if reqs, what, err = g.fsRequests(reqs, k, n.Word); err != nil {
+				return reqs, what, err
+			}
+			continue
+		}
 		for _, d := range n.Dirs {
 			if d.Home || path.IsAbs(d.Path) {
 				continue
@@ -149,4 +174,66 @@ func (x *exec) allow(name string, reqs []capability.Request) (string, bool) {
 		return x.g.rules.current().AllowRewritten(name, reqs, x.known)
 	}
 	return x.g.rules.Allow(name, reqs, x.known)
+}
+
+// repoPrefix is the workspace's path relative to the top of the git
+// repository that holds it ("" when it is the top, or in none): the
+// nearest directory at or above it that holds .git, symbolic links
+// resolved.
+func (g *Gate) repoPrefix() string {
+	if g.wsDir == "" {
+		return ""
+	}
+	ws, err := filepath.EvalSymlinks(g.wsDir)
+	if err != nil {
+		return ""
+	}
+	for d := ws; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			rel, err := filepath.Rel(d, ws)
+			if err != nil || rel == "." {
+				return ""
+			}
+			return filepath.ToSlash(rel)
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// fromTop returns p, a path relative to the top of the workspace's git
+// repository (a REV:PATH's), relative to the workspace instead: outside
+// it (../x) when the workspace lies below the top and p is not in it.
+func (g *Gate) fromTop(p string) string {
+	pre := g.repoDir()
+	if pre == "" {
+		return p
+	}
+	rel, err := filepath.Rel(filepath.FromSlash(pre), filepath.FromSlash(p))
+	if err != nil {
+		return "../" + p
+	}
+	return filepath.ToSlash(rel)
+}
+
+// makesLinks reports whether a file command of acceptEdits (command.FileOp)
+// may leave a symbolic link at the names it writes: mv moves one along,
+// cp does with -r, -R or -P; mkdir, touch, rm, rmdir and sed -i make none.
+func makesLinks(argv []string) bool {
+	switch argv[0] {
+	case "mv":
+		return true
+	case "cp":
+		for _, a := range argv[1:] {
+			if a == "--" {
+				break
+			}
+			if a == "--recursive" || a == "--no-dereference" ||
+				len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a, "rRP") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -44,6 +44,11 @@ func TestAcceptEditsFileCommands(t *testing.T) {
 		{gate.ModeAcceptEdits, "sed -i 's/a/b/w src/out' src/a.go", capability.ReasonApprovalDenied},
 		{gate.ModeAcceptEdits, "make", capability.ReasonApprovalDenied},
 		{gate.ModeAcceptEdits, "mkdir src/x && curl -s example.com", capability.ReasonApprovalDenied},
+		// A path under what an earlier command wrote (the red team's R20:
+		// src/d/l may be a link that mv brings along).
+		{gate.ModeAcceptEdits, "mv src/d src/e && cp src/a.go src/e/l/x", capability.ReasonApprovalDenied},
+		{gate.ModeAcceptEdits, "cp -r src/d src/e && rm -rf src/e/l/", capability.ReasonApprovalDenied},
+		{gate.ModeAcceptEdits, "mkdir -p src/e && touch src/e/x", capability.ReasonAllowed},
 		{gate.ModeDefault, "mkdir -p src/new", capability.ReasonApprovalDenied},
 		{gate.ModeDefault, "rm -rf src/locked", capability.ReasonRuleDenied},
 	} {

@@ -173,6 +173,7 @@ type Gate struct {
 	resolve   func(string) (string, error)
 	resolver  netguard.Resolver
 	unconf    func() *unconfined // what an unconfined call is decided with, made once
+	repoDir   func() string      // the workspace relative to its repository's top (repoPrefix), found once
 	timeout   time.Duration
 	maxInput  int
 	parallel  int
@@ -211,6 +212,7 @@ func New(opts Options) (*Gate, error) {
 		g.red = secret.NewRedactor()
 	}
 	g.unconf = sync.OnceValue(g.newUnconfined)
+	g.repoDir = sync.OnceValue(g.repoPrefix)
 	g.home, _ = agentfiles.HomeIn(g.wsDir)
 	if g.wsDir != "" {
 		if g.wsID, err = approval.WorkspaceID(g.wsDir); err != nil {

@@ -187,6 +187,11 @@ func (u *unconfined) redirects(reqs []capability.Request, se shellcmd.Effects) (
 			k = capability.FSWrite
 		}
 		what := k.String() + " " + boundMsg(n.Word, 200)
+		if n.Top {
+			// A REV:PATH: relative to the repository's top, which is
+			// the workspace or above it.
+			n.Word = u.g.fromTop(n.Word)
+		}
 		for _, d := range n.Dirs {
 			abs, exists, why := u.place(resolved, d, n)
 			if why != "" {

@@ -125,3 +125,48 @@ func TestAcceptEditsRedTeam(t *testing.T) {
 		}
 	}
 }
+
+// TestRevPathBelowTop: in a workspace below its repository's top, a
+// REV:PATH names a path relative to the top (git show HEAD:proj/creds.txt
+// is the workspace's creds.txt): the rules of that file decide it, and a
+// path of the repository outside the workspace is refused as any is.
+func TestRevPathBelowTop(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "proj")
+	for _, d := range []string{filepath.Join(top, ".git"), dir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"creds.txt", "README.md"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := policy.Rules{Allow: []string{"Bash(git show:*)"}, Deny: []string{"Read(./creds.txt)"}}
+	rt, err := runtime.Open(t.Context(), runtime.Options{Dir: dir, Home: t.TempDir(), Rules: rules, Audit: nopSink{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	for _, tt := range []struct {
+		cmd  string
+		want capability.Mode
+	}{
+		{"git show HEAD:proj/creds.txt", capability.Deny},
+		{"git show HEAD:creds.txt", capability.Deny},
+		{"git show HEAD:other/x.txt", capability.Deny},
+		{"git show HEAD:proj/README.md", capability.Allow},
+	} {
+		in, _ := json.Marshal(map[string]string{"command": tt.cmd})
+		for name, explain := range map[string]func() (gate.Explanation, error){
+			"unconfined": func() (gate.Explanation, error) { return rt.ExplainUnconfined(t.Context(), "Bash", in, envShell()) },
+			"confined":   func() (gate.Explanation, error) { return rt.Explain(t.Context(), "Bash", in) },
+		} {
+			e, err := explain()
+			if err != nil || e.Decision.Mode != tt.want {
+				t.Errorf("%s %q = %v %s %s, %v; want %v", name, tt.cmd, e.Decision.Mode, e.Decision.Reason, e.Decision.Rule, err, tt.want)
+			}
+		}
+	}
+}

@@ -49,6 +49,9 @@ type Name struct {
 	Home   bool
 	Access Access
 	Dirs   []Dir
+	// Top: Word is a path relative to the top of the git repository (the
+	// PATH of a REV:PATH operand), not to Dirs.
+	Top bool
 }
 
 // Reasons for Effects.DirUnknown.

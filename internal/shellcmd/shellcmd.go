@@ -174,7 +174,7 @@ func Argv(argv []string) Effects {
 		s.Names = append(s.Names, Name{Word: wr.Path, Access: Write, Dirs: startDir})
 	}
 	for _, p := range command.RevPaths(argv) {
-		s.Names = append(s.Names, Name{Word: p, Access: Read, Dirs: startDir})
+		s.Names = append(s.Names, Name{Word: p, Access: Read, Dirs: startDir, Top: true})
 	}
 	s.command(append([]string(nil), argv...), 0)
 	s.cur = nil
@@ -263,9 +263,9 @@ func (s *Effects) names(args []*syntax.Word) {
 		}
 		writes = command.Writes(argv)
 		// git show HEAD:.env reads .env's content from the repository:
-		// a read of .env, relative to the top (the workspace).
+		// a read of .env, relative to the repository's top.
 		for _, p := range command.RevPaths(argv) {
-			s.Names = append(s.Names, Name{Word: p, Access: Read, Dirs: startDir})
+			s.Names = append(s.Names, Name{Word: p, Access: Read, Dirs: startDir, Top: true})
 		}
 	}
 	for i, w := range args {
