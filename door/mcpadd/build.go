@@ -271,16 +271,26 @@ func displayPackage(s Source) string {
 	return filepath.Base(s.Package)
 }
 
-// templateArgs maps an absolute argument that is the workspace root, or
-// a path under it, to ${workspace}[/REL], and returns the workspace globs
-// such arguments point at: a server told a directory asks to use it, so
-// the manifest requests reading and writing there, and the install screen
-// asks the user, who may grant less.
+// templateArgs maps an argument that is the workspace root, or a path
+// under it, to ${workspace}[/REL], and returns the workspace globs such
+// arguments point at: a server told a directory asks to use it, so the
+// manifest requests reading and writing there, and the install screen
+// asks the user, who may grant less. An argument is such a path when it
+// is absolute, or relative as a project's client config writes one ("."
+// or "./REL"): that is resolved against the workspace (the directory of
+// the imported file is the workspace of `mcp import`), since the server
+// will not run there but in the sandbox.
 func templateArgs(args []string, ws string) ([]string, *manifest.Filesystem) {
 	out := slices.Clone(args)
 	var globs []string
 	for i, a := range out {
-		if ws == "" || !filepath.IsAbs(a) {
+		if ws == "" {
+			continue
+		}
+		if a == "." || strings.HasPrefix(a, "./") {
+			a = filepath.Join(ws, a)
+		}
+		if !filepath.IsAbs(a) {
 			continue
 		}
 		rel, err := filepath.Rel(filepath.Clean(ws), filepath.Clean(a))

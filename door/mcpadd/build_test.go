@@ -205,3 +205,18 @@ func TestChmodInsideRefusesLinkOut(t *testing.T) {
 		t.Errorf("the outside file's mode is %v", fi.Mode())
 	}
 }
+
+// TestTemplateArgsRelative: "." and "./REL", as a project's .mcp.json
+// writes them, are the workspace and a path in it; "../x", a bare name
+// and a path outside are left as they are.
+func TestTemplateArgsRelative(t *testing.T) {
+	ws := t.TempDir()
+	out, fs := templateArgs([]string{".", "./data", "--flag", "../x", "data", "./../../etc", ws + "/sub"}, ws)
+	want := []string{"${workspace}", "${workspace}/data", "--flag", "../x", "data", "./../../etc", "${workspace}/sub"}
+	if !slices.Equal(out, want) {
+		t.Errorf("args = %q, want %q", out, want)
+	}
+	if fs == nil || !slices.Equal(fs.Read, []string{"workspace://**", "workspace://data/**", "workspace://sub/**"}) {
+		t.Errorf("globs = %+v", fs)
+	}
+}
