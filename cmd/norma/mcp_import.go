@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +23,9 @@ func newMCPImportCmd() *cobra.Command {
 			"--rewrite then switches FILE to Norma: each server it added becomes {\"command\": \"/abs/norma\", \"args\":\n" +
 			"[\"mcp\", \"proxy\", \"NAME\"]} (with --home when given), every other key kept. The diff is shown first and\n" +
 			"asked on a terminal (--yes writes without asking); the file is replaced atomically and the old one kept as\n" +
-			"FILE.norma-backup. A server that already runs `norma mcp proxy` is left as it is.",
+			"FILE.norma-backup. A server that already runs `norma mcp proxy` is left as it is; one added by an earlier\n" +
+			"import of the file (same name and command) is not added again, and --rewrite converts it too, so that\n" +
+			"import --rewrite after import converts the whole file and a second --rewrite changes nothing.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			servers, err := mcpadd.ParseConfig(args[0])
@@ -43,6 +46,20 @@ func newMCPImportCmd() *cobra.Command {
 				}
 				if s.Remote != "" {
 					importServer(cmd, &f, s) // reported
+					continue
+				}
+				if managed, err := alreadyAdded(cmd, s); err != nil {
+					return err
+				} else if managed {
+					// Added by an earlier import of this file: nothing to
+					// install again, and --rewrite converts it too.
+					msg := "already added " + s.Name
+					if f.asJSON {
+						writeJSONLine(cmd.OutOrStdout(), map[string]string{"name": s.Name, "already": msg})
+					} else {
+						fmt.Fprintln(cmd.OutOrStdout(), termtext.Escape(msg))
+					}
+					added = append(added, s.Name)
 					continue
 				}
 				if err := importServer(cmd, &f, s); err != nil {
@@ -69,6 +86,18 @@ func newMCPImportCmd() *cobra.Command {
 
 // importServer adds one server of a client's file through addServer, or
 // reports it skipped.
+// alreadyAdded reports whether the server s of a client's file is added
+// already: a server of its name whose recorded command line is s's (an
+// earlier import of the same file). One of that name with another command
+// is not: its add fails as a name taken.
+func alreadyAdded(cmd *cobra.Command, s mcpadd.ServerConfig) (bool, error) {
+	srv, ok, err := findServer(cmd, s.Name)
+	if err != nil || !ok || srv.source == nil || s.Command == "" {
+		return false, err
+	}
+	return slices.Equal(srv.source.Command, append([]string{s.Command}, s.Args...)), nil
+}
+
 func importServer(cmd *cobra.Command, f *addFlags, s mcpadd.ServerConfig) error {
 	if s.Remote != "" {
 		msg := fmt.Sprintf("skipped %s: a remote (HTTP/SSE) server (%s) is not supported: Norma confines local stdio servers only", s.Name, s.Remote)
