@@ -129,6 +129,11 @@ type Options struct {
 	// adds the values it hands out. Nil means one that knows the token
 	// formats only. Give the audit log the same one.
 	Redactor *secret.Redactor
+	// Environ is an environment whose credentials the redactor learns as
+	// known values (secret.Redactor.AddEnvironment): masked in output and
+	// refused at the exits. norma run gives its own (the sandbox withholds
+	// it from every tool); the agents' hooks the agent's.
+	Environ []string
 	// Resolver and RootCAs are the upstream side of the network, for the
 	// built-in tools' HTTP client and the plugins' egress broker: nil means
 	// the system's resolver and roots. Tests and the demo map names to
@@ -284,6 +289,7 @@ func Open(ctx context.Context, o Options) (*Runtime, error) {
 	if o.Redactor == nil {
 		o.Redactor = secret.NewRedactor()
 	}
+	o.Redactor.AddEnvironment(o.Environ)
 	// What a credential or identifier found at an exit does (issue 29):
 	// the settings' egress section, on the one detector engine every exit
 	// of this process shares (the gate, every plugin's broker).

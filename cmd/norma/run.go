@@ -164,10 +164,6 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 	// the log's head: the run's end.
 	defer closeServices(cmd, svcs)
 	log, red := svcs.Audit, svcs.Redactor
-	// The credentials of this environment, which the sandbox withholds
-	// from every tool, are known values: masked in output, refused at the
-	// exits (issue 29).
-	red.AddEnvironment(os.Environ())
 	var resumed *agent.State
 	if f.resume != "" {
 		if resumed, err = agent.LoadState(home, runID); err != nil {
@@ -230,6 +226,10 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		ModeGiven: cmd.Flags().Changed("mode"), Settings: settingsFiles(f.settings),
 		Vault:           func(context.Context) (secret.Vault, error) { return openVault(cmd) },
 		UnsafeNoSandbox: f.unsafeNoSandbox,
+		// The credentials of this environment, which the sandbox withholds
+		// from every tool, are known values: masked in output, refused at
+		// the exits (issue 29).
+		Environ: os.Environ(),
 		Limits:          limits,
 		Warn: func(err error) {
 			if _, ok := errors.AsType[*runtime.PluginFailure](err); !ok { // reported below

@@ -87,7 +87,7 @@ func (e *Engine) open(ctx context.Context, ev Event) (*rtEntry, error) {
 	// shell's home directory.
 	rules := policy.Rules{Root: resolved(ev.Cwd), Home: resolved(e.o.Shell.Home)}
 	o := runtime.Options{Dir: ev.Cwd, Home: e.o.Home, Mode: gate.ModeDefault, Settings: e.o.Settings, Audit: discard{},
-		Describe: true, NarrowMode: narrow(ev.PermissionMode), Warn: e.o.Warn, Rules: rules, Redactor: agentRedactor(e.o.Environ)}
+		Describe: true, NarrowMode: narrow(ev.PermissionMode), Warn: e.o.Warn, Rules: rules, Environ: e.o.Environ}
 	rt, err := runtime.OpenExplain(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("the Norma runtime of %s did not open: %w", ev.Cwd, err)
