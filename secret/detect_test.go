@@ -135,8 +135,8 @@ func TestBIP39List(t *testing.T) {
 	if got := hex.EncodeToString(sum[:]); got != "2f5eed53a4727b4bf8880d8f3f199efc90e58503646d9ff8eff3a2ed3b24dbda" {
 		t.Errorf("bip39_english.txt sha256 = %s", got)
 	}
-	if len(bip39Words) != 2048 {
-		t.Errorf("%d words, want 2048", len(bip39Words))
+	if len(bip39Words()) != 2048 {
+		t.Errorf("%d words, want 2048", len(bip39Words()))
 	}
 }
 

@@ -1,5 +1,7 @@
 package secret
 
+import "sync"
+
 // More token kinds: the common cloud, payment, chat and CI credentials
 // that start with a fixed prefix. Like the kinds of tokens.go, they are
 // redacted from every output and detected at every exit ([Redactor.Detect]).
@@ -99,16 +101,16 @@ var families = []family{
 }
 
 // familyStarts indexes families by their first byte.
-var familyStarts = func() (idx [256][]int) {
+var familyStarts = sync.OnceValue(func() (idx [256][]int) {
 	for i, f := range families {
 		idx[f.prefix[0]] = append(idx[f.prefix[0]], i)
 	}
 	return idx
-}()
+})
 
 // matchFamily is matchToken for the prefixed families, with its contract.
 func matchFamily(s []byte, prev int, final bool) (n int, kind string, more bool) {
-	fs := familyStarts[s[0]]
+	fs := familyStarts()[s[0]]
 	if len(fs) == 0 {
 		return 0, "", false
 	}

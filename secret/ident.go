@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"strings"
+	"sync"
 )
 
 // identifiers runs the checked-identifier detectors on b.
@@ -160,15 +161,17 @@ func luhn(d []byte) bool {
 
 // ibanLengths are the IBAN lengths of the countries of the SWIFT
 // registry.
-var ibanLengths = map[string]int{
-	"AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "BY": 28,
-	"CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
-	"FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
-	"IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
-	"LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15,
-	"PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24, "SI": 19,
-	"SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
-}
+var ibanLengths = sync.OnceValue(func() map[string]int {
+	return map[string]int{
+		"AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "BY": 28,
+		"CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20, "EG": 29, "ES": 24, "FI": 18,
+		"FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27, "GT": 28, "HR": 21, "HU": 28, "IE": 22,
+		"IL": 23, "IQ": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30, "KZ": 20, "LB": 28, "LC": 32, "LI": 21, "LT": 20,
+		"LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22, "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15,
+		"PK": 24, "PL": 28, "PS": 29, "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SC": 31, "SE": 24, "SI": 19,
+		"SK": 24, "SM": 27, "ST": 25, "SV": 28, "TL": 23, "TN": 24, "TR": 26, "UA": 29, "VA": 22, "VG": 24, "XK": 20,
+	}
+})
 
 // ibanAt returns the length of an IBAN at the start of b: a country's
 // code, two check digits and the country's length of letters and digits
@@ -178,7 +181,7 @@ func ibanAt(b []byte) int {
 	if len(b) < 15 || !('A' <= b[1] && b[1] <= 'Z') || !('0' <= b[2] && b[2] <= '9') || !('0' <= b[3] && b[3] <= '9') {
 		return 0
 	}
-	want, ok := ibanLengths[string(b[:2])]
+	want, ok := ibanLengths()[string(b[:2])]
 	if !ok {
 		return 0
 	}
@@ -222,14 +225,14 @@ func ibanAt(b []byte) int {
 var bip39English string
 
 // bip39Words maps each word of the BIP-39 English list to its index.
-var bip39Words = func() map[string]uint16 {
+var bip39Words = sync.OnceValue(func() map[string]uint16 {
 	words := strings.Fields(bip39English)
 	m := make(map[string]uint16, len(words))
 	for i, w := range words {
 		m[w] = uint16(i)
 	}
 	return m
-}()
+})
 
 // seedAt looks for a BIP-39 seed phrase from the start of b: words of
 // the list separated by short runs of spaces, punctuation or digits (a
@@ -278,7 +281,7 @@ func (d *detection) seedRun(b []byte, via string) int {
 		if j == i || j-i > 8 || j < len(b) && isAlnum(b[j]) && !('0' <= b[j] && b[j] <= '9') {
 			break
 		}
-		w, ok := bip39Words[string(b[i:j])]
+		w, ok := bip39Words()[string(b[i:j])]
 		if !ok {
 			break
 		}

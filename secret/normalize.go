@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -276,12 +277,14 @@ func invisible(r rune) bool {
 
 // lookAlike maps the Cyrillic and Greek letters that look like Latin
 // ones (and survive NFKC) to them.
-var lookAlike = map[rune]byte{
-	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's', 'ԁ': 'd', 'ɡ': 'g', 'һ': 'h', 'ԛ': 'q', 'ԝ': 'w',
-	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T', 'Х': 'X', 'І': 'I', 'Ј': 'J', 'Ѕ': 'S', 'У': 'Y',
-	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O', 'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
-	'ο': 'o', 'ν': 'v', 'ι': 'i', 'κ': 'k', 'α': 'a', 'ρ': 'p',
-}
+var lookAlike = sync.OnceValue(func() map[rune]byte {
+	return map[rune]byte{
+		'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's', 'ԁ': 'd', 'ɡ': 'g', 'һ': 'h', 'ԛ': 'q', 'ԝ': 'w',
+		'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T', 'Х': 'X', 'І': 'I', 'Ј': 'J', 'Ѕ': 'S', 'У': 'Y',
+		'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O', 'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+		'ο': 'o', 'ν': 'v', 'ι': 'i', 'κ': 'k', 'α': 'a', 'ρ': 'p',
+	}
+})
 
 // unicodeView drops invisible characters, applies NFKC (fullwidth and
 // mathematical letters, ligatures) and maps look-alike letters, when b
@@ -309,7 +312,7 @@ func unicodeView(b []byte) []byte {
 			case r < utf8.RuneSelf:
 				out = append(out, byte(r))
 			default:
-				if c, ok := lookAlike[r]; ok {
+				if c, ok := lookAlike()[r]; ok {
 					out = append(out, c)
 				} else {
 					out = utf8.AppendRune(out, r)

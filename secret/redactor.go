@@ -81,13 +81,13 @@ const (
 )
 
 // defaultSnap is the pattern set of a Redactor that was told nothing.
-var defaultSnap = func() *snapshot {
+var defaultSnap = sync.OnceValue(func() *snapshot {
 	s := &snapshot{}
 	s.all.compile(nil, true)
 	s.values.compile(nil, false)
 	s.detect.compile(nil, true)
 	return s
-}()
+})
 
 func (m *matcher) compile(lits []lit, tokens bool) {
 	m.lits = slices.Clone(lits)
@@ -230,7 +230,7 @@ func (r *Redactor) add(ps []lit) {
 }
 
 func (r *Redactor) matcher(set int) *matcher {
-	s := defaultSnap
+	s := defaultSnap()
 	if r != nil {
 		if p := r.snap.Load(); p != nil {
 			s = p
