@@ -48,6 +48,11 @@ func (x *exec) editsAccepted(reqs []capability.Request) bool {
 			if protectedPath(r.Path) {
 				return false
 			}
+			for _, w := range written {
+				if strings.HasPrefix(r.Path, w+"/") {
+					return false // mv D E && echo x > E/L/f
+				}
+			}
 		case capability.ProcessSpawn:
 			if len(r.Argv) == 0 {
 				return false
@@ -92,8 +97,13 @@ func (x *exec) editsAccepted(reqs []capability.Request) bool {
 // permission-modes documentation: repository state and tool
 // configuration), matched here by name at any depth, in any case.
 var (
-	protectedDirs  = []string{".git", ".vscode", ".idea", ".husky", ".claude"}
-	protectedFiles = []string{".gitconfig", ".bashrc", ".zshrc", ".profile", ".mcp.json"}
+	protectedDirs  = []string{".git", ".vscode", ".idea", ".husky", ".claude", ".cargo", ".devcontainer", ".yarn", ".mvn"}
+	protectedFiles = []string{".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases",
+		".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".profile", ".mcp.json", ".claude.json", ".ripgreprc",
+		".npmrc", ".yarnrc", ".yarnrc.yml", ".pnp.cjs", ".pnp.loader.mjs", ".pnp.js", ".pnp.data.json", ".pnpmfile.cjs",
+		"bunfig.toml", ".bunfig.toml", ".bazelrc", ".bazelversion", ".bazeliskrc", ".pre-commit-config.yaml",
+		"lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml", "gradle-wrapper.properties",
+		"maven-wrapper.properties", ".devcontainer.json", "pyrightconfig.json"}
 )
 
 // protectedPath reports whether the workspace path p (cleaned, relative;
@@ -107,6 +117,9 @@ func protectedPath(p string) bool {
 				return true
 			}
 		}
+	}
+	if p == ".config/git" || strings.HasPrefix(p, ".config/git/") || strings.Contains(p, "/.config/git/") || strings.HasSuffix(p, "/.config/git") {
+		return true
 	}
 	base := path.Base(p)
 	for _, f := range protectedFiles {
@@ -236,4 +249,16 @@ func makesLinks(argv []string) bool {
 		}
 	}
 	return false
+}
+
+// protectedWrite returns the first write of reqs to a path Claude Code
+// protects (protectedPath): its writes are never allowed by a rule or
+// the mode without asking, as in Claude Code, but in bypassPermissions.
+func protectedWrite(reqs []capability.Request) (string, bool) {
+	for i := range reqs {
+		if reqs[i].Kind == capability.FSWrite && protectedPath(reqs[i].Path) {
+			return reqs[i].Path, true
+		}
+	}
+	return "", false
 }

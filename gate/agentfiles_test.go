@@ -79,6 +79,15 @@ func TestAgentFilesFloor(t *testing.T) {
 		if mode == gate.ModeDontAsk {
 			ask = capability.Deny
 		}
+		// Any other write under .git/ or .claude/ asks whatever allows
+		// it, as in Claude Code (its protected paths), but in bypass.
+		prot, protReason := ask, capability.ReasonApprovalRequired
+		switch mode {
+		case gate.ModeBypass:
+			prot, protReason = capability.Allow, capability.ReasonAllowed
+		case gate.ModeDontAsk:
+			protReason = capability.ReasonModeDenied
+		}
 		for _, tc := range []struct {
 			c      gate.Call
 			want   capability.Mode
@@ -103,8 +112,8 @@ func TestAgentFilesFloor(t *testing.T) {
 			{write("CLAUDE.md"), ask, capability.ReasonInstructionFile},
 			{write("src/guide.md"), capability.Allow, capability.ReasonAllowed}, // the same file, by a name no agent loads
 			{write("docs/AGENTS.md"), ask, capability.ReasonInstructionFile},
-			{write(".git/index"), capability.Allow, capability.ReasonAllowed},
-			{write("cfg/notes.txt"), capability.Allow, capability.ReasonAllowed},
+			{write(".git/index"), prot, protReason},
+			{write("cfg/notes.txt"), prot, protReason},
 			// cfg is what the agent loads as .claude.
 			{write("cfg/settings.local.json"), capability.Deny, capability.ReasonAgentFileProtected},
 			{write("cfg/agents/x.md"), capability.Deny, capability.ReasonAgentFileProtected},

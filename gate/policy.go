@@ -251,6 +251,9 @@ func (x *exec) harness(d capability.Decision, perm tool.Permission) capability.D
 			harness, layer, rule = capability.ApprovalRequired, "rules", r
 		} else if r, ok := x.askNames(); ok {
 			harness, layer, rule = capability.ApprovalRequired, "rules", r
+		} else if p, ok := protectedWrite(reqs); ok {
+			// .git/, .claude/, .bashrc, ...: asked whatever allows it.
+			harness, layer, rule = capability.ApprovalRequired, "mode", "protected:"+p
 		} else if r, ok := x.allow(name, reqs); ok {
 			layer, rule = "rules", r
 		} else if perm.Behavior == tool.Allow {

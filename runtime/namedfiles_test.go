@@ -170,3 +170,46 @@ func TestRevPathBelowTop(t *testing.T) {
 		}
 	}
 }
+
+// TestProtectedWritesAsk: a write under .git/ (at any depth, in any
+// case) or of another of Claude Code's protected paths asks even under
+// allow: Write, as in Claude Code (differential rows 10-13, R25); a
+// redirection under what an earlier mv of the line wrote asks in
+// acceptEdits (R22).
+func TestProtectedWritesAsk(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rules := policy.Rules{Allow: []string{"Write", "Edit", "Bash(echo:*)", "Bash(mv:*)"}}
+	for _, mode := range []gate.Mode{gate.ModeDefault, gate.ModeAcceptEdits} {
+		rt, err := runtime.Open(t.Context(), runtime.Options{Dir: dir, Home: t.TempDir(), Rules: rules, Audit: nopSink{}, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			tool, in string
+			want     capability.Mode
+		}{
+			{"Write", `{"path":".git/new-config","content":"x"}`, capability.ApprovalRequired},
+			{"Write", `{"path":".GIT/new.txt","content":"x"}`, capability.ApprovalRequired},
+			{"Write", `{"path":"sub/.git/new.txt","content":"x"}`, capability.ApprovalRequired},
+			{"Write", `{"path":".npmrc","content":"x"}`, capability.ApprovalRequired},
+			{"Write", `{"path":".cargo/config.toml","content":"x"}`, capability.ApprovalRequired},
+			{"Bash", `{"command":"echo x > .git/x"}`, capability.ApprovalRequired},
+			{"Write", `{"path":"src/a.txt","content":"x"}`, capability.Allow},
+		} {
+			e, err := rt.ExplainUnconfined(t.Context(), tt.tool, json.RawMessage(tt.in), envShell())
+			if err != nil || e.Decision.Mode != tt.want {
+				t.Errorf("%s %s %s = %v %s %s, %v; want %v", mode, tt.tool, tt.in, e.Decision.Mode, e.Decision.Reason, e.Decision.Rule, err, tt.want)
+			}
+		}
+		if mode == gate.ModeAcceptEdits {
+			in := json.RawMessage(`{"command":"mv d e && echo x > e/l/f"}`)
+			if e, err := rt.ExplainUnconfined(t.Context(), "Bash", in, envShell()); err != nil || e.Decision.Mode == capability.Allow {
+				t.Errorf("acceptEdits %s = %v %s, %v; want ask", in, e.Decision.Mode, e.Decision.Reason, err)
+			}
+		}
+		rt.Close()
+	}
+}

@@ -63,7 +63,6 @@ var readOnly = map[string]ro{
 	"nl":        {flags: "ba", maxOperands: 1},
 	"tac":       {maxOperands: -1},
 	"rev":       {maxOperands: -1},
-	"uniq":      {flags: "cdiu", values: "fsw", numeric: true, maxOperands: 1},
 	"seq":       {flags: "w", values: "s", maxOperands: 3},
 	"md5sum":    {flags: "cb", maxOperands: -1},
 	"sha1sum":   {flags: "cb", maxOperands: -1},

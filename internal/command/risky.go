@@ -196,8 +196,9 @@ func sedScripts(args []string) (string, bool) {
 // with the w or e flag. A script it cannot follow is risky.
 func sedRisky(s string) bool {
 	i := 0
+	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r' }
 	skipSpace := func() {
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		for i < len(s) && space(s[i]) {
 			i++
 		}
 	}
@@ -269,7 +270,7 @@ func sedRisky(s string) bool {
 		for i < len(s) {
 			c := s[i]
 			switch {
-			case c >= '0' && c <= '9' || c == '$' || c == ',' || c == '~' || c == '+' || c == '!' || c == ' ' || c == '\t':
+			case c >= '0' && c <= '9' || c == '$' || c == ',' || c == '~' || c == '+' || c == '!' || space(c):
 				i++
 				continue
 			case c == '/':
@@ -327,7 +328,7 @@ func sedRisky(s string) bool {
 			// command may follow (:a 1e cmd).
 			i++
 			skipSpace()
-			for i < len(s) && s[i] != ' ' && s[i] != '\t' && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
+			for i < len(s) && !space(s[i]) && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
 				i++
 			}
 		case 'a', 'i', 'c':
