@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/norma-run/norma/door/mcpadd"
 	"github.com/norma-run/norma/internal/termtext"
@@ -127,6 +129,10 @@ func addServer(cmd *cobra.Command, r *addRequest) error {
 	g, err := loadGrant(r.yes, r.grantFile)
 	if err != nil {
 		return err
+	}
+	if !r.yes && noAnswer(cmd.InOrStdin()) {
+		// Fail before installing anything: nobody could consent.
+		return exitWith(exitUsage, fmt.Errorf("mcp add %s: nobody can consent: stdin is not a terminal and gives no answer; run it in a terminal, or pass --grant FILE --yes (the grant file's format: README, \"MCP servers\")", r.name))
 	}
 	if err := checkNameFree(cmd, r.name); err != nil {
 		return err
@@ -256,4 +262,30 @@ func printAdded(cmd *cobra.Command, r *addRequest, res *plugin.Result, p *mcpadd
 	fmt.Fprintf(cmd.OutOrStdout(), "added %s: %s %s (%s %s, %s)\ntools: %s\n", r.name, res.ID, res.Version, p.Source.Kind,
 		termtext.Escape(p.Source.Package), p.Source.Integrity, termtext.Escape(strings.Join(out.Tools, ", ")))
 	return nil
+}
+
+// noAnswer reports whether r, the stdin consent would be read from, can
+// give no answer: not a terminal, and /dev/null (a character device), an
+// empty file, or a pipe already closed with nothing in it (seen within
+// 100 ms). A pipe that may still answer (a script's "y") is read.
+func noAnswer(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok || stdinIsTerminal(r) {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return true
+	}
+	switch {
+	case fi.Mode()&os.ModeCharDevice != 0:
+		return true
+	case fi.Mode().IsRegular():
+		return fi.Size() == 0
+	case fi.Mode()&os.ModeNamedPipe != 0:
+		fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 100)
+		return err == nil && n == 1 && fds[0].Revents&unix.POLLHUP != 0 && fds[0].Revents&unix.POLLIN == 0
+	}
+	return false
 }

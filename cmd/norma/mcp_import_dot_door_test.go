@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMCPImportDotDoor: a project's .mcp.json that gives its server "."
@@ -28,5 +29,23 @@ func TestMCPImportDotDoor(t *testing.T) {
 	code, out, _ = e.mcp(t, nil, "get", "echo")
 	if code != 0 || !strings.Contains(out, "bin/echo ${workspace} ${workspace}/data") {
 		t.Errorf("mcp get echo: %d\n%s", code, out)
+	}
+}
+
+// TestMCPAddNoTerminalDoor: `mcp add` with nothing to answer the consent
+// prompt (stdin /dev/null) and no --grant --yes fails at once, before
+// installing anything, and says how to consent instead.
+func TestMCPAddNoTerminalDoor(t *testing.T) {
+	e := newRunEnv(t)
+	start := time.Now()
+	code, _, stderr := door(t, "--home", e.home, "mcp", "add", "fs", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", ".")
+	if code != exitUsage || !strings.Contains(stderr, "nobody can consent") || !strings.Contains(stderr, "--grant FILE --yes") {
+		t.Errorf("mcp add without a terminal: exit %d\n%s", code, stderr)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("it failed after %s, not at once", d)
+	}
+	if entries, _ := os.ReadDir(e.home + "/plugins"); len(entries) > 0 {
+		t.Errorf("something was installed: %v", entries)
 	}
 }
