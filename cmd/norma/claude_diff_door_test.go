@@ -41,6 +41,12 @@ import (
 // command … has been denied." for a deny, "Claude requested permissions to
 // use Bash, but you haven't granted it yet." or "… needs approval" for an
 // ask), but there are dozens of them; the hooks are exact.
+//
+// Every decider has a world of its own, built alike (newDiffWorld), since
+// a call Claude Code allows runs for real. Offline, Claude Code's plan
+// mode refuses what its auto-mode classifier would judge online: the
+// corpus takes that refusal as the answer, which asks more of Norma than
+// the online answer would.
 
 // diffModes are Claude Code's permission modes, in the order a set runs
 // them.
@@ -656,7 +662,11 @@ func diffSetRun(t *testing.T, s *diffSet) (string, int) {
 				t.Errorf("%s.txt:%d (%s): %s %q: Claude Code %s, Norma %s (%s): Norma is weaker", s.name, c.line, mode, c.tool, c.arg, cc[i], n.decision, n.reason)
 			case diffRank[n.decision] > diffRank[cc[i]]:
 				verdict = "stricter"
-				stricterSeen[i] = true
+				// A row's note is in use where no note of the whole
+				// mode would explain the row anyway.
+				if c.notes[mode] != "" || c.notes[""] != "" && s.stricter[mode] == "" {
+					stricterSeen[i] = true
+				}
 				if k := s.stricterKey(c, mode); k == "" {
 					t.Errorf("%s.txt:%d (%s): %s %q: Claude Code %s, Norma %s (%s): Norma is stricter and the row does not say why (## stricter: KEY)", s.name, c.line, mode, c.tool, c.arg, cc[i], n.decision, n.reason)
 				} else {
