@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -79,6 +80,12 @@ func (x *exec) editsAccepted(reqs []capability.Request) bool {
 			}
 			for _, w := range command.Writes(r.Argv) {
 				if protectedPath(w.Path) {
+					return false
+				}
+				// cp config dst, cp -r src/. dst: what is written is named
+				// inside dst, where a link (or a second name of a file)
+				// leads elsewhere; the request for dst does not name it.
+				if (r.Argv[0] == "cp" || r.Argv[0] == "mv") && x.g.linksInside(w.Path) {
 					return false
 				}
 				if makesLinks(r.Argv) {
@@ -261,4 +268,35 @@ func protectedWrite(reqs []capability.Request) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// maxLinkScan bounds the entries linksInside looks at; a larger tree
+// counts as holding a link (the mode asks).
+const maxLinkScan = 4096
+
+// linksInside reports whether the workspace path p is a directory that
+// holds, at any depth, a symbolic link or a file with more than one name:
+// a file command writing into it writes through them to places the
+// request for p does not name (diff finding R23). A tree too large to
+// look at, or one that cannot be read, counts as holding one. Without a
+// workspace there is no disk to look at (as for linkedWrite).
+func (g *Gate) linksInside(p string) bool {
+	if g.wsDir == "" {
+		return false
+	}
+	root := filepath.Join(g.wsDir, filepath.FromSlash(p))
+	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
+		return false
+	}
+	n, found := 0, false
+	filepath.WalkDir(root, func(name string, d fs.DirEntry, err error) error {
+		n++
+		switch {
+		case err != nil, n > maxLinkScan, d.Type()&fs.ModeSymlink != 0, d.Type().IsRegular() && hardLinked(name):
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }

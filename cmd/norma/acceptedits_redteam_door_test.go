@@ -259,6 +259,24 @@ func TestDoorAcceptEditsRedteam(t *testing.T) {
 			symlinkIn("D/L", "../.husky")(t, r)
 		}, cmd: "mv D E && cat evil.txt > E/L/pre-commit", check: exists(".husky/pre-commit")},
 		// R23: cp into a directory that holds a link named as the source.
+		{name: "R23 cp into a dir through its link to .git/config", setup: symlinkIn("dst/config", "../.git/config"), cmd: "cp config dst", check: gitConfig},
+		{name: "R23 cp into a dir through its link to ~/.bashrc", setup: func(t *testing.T, r *redteamEnv) {
+			rtWrite(t, filepath.Join(r.home, ".bashrc"), "# mine\n", 0o644)
+			symlinkIn("dst/evil.txt", filepath.Join(r.home, ".bashrc"))(t, r)
+		}, cmd: "cp evil.txt dst/", check: func(t *testing.T, r *redteamEnv, _ string) {
+			if b, _ := os.ReadFile(filepath.Join(r.home, ".bashrc")); string(b) != "# mine\n" {
+				t.Errorf("~/.bashrc = %q: overwritten", b)
+			}
+		}},
+		{name: "R23 cp -r into a dir through its hard link to .git/config", setup: func(t *testing.T, r *redteamEnv) {
+			rtWrite(t, filepath.Join(r.ws, "src", "gc"), fsmonitorConfig, 0o644)
+			mkdirs("dst")(t, r)
+			link(".git/config", "dst/gc")(t, r)
+		}, cmd: "cp -r src/. dst", check: gitConfig},
+		{name: "R23 confined cp into a dir through its link to .husky", confine: true, setup: func(t *testing.T, r *redteamEnv) {
+			rtWrite(t, filepath.Join(r.ws, ".husky", "pre-commit"), "npm test\n", 0o644)
+			symlinkIn("dst/evil.txt", "../.husky/pre-commit")(t, r)
+		}, cmd: "cp evil.txt dst", check: same(".husky/pre-commit", "npm test\n")},
 		// R24: a parent of a tree a deny of Edit covers, removed or moved.
 		// R25: Claude Code's protected names Norma's list lacks.
 		{name: "R25 cp to .cargo/config.toml", setup: mkdirs(".cargo"), cmd: "cp evil.txt .cargo/config.toml", check: exists(".cargo/config.toml")},

@@ -230,7 +230,7 @@ func runSession(cmd *cobra.Command, f runFlags, userPrompt string) error {
 		// from every tool, are known values: masked in output, refused at
 		// the exits (issue 29).
 		Environ: os.Environ(),
-		Limits:          limits,
+		Limits:  limits,
 		Warn: func(err error) {
 			if _, ok := errors.AsType[*runtime.PluginFailure](err); !ok { // reported below
 				fmt.Fprintf(cmd.ErrOrStderr(), "norma: %s\n", termtext.EscapeText(err.Error()))
