@@ -102,7 +102,7 @@ func TestEngineClaudeRules(t *testing.T) {
 		// Wrappers that only run their argument.
 		{"timeout", "Bash", map[string]any{"command": "timeout 5 git status"}, "allow"},
 		{"nice", "Bash", map[string]any{"command": "nice -n 5 kubectl get pods"}, "allow"},
-		{"kubectl -n", "Bash", map[string]any{"command": "kubectl -n kube-system get pods"}, "allow"},
+		{"kubectl -n asks, as in Claude Code", "Bash", map[string]any{"command": "kubectl -n kube-system get pods"}, "ask"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, exit := Handle(t.Context(), Claude{}, eng, w.pre(tt.tool, "toolu_1", tt.input))

@@ -27,7 +27,7 @@ func TestRun(t *testing.T) {
 		{name: "git --", argv: "git -C x -- status", want: "git status", neutral: true},
 		{name: "docker --context", argv: "docker --context prod rm -f x", want: "docker rm -f x"},
 		{name: "docker -l", argv: "docker -l debug ps", want: "docker ps", neutral: true},
-		{name: "kubectl -n", argv: "kubectl -n kube-system get pods", want: "kubectl get pods", neutral: true},
+		{name: "kubectl -n", argv: "kubectl -n kube-system get pods", want: "kubectl get pods", neutral: false},
 		{name: "kubectl --context=", argv: "kubectl --context=prod delete pod x", want: "kubectl delete pod x"},
 		{name: "npm --prefix", argv: "npm --prefix sub run test", want: "npm run test", neutral: true},
 		{name: "cargo +toolchain", argv: "cargo +nightly build", want: "cargo build", neutral: true},

@@ -38,7 +38,10 @@ var globals = map[string]globalOpts{
 			"-s", "--server", "--token", "--as", "--as-group", "--as-uid", "--request-timeout",
 			"--cache-dir", "--certificate-authority", "--client-certificate", "--client-key",
 			"-v", "--v", "--tls-server-name", "--profile", "--profile-output"},
-		neutral: []string{"-n", "--namespace", "--request-timeout", "-v", "--v"},
+		// Not -n or --namespace: the namespace is what get reads, and
+		// Claude Code asks for kubectl -n prod get pods under
+		// Bash(kubectl get:*).
+		neutral: []string{"--request-timeout", "-v", "--v"},
 	},
 	"npm": {
 		value:   []string{"--prefix", "-C", "-w", "--workspace", "--userconfig", "--globalconfig", "--registry", "--cache", "--loglevel"},
