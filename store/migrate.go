@@ -3,7 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // migration is one schema step. Versions are 1, 2, 3, … in slice order;
@@ -144,7 +149,35 @@ BEGIN SELECT RAISE(ABORT, 'consent records are append-only'); END;
 // migrate brings the schema to version target, one transaction per step.
 // The version is re-read inside each write-locked transaction, so two
 // processes opening a new database at once do not both apply a step.
+//
+// A database being created by another process at the same moment may
+// answer SQLITE_BUSY before the busy handler applies (setting WAL mode
+// on a new file takes an exclusive lock): such a step is retried, with a
+// growing pause, for up to BusyTimeout (agents start hooks in parallel,
+// and the first ones of a new state directory meet here).
 func (d *DB) migrate(ctx context.Context, target int) error {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		err := d.migrateOnce(ctx, target)
+		if err == nil || !busy(err) || time.Since(start) > BusyTimeout {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(min(attempt, 10)) * 10 * time.Millisecond):
+		}
+	}
+}
+
+// busy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func busy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// migrateOnce is one attempt of migrate.
+func (d *DB) migrateOnce(ctx context.Context, target int) error {
 	for {
 		done := false
 		err := d.tx(ctx, func(tx *sql.Tx) error {
