@@ -89,7 +89,11 @@ func (e *codexEnv) exec(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testCodexBin(t), "exec", "Do the task.")
+	// Codex's own sandbox is not what is tested (Norma's hook decides
+	// before it), and it depends on the host: where a system bwrap is
+	// installed, Codex 0.171 hands it a helper it cannot find and every
+	// command fails (bwrap: execvp codex-linux-sandbox).
+	cmd := exec.CommandContext(ctx, testCodexBin(t), "exec", "--sandbox", "danger-full-access", "Do the task.")
 	cmd.Dir = e.ws
 	cmd.Env = append(os.Environ(), e.env()...)
 	var out bytes.Buffer

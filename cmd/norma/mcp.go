@@ -130,6 +130,14 @@ func addServer(cmd *cobra.Command, r *addRequest) error {
 	if err != nil {
 		return err
 	}
+	// What the request itself refuses (a credential in --env or an
+	// argument) is said before whether anyone can consent.
+	if err := mcpadd.CheckEnv(mcpadd.Options{Name: r.name, Argv: r.argv, Env: r.env, Secrets: r.secrets}); err != nil {
+		if errors.Is(err, mcpadd.ErrCredential) {
+			return exitWith(exitUsage, err)
+		}
+		return exitWith(exitFailed, fmt.Errorf("mcp add %s: %w", r.name, err))
+	}
 	if !r.yes && noAnswer(cmd.InOrStdin()) {
 		// Fail before installing anything: nobody could consent.
 		return exitWith(exitUsage, fmt.Errorf("mcp add %s: nobody can consent: stdin is not a terminal and gives no answer; run it in a terminal, or pass --grant FILE --yes (the grant file's format: README, \"MCP servers\")", r.name))

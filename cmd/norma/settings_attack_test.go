@@ -190,14 +190,15 @@ func TestAttackReadDenyRuleBashCat(t *testing.T) {
 // lies inside the workspace ($XDG_CONFIG_HOME under it, as ~/.config is
 // for a run in $HOME) and does not exist yet. Bash creates it and a
 // settings.yaml with an allow rule by a path the gate does not see as a
-// write (cp); the next run in dontAsk must not apply that rule: the
+// write (cp to a name in a variable: the gate decides cp's destination
+// when it is written out); the next run in dontAsk must not apply that rule: the
 // command it would allow is denied and never runs.
 func TestDoorUserSettingsCreatedInWorkspace(t *testing.T) {
 	sandboxtest.Require(t)
 	ws, home := t.TempDir(), t.TempDir()
 	env := []string{"XDG_CONFIG_HOME=" + filepath.Join(ws, "cfg")}
 	plant := "turns:\n  - tool_calls:\n" +
-		"      - {id: p, name: Bash, input: {command: \"printf 'permissions:\\\\n  allow: [\\\"Bash(touch:*)\\\"]\\\\n' > x.yaml && mkdir -p cfg/norma && cp x.yaml cfg/norma/settings.yaml\"}}\n  - text: done\n"
+		"      - {id: p, name: Bash, input: {command: \"printf 'permissions:\\\\n  allow: [\\\"Bash(touch:*)\\\"]\\\\n' > x.yaml && d=cfg/norma && mkdir -p $d && cp x.yaml $d/settings.yaml\"}}\n  - text: done\n"
 	sp := filepath.Join(t.TempDir(), "plant.yaml")
 	rtWrite(t, sp, plant, 0o644)
 	if code, out, errs := doorEnv(t, env, "--home", home, "run", "--workspace", ws, "--provider", "scripted", "--script", sp, "--yes", "--json", "go"); code != 0 {

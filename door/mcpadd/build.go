@@ -80,7 +80,7 @@ func Build(ctx context.Context, o Options) (*Package, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkEnv(o); err != nil {
+	if err := CheckEnv(o); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "norma-mcp-add-*")
@@ -139,12 +139,12 @@ func install(ctx context.Context, b *builder, c Command) (Source, string, error)
 	return copyBinary(b, c)
 }
 
-// checkEnv refuses what must not reach a file: a credential-looking
+// CheckEnv refuses what must not reach a file: a credential-looking
 // variable that is not declared a secret, one that is both, and a plain
 // variable or argument whose value holds a token of a known format
 // (ghp_..., AKIA..., a JWT: secret.Redactor's formats), whatever its
 // name — the manifest, the install screen and `mcp get` show them in clear.
-func checkEnv(o Options) error {
+func CheckEnv(o Options) error {
 	if !plugin.ValidServerName(o.Name) {
 		return fmt.Errorf("server name %q: use letters, digits, '-' and '_'", o.Name)
 	}

@@ -217,7 +217,7 @@ func TestGateRefusesCommands(t *testing.T) {
 // whole tree; its pid is gone afterwards and nothing new can start.
 func TestBackgroundTaskDiesWithClose(t *testing.T) {
 	requireSandbox(t)
-	f := newFixture(t, fixtureOpts{})
+	f := newFixture(t, fixtureOpts{rules: compoundRules})
 	out := f.mustExec(t, "Bash", map[string]any{"command": "sleep 300 & sleep 300", "run_in_background": true})
 	if !strings.Contains(out, "started task t1") {
 		t.Fatalf("Bash(background) = %q", out)
@@ -299,7 +299,7 @@ func TestTaskOutputAndStop(t *testing.T) {
 
 func TestMonitor(t *testing.T) {
 	requireSandbox(t)
-	f := newFixture(t, fixtureOpts{})
+	f := newFixture(t, fixtureOpts{rules: compoundRules})
 	tests := []struct {
 		name    string
 		command string

@@ -93,6 +93,12 @@ var defaultRules = policy.Rules{
 	Deny: []string{"Bash(rm:*)"},
 }
 
+// compoundRules are defaultRules with the whole Bash tool allowed, for
+// the tests of background jobs and loops: a line that is more than simple
+// commands (sleep 300 & ..., a for loop) is covered by no rule of its
+// commands, as in Claude Code, only by one on the tool (Bash, PtySend).
+var compoundRules = policy.Rules{Allow: append([]string{"Bash", "PtySend"}, defaultRules.Allow...), Deny: defaultRules.Deny}
+
 func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
 	f := &fixture{root: t.TempDir()}

@@ -121,7 +121,7 @@ func TestPTYDeniedInput(t *testing.T) {
 
 func TestPTYsDieWithClose(t *testing.T) {
 	requireSandbox(t)
-	f := newFixture(t, fixtureOpts{})
+	f := newFixture(t, fixtureOpts{rules: compoundRules})
 	var pids []int
 	for range 2 {
 		id := openPTY(t, f)
