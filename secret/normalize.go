@@ -396,13 +396,7 @@ func base64View(b []byte) []byte {
 		if len(run)%4 == 1 {
 			run = run[:len(run)-1] // not a length an encoding has
 		}
-		n := len(dst)
-		dst = append(dst, make([]byte, enc.DecodedLen(len(run)))...)
-		m, err := enc.Decode(dst[n:], run)
-		if err != nil {
-			return nil
-		}
-		return dst[:n+m]
+		return appendDecoded(dst, run, enc.DecodedLen(len(run)), enc.Decode)
 	})
 }
 
@@ -413,13 +407,7 @@ func base32View(b []byte) []byte {
 		for len(run)%8 == 1 || len(run)%8 == 3 || len(run)%8 == 6 {
 			run = run[:len(run)-1] // not a length an encoding has
 		}
-		n := len(dst)
-		dst = append(dst, make([]byte, enc.DecodedLen(len(run)))...)
-		m, err := enc.Decode(dst[n:], run)
-		if err != nil {
-			return nil
-		}
-		return dst[:n+m]
+		return appendDecoded(dst, run, enc.DecodedLen(len(run)), enc.Decode)
 	})
 }
 
@@ -427,13 +415,20 @@ func base32View(b []byte) []byte {
 func hexView(b []byte) []byte {
 	return decodedView(b, cHex, func(dst, run []byte) []byte {
 		run = run[:len(run)&^1]
-		n := len(dst)
-		dst = append(dst, make([]byte, len(run)/2)...)
-		if _, err := hex.Decode(dst[n:], run); err != nil {
-			return nil
-		}
-		return dst
+		return appendDecoded(dst, run, hex.DecodedLen(len(run)), hex.Decode)
 	})
+}
+
+// appendDecoded appends to dst what decode makes of run (at most n
+// bytes); nil when run does not decode.
+func appendDecoded(dst, run []byte, n int, decode func(dst, src []byte) (int, error)) []byte {
+	k := len(dst)
+	dst = append(dst, make([]byte, n)...)
+	m, err := decode(dst[k:], run)
+	if err != nil {
+		return nil
+	}
+	return dst[:k+m]
 }
 
 // isDelim reports the bytes a value is split with: spaces, punctuation
